@@ -1,0 +1,57 @@
+//! Build-time settings: read `trusted-server.toml`, apply `TRUSTED_SERVER__SECTION__KEY`
+//! overrides, validate, and embed the result as a `static` (see `trusted_server_settings`).
+//! A mistake fails the build here, naming the key, instead of failing requests later.
+
+use std::{env, fs, path::PathBuf};
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let path = env::var_os("TRUSTED_SERVER_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.join("trusted-server.toml"));
+    println!("cargo:rerun-if-changed={}", path.display());
+    println!("cargo:rerun-if-env-changed=TRUSTED_SERVER_CONFIG");
+    let vars: Vec<(String, String)> = env::vars().filter(|(k, _)| k.starts_with("TRUSTED_SERVER__")).collect();
+    for (k, _) in &vars {
+        println!("cargo:rerun-if-env-changed={k}");
+    }
+    // Cargo cannot watch for *new* variables; the service's scripts pass overrides explicitly
+    // and rebuild, so these common ones are watched even when unset.
+    for k in [
+        "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
+        "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST",
+        "TRUSTED_SERVER__PUBLISHER__DOMAIN",
+        "TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN",
+        "TRUSTED_SERVER__PUBLISHER__STREAMING",
+        "TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD",
+        "TRUSTED_SERVER__PUBLISHER__FLUSH_EVERY_CHUNK",
+        "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
+        "TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS",
+        "TRUSTED_SERVER__PUBLISHER__BETWEEN_BYTES_TIMEOUT_MS",
+    ] {
+        println!("cargo:rerun-if-env-changed={k}");
+    }
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => fail(&format!("cannot read {}: {e}", path.display())),
+    };
+    let settings = match trusted_server_settings::load(&text, vars) {
+        Ok(s) => s,
+        Err(e) => fail(&format!("{e} (in {} or its TRUSTED_SERVER__* overrides)", path.display())),
+    };
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");
+    let source = format!(
+        "/// The validated settings, embedded at build time.\npub static SETTINGS: ::trusted_server_settings::Settings = {};\n",
+        settings.to_rust_expr()
+    );
+    if let Err(e) = fs::write(&out, source) {
+        fail(&format!("cannot write {}: {e}", out.display()));
+    }
+}
+
+fn fail(message: &str) -> ! {
+    // `cargo:error` is shown prominently by cargo; the exit status fails the build.
+    eprintln!("error: {message}");
+    println!("cargo::error={message}");
+    std::process::exit(1);
+}

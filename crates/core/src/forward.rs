@@ -1,0 +1,219 @@
+//! Which client request headers reach the origin, and what the proxy adds.
+//!
+//! The client's own `Forwarded`, `X-Forwarded-*` and client-IP headers are never trusted: they
+//! are dropped and rebuilt from what the platform observed, so a client cannot claim another
+//! IP or host to the origin.
+
+use std::net::IpAddr;
+
+use http::header::{HeaderName, HeaderValue};
+
+use crate::codec::Codec;
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Headers through which a client could claim an identity; rebuilt by the proxy.
+const SPOOFABLE: [&str; 11] = [
+    "forwarded",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+    "x-real-ip",
+    "true-client-ip",
+    "fastly-client-ip",
+    "client-ip",
+    "x-client-ip",
+    "cf-connecting-ip",
+];
+
+/// What the platform observed about the client connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientInfo<'a> {
+    /// The authority the client asked for (its `Host`), lowercase.
+    pub host: &'a str,
+    /// `https` when the client connection used TLS, else `http`.
+    pub scheme: &'a str,
+    /// The client's address, if known.
+    pub ip: Option<IpAddr>,
+}
+
+/// The origin request's headers, built from the client's.
+///
+/// Drops hop-by-hop headers (including those named in `Connection`), `Host`, framing headers
+/// (the platform frames the forwarded body) and every client-supplied forwarding header; limits
+/// `Accept-Encoding` to codings the pipeline can decode; sets `Host` to `origin_host` and
+/// `X-Forwarded-Host`/`-Proto`/`-For` and `Forwarded` from `client`.
+pub fn origin_request_headers<'h>(
+    client_headers: impl IntoIterator<Item = (&'h HeaderName, &'h HeaderValue)>,
+    client: &ClientInfo<'_>,
+    origin_host: &str,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let client_headers: Vec<_> = client_headers.into_iter().collect();
+    let connection_listed: Vec<String> = client_headers
+        .iter()
+        .filter(|(n, _)| n.as_str() == "connection")
+        .filter_map(|(_, v)| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
+        .collect();
+    let mut out = Vec::with_capacity(client_headers.len() + 5);
+    for (name, value) in client_headers {
+        let n = name.as_str();
+        let dropped = HOP_BY_HOP.contains(&n)
+            || SPOOFABLE.contains(&n)
+            || connection_listed.iter().any(|c| c == n)
+            || n == "host"
+            || n == "content-length";
+        if dropped {
+            continue;
+        }
+        if n == "accept-encoding" {
+            if let Some(filtered) = supported_accept_encoding(value) {
+                out.push((name.clone(), filtered));
+            }
+            continue;
+        }
+        out.push((name.clone(), value.clone()));
+    }
+    let mut add = |name: &'static str, value: String| {
+        // Values built from a validated host, a scheme and an IP are always valid header values;
+        // skip rather than panic if a platform ever hands us something odd.
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            out.push((HeaderName::from_static(name), v));
+        }
+    };
+    add("host", origin_host.to_owned());
+    add("x-forwarded-host", client.host.to_owned());
+    add("x-forwarded-proto", client.scheme.to_owned());
+    let mut forwarded = format!("host=\"{}\";proto={}", client.host, client.scheme);
+    if let Some(ip) = client.ip {
+        add("x-forwarded-for", ip.to_string());
+        forwarded = match ip {
+            IpAddr::V4(v4) => format!("for={v4};{forwarded}"),
+            IpAddr::V6(v6) => format!("for=\"[{v6}]\";{forwarded}"),
+        };
+    }
+    add("forwarded", forwarded);
+    out
+}
+
+/// The client's `Accept-Encoding` restricted to codings the pipeline decodes (with their
+/// q-values). `None` when nothing is left: the origin then sends identity.
+fn supported_accept_encoding(value: &HeaderValue) -> Option<HeaderValue> {
+    let value = value.to_str().ok()?;
+    let kept: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|item| {
+            let coding = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            Codec::SUPPORTED_TOKENS.contains(&coding.as_str()) || coding == "identity"
+        })
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(&kept.join(", ")).ok()
+}
+
+/// The client's public authority: its `Host` header if it is a plausible `host[:port]`,
+/// otherwise `fallback` (the configured `publisher.domain`). Lowercased.
+pub fn client_authority(host_header: Option<&str>, fallback: &str) -> String {
+    let valid = |h: &str| {
+        !h.is_empty()
+            && h.len() <= 261
+            && h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+    };
+    match host_header {
+        Some(h) if valid(h) => h.to_ascii_lowercase(),
+        _ => fallback.to_ascii_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
+        list.iter()
+            .map(|(n, v)| (HeaderName::from_bytes(n.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap()))
+            .collect()
+    }
+
+    fn forward(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        let input = headers(list);
+        let client = ClientInfo { host: "www.pub.test", scheme: "https", ip: Some("203.0.113.9".parse().unwrap()) };
+        origin_request_headers(input.iter().map(|(n, v)| (n, v)), &client, "origin.pub.test")
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    fn get<'a>(h: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+        h.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    #[test]
+    fn client_forwarding_headers_are_replaced_not_trusted() {
+        let out = forward(&[
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-forwarded-host", "evil.test"),
+            ("forwarded", "for=1.2.3.4"),
+            ("fastly-client-ip", "1.2.3.4"),
+            ("x-real-ip", "1.2.3.4"),
+            ("cookie", "a=b"),
+        ]);
+        assert_eq!(get(&out, "x-forwarded-for"), ["203.0.113.9"]);
+        assert_eq!(get(&out, "x-forwarded-host"), ["www.pub.test"]);
+        assert_eq!(get(&out, "x-forwarded-proto"), ["https"]);
+        assert_eq!(get(&out, "forwarded"), ["for=203.0.113.9;host=\"www.pub.test\";proto=https"]);
+        assert!(get(&out, "fastly-client-ip").is_empty() && get(&out, "x-real-ip").is_empty());
+        assert_eq!(get(&out, "cookie"), ["a=b"]);
+    }
+
+    #[test]
+    fn hop_by_hop_and_host_are_dropped() {
+        let out = forward(&[
+            ("host", "www.pub.test"),
+            ("connection", "keep-alive, x-secret-hop"),
+            ("x-secret-hop", "1"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("upgrade", "websocket"),
+            ("transfer-encoding", "chunked"),
+            ("accept", "text/html"),
+        ]);
+        for gone in ["connection", "x-secret-hop", "keep-alive", "te", "upgrade", "transfer-encoding"] {
+            assert!(get(&out, gone).is_empty(), "{gone} must not be forwarded");
+        }
+        assert_eq!(get(&out, "host"), ["origin.pub.test"]);
+        assert_eq!(get(&out, "accept"), ["text/html"]);
+    }
+
+    #[test]
+    fn accept_encoding_is_limited_to_what_we_decode() {
+        let out = forward(&[("accept-encoding", "zstd, br;q=1.0, gzip;q=0.8, compress")]);
+        assert_eq!(get(&out, "accept-encoding"), ["br;q=1.0, gzip;q=0.8"]);
+        let out = forward(&[("accept-encoding", "zstd")]);
+        assert!(get(&out, "accept-encoding").is_empty());
+    }
+
+    #[test]
+    fn client_authority_falls_back_on_missing_or_odd_hosts() {
+        assert_eq!(client_authority(Some("WWW.Pub.Test:7676"), "pub.test"), "www.pub.test:7676");
+        assert_eq!(client_authority(None, "pub.test"), "pub.test");
+        assert_eq!(client_authority(Some("a b\"<"), "pub.test"), "pub.test");
+        assert_eq!(client_authority(Some("[::1]:7676"), "pub.test"), "[::1]:7676");
+    }
+}

@@ -1,0 +1,361 @@
+//! HTML stage: lol_html finds the document's structure, the [`StreamReplacer`] rewrites URLs.
+//!
+//! lol_html emits every token it does not modify as its original bytes, so the URL rule runs on
+//! lol_html's output instead of through attribute setters: a rewritten tag keeps its own quotes,
+//! spacing and attribute order, and one rule covers attributes, text, inline `<script>` and
+//! `<style>` alike. lol_html's job is to say which output bytes are what. Handlers run just
+//! before their token is written to the sink, so a handler can mark where the next bytes start:
+//!
+//! * a script's text: the first bytes decide whether it is a Next.js Flight payload
+//!   (`self.__next_f.push(`). Those scripts carry length-prefixed `T` rows that a plain
+//!   replacement would corrupt, so they pass through untouched here; the RSC rewriter owns them.
+//! * a bail-out: when lol_html gives up (its memory limit), it flushes the input it holds as-is;
+//!   from there on the original bytes pass through unchanged. Nothing is dropped.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use lol_html::errors::RewritingError;
+use lol_html::html_content::{BailOut, Element, EndTag, TextChunk};
+use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
+
+use crate::url_rewrite::{StreamReplacer, UrlRule};
+
+/// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
+/// pass-through). Real tags are bytes to kilobytes long.
+const MAX_PARSER_MEMORY: usize = 8 << 20;
+
+/// Script text longer than this without the Flight marker is an ordinary script.
+const MAX_SCRIPT_SNIFF: usize = 64;
+
+/// What the bytes emitted from a given offset are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    /// Tags, text, comments: the URL rule applies.
+    Markup,
+    /// The text of a `<script>`: the URL rule applies unless it is a Flight payload.
+    ScriptText,
+    /// Input lol_html flushed unprocessed after bailing out: passes through.
+    Raw,
+}
+
+/// Shared between lol_html's handlers and sink, and this stage.
+#[derive(Debug, Default)]
+struct Staging {
+    bytes: Vec<u8>,
+    /// `(offset into bytes, kind of the bytes from there)`, in offset order.
+    marks: Vec<(usize, Segment)>,
+    in_script_text: bool,
+}
+
+impl Staging {
+    fn mark(&mut self, segment: Segment) {
+        self.marks.push((self.bytes.len(), segment));
+    }
+}
+
+struct Sink(Rc<RefCell<Staging>>);
+
+impl OutputSink for Sink {
+    fn handle_chunk(&mut self, chunk: &[u8]) {
+        self.0.borrow_mut().bytes.extend_from_slice(chunk);
+    }
+}
+
+/// Whether the current script is a Flight payload, once known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Undecided,
+    Flight,
+    Ordinary,
+}
+
+/// The streaming HTML rewriter. See the module docs.
+pub struct HtmlStage {
+    rewriter: Option<HtmlRewriter<'static, Sink>>,
+    staging: Rc<RefCell<Staging>>,
+    replacer: StreamReplacer,
+    /// Kind of the bytes at the start of the next staging batch.
+    current: Segment,
+    script: Script,
+    /// Start of an undecided script's text, held until its kind is known.
+    script_head: Vec<u8>,
+    bail_out: Option<String>,
+}
+
+impl std::fmt::Debug for HtmlStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HtmlStage")
+            .field("current", &self.current)
+            .field("bail_out", &self.bail_out)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HtmlStage {
+    /// A stage for a document in `encoding` (which must be ASCII-compatible).
+    pub fn new(rule: UrlRule, encoding: AsciiCompatibleEncoding) -> Self {
+        let staging = Rc::new(RefCell::new(Staging::default()));
+        let on_text = Rc::clone(&staging);
+        let on_script = Rc::clone(&staging);
+        let on_bail = Rc::clone(&staging);
+        let settings = Settings::new()
+            .with_encoding(encoding)
+            .with_strict(false)
+            .with_memory_settings(
+                MemorySettings::new()
+                    .with_max_allowed_memory_usage(MAX_PARSER_MEMORY)
+                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
+            )
+            .with_graceful_bail_out_on_content_handler_error(true)
+            .append_element_content_handler(lol_html::element!("script", move |el: &mut Element| {
+                let staging = Rc::clone(&on_script);
+                if let Some(handlers) = el.end_tag_handlers() {
+                    handlers.push(Box::new(move |_end: &mut EndTag| {
+                        let mut s = staging.borrow_mut();
+                        if s.in_script_text {
+                            s.in_script_text = false;
+                            s.mark(Segment::Markup);
+                        }
+                        Ok(())
+                    }));
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(lol_html::text!("script", move |_t: &mut TextChunk| {
+                let mut s = on_text.borrow_mut();
+                if !s.in_script_text {
+                    s.in_script_text = true;
+                    s.mark(Segment::ScriptText);
+                }
+                Ok(())
+            }))
+            .append_bail_out_handler(lol_html::bail_out!(
+                move |_e: &RewritingError, _b: &mut BailOut<'_>| {
+                    on_bail.borrow_mut().mark(Segment::Raw);
+                }
+            ));
+        HtmlStage {
+            rewriter: Some(HtmlRewriter::new(settings, Sink(Rc::clone(&staging)))),
+            staging,
+            replacer: StreamReplacer::new(rule),
+            current: Segment::Markup,
+            script: Script::Ordinary,
+            script_head: Vec::new(),
+            bail_out: None,
+        }
+    }
+
+    /// Why lol_html gave up, if it did (the rest of the document then passed through).
+    pub fn bail_out_reason(&self) -> Option<&str> {
+        self.bail_out.as_deref()
+    }
+
+    /// Rewrites `input`, appending decided output to `out`.
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match &mut self.rewriter {
+            Some(rewriter) => {
+                if let Err(e) = rewriter.write(input) {
+                    self.give_up(&e);
+                }
+                self.drain(out);
+            }
+            None => out.extend_from_slice(input),
+        }
+    }
+
+    /// Ends the document.
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        if let Some(rewriter) = self.rewriter.take() {
+            if let Err(e) = rewriter.end() {
+                self.give_up(&e);
+            }
+            self.drain(out);
+        }
+        if self.script == Script::Undecided {
+            self.release_script_head(out);
+        }
+        self.replacer.finish(out);
+    }
+
+    fn give_up(&mut self, error: &RewritingError) {
+        // The rewriter is poisoned; later input bypasses it (see `write`).
+        self.rewriter = None;
+        self.bail_out = Some(error.to_string());
+    }
+
+    /// Routes the staged output through the URL rule according to its marks.
+    fn drain(&mut self, out: &mut Vec<u8>) {
+        let staging = Rc::clone(&self.staging);
+        let mut s = staging.borrow_mut();
+        let Staging { bytes, marks, .. } = &mut *s;
+        let mut start = 0;
+        for &(offset, segment) in marks.iter() {
+            self.emit(&bytes[start..offset], out);
+            self.enter(segment, out);
+            start = offset;
+        }
+        self.emit(&bytes[start..], out);
+        bytes.clear();
+        marks.clear();
+    }
+
+    fn enter(&mut self, segment: Segment, out: &mut Vec<u8>) {
+        if self.script == Script::Undecided {
+            // The script ended before its kind was known: too short to be a Flight payload.
+            self.release_script_head(out);
+        }
+        if self.current == Segment::Raw {
+            return; // Raw is final.
+        }
+        self.current = segment;
+        match segment {
+            Segment::ScriptText => {
+                self.script = Script::Undecided;
+                self.script_head.clear();
+            }
+            Segment::Markup => self.script = Script::Ordinary,
+            Segment::Raw => {
+                self.script = Script::Ordinary;
+                self.replacer.flush(out);
+            }
+        }
+    }
+
+    fn emit(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        match (self.current, self.script) {
+            (Segment::Raw, _) | (Segment::ScriptText, Script::Flight) => {
+                out.extend_from_slice(bytes);
+            }
+            (Segment::ScriptText, Script::Undecided) => {
+                self.script_head.extend_from_slice(bytes);
+                self.script = match flight_marker(&self.script_head) {
+                    Some(true) => {
+                        // Markup held back for a possible match ends here.
+                        self.replacer.flush(out);
+                        Script::Flight
+                    }
+                    Some(false) => Script::Ordinary,
+                    None if self.script_head.len() > MAX_SCRIPT_SNIFF => Script::Ordinary,
+                    None => return,
+                };
+                let head = std::mem::take(&mut self.script_head);
+                self.emit(&head, out);
+                self.script_head = head;
+                self.script_head.clear();
+            }
+            _ => self.replacer.write(bytes, out),
+        }
+    }
+
+    fn release_script_head(&mut self, out: &mut Vec<u8>) {
+        self.script = Script::Ordinary;
+        let head = std::mem::take(&mut self.script_head);
+        self.replacer.write(&head, out);
+    }
+}
+
+/// `Some(true)` if the script text starts (after whitespace) with the Flight push call,
+/// `Some(false)` if it cannot, `None` if more bytes are needed.
+fn flight_marker(text: &[u8]) -> Option<bool> {
+    const MARKER: &[u8] = b"self.__next_f.push(";
+    let start = text.iter().position(|b| !b.is_ascii_whitespace())?;
+    let text = &text[start..];
+    let n = text.len().min(MARKER.len());
+    if text[..n] != MARKER[..n] {
+        return Some(false);
+    }
+    (n == MARKER.len()).then_some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utf8() -> AsciiCompatibleEncoding {
+        AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap()
+    }
+
+    fn rule() -> UrlRule {
+        UrlRule::new("origin.example.com", "https", "www.pub.test")
+    }
+
+    fn run(input: &[u8], chunk: usize) -> Vec<u8> {
+        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut out = Vec::new();
+        for piece in input.chunks(chunk.max(1)) {
+            stage.write(piece, &mut out);
+        }
+        stage.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn rewrites_attributes_text_scripts_and_styles_keeping_tag_bytes() {
+        let input = "<!doctype html><html><head>\n<link rel=preload HREF='//origin.example.com/a.css'  >\
+            <style>body{background:url(https://origin.example.com/bg.png)}</style>\
+            <script>var u = \"https:\\/\\/origin.example.com\\/api\";</script></head>\
+            <body><img   src=\"https://origin.example.com/i.jpg\"\n srcset=\"//origin.example.com/i2.jpg 2x\">\
+            <p>Visit https://origin.example.com/subscribe — é ✓ 😀</p></body></html>";
+        let expected = input.replace("origin.example.com", "www.pub.test");
+        for chunk in [1, 3, 17, 4096] {
+            assert_eq!(String::from_utf8(run(input.as_bytes(), chunk)).unwrap(), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn flight_scripts_pass_through_untouched() {
+        let flight = "<script>self.__next_f.push([1,\"1:T2a,https://origin.example.com/abc\"])</script>";
+        let ordinary = "<script>fetch(\"https://origin.example.com/x\")</script>";
+        let input = format!("<html><body>{flight}<a href=\"https://origin.example.com/\">{ordinary}</body></html>");
+        let expected = format!(
+            "<html><body>{flight}<a href=\"https://www.pub.test/\">{}</body></html>",
+            ordinary.replace("origin.example.com", "www.pub.test")
+        );
+        for chunk in 1..=input.len() {
+            assert_eq!(String::from_utf8(run(input.as_bytes(), chunk)).unwrap(), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_page_with_nothing_to_rewrite_is_byte_identical() {
+        let input = b"<!DOCTYPE html>\n<html lang=fr><HEAD><meta charset=utf-8><title>\xc3\xa9t\xc3\xa9</title>\
+            <script>if (a < b && c > d) {}</script></HEAD><body class='x'   id=y><p>caf\xff\xfe invalid utf-8</p>\
+            <!-- comment https://cdn.example.org/ --><svg><path d='M0 0'/></svg></body></html>";
+        for chunk in [1, 2, 5, 64, 1 << 20] {
+            assert_eq!(run(input, chunk), input, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn memory_bail_out_passes_the_rest_through_without_loss() {
+        // A start tag lol_html must capture whole (it has a handler) and that is larger than
+        // its limit: it must bail out and lose nothing.
+        let huge = "x".repeat(MAX_PARSER_MEMORY + 1024);
+        let input = format!("<p>https://origin.example.com/</p><script data-x=\"{huge}\">tail https://origin.example.com/</script>");
+        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut out = Vec::new();
+        for piece in input.as_bytes().chunks(65536) {
+            stage.write(piece, &mut out);
+        }
+        assert!(stage.bail_out_reason().is_some(), "expected a bail-out");
+        stage.finish(&mut out);
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("<p>https://www.pub.test/</p>"), "{}", &out[..60]);
+        // After the bail-out the original bytes pass through.
+        assert!(out.ends_with("\">tail https://origin.example.com/</script>"));
+        assert_eq!(out.len(), input.len() - "origin.example.com".len() + "www.pub.test".len());
+    }
+
+    #[test]
+    fn flight_marker_needs_enough_bytes() {
+        assert_eq!(flight_marker(b"  self.__next"), None);
+        assert_eq!(flight_marker(b"\nself.__next_f.push([1,"), Some(true));
+        assert_eq!(flight_marker(b"(self.__next_f=self.__next_f||[]).push([0])"), Some(false));
+        assert_eq!(flight_marker(b"var x"), Some(false));
+        assert_eq!(flight_marker(b"   "), None);
+    }
+}

@@ -1,0 +1,38 @@
+//! Platform-free core of Trusted Server Edge.
+//!
+//! Bytes in, bytes out: no `fastly` dependency, so every property here is tested natively. The
+//! Fastly adapter (`src/main.rs`) owns the I/O and calls into this crate for every decision:
+//!
+//! * [`Route::classify`]: which endpoint a request is for;
+//! * [`origin_request_headers`]: what the origin sees of the client's request;
+//! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
+//! * [`origin_response_headers`]: the response headers, decided before any are sent;
+//! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk.
+//!
+//! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod codec;
+mod content;
+mod forward;
+mod html;
+mod pipeline;
+mod response;
+mod routes;
+mod url_rewrite;
+
+pub use codec::{Codec, DecodeError};
+pub use content::{BodyPlan, PassReason, Rewrite};
+pub use forward::{client_authority, origin_request_headers, ClientInfo};
+pub use html::HtmlStage;
+pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineReport};
+pub use response::{
+    apply_standard_headers, origin_response_headers, sanitize_set_cookie, ResponseContext, VERSION,
+    VERSION_HEADER,
+};
+pub use routes::Route;
+pub use url_rewrite::{StreamReplacer, UrlRule};
+
+/// Re-exported so callers can name the settings type without another dependency line.
+pub use trusted_server_settings::Settings;

@@ -1,0 +1,315 @@
+//! The streaming body pipeline: decode → rewrite → encode → batched writes to the client.
+//!
+//! Push-based, like lol_html: the caller pushes origin chunks in with [`BodyPipeline::push`] and
+//! the pipeline writes into the `Write` it was given. [`BodyPipeline::finish`] consumes the
+//! pipeline and hands the sink back, so the caller decides how a body ends: `finish()` the
+//! client stream when the pipeline finished, abandon it when anything failed.
+//!
+//! Output is batched: bytes collect in the encoder's buffer and reach the sink (one host call
+//! on Fastly) when the buffer passes the flush threshold or, with `flush_every_chunk`, at the
+//! end of every origin chunk, never per lol_html fragment.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use crate::codec::{Codec, DecodeError, Decoder, Encoder};
+use crate::content::Rewrite;
+use crate::html::HtmlStage;
+use crate::url_rewrite::{StreamReplacer, UrlRule};
+
+/// When batched output is written to the sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// Write to the sink once this many bytes are waiting; `0` disables size-triggered writes.
+    pub threshold: usize,
+    /// Also write and flush at the end of every pushed chunk, so nothing waits for more input.
+    pub every_chunk: bool,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            threshold: 8192,
+            every_chunk: true,
+        }
+    }
+}
+
+/// Why a body could not be completed. Each variant calls for a different reaction.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PipelineError {
+    /// The origin's body is corrupt or truncated (e.g. gzip without its trailer). The output
+    /// must not look complete: abandon the client stream.
+    Origin(DecodeError),
+    /// Writing to the client failed (usually a disconnect): stop working on this request.
+    Client(io::Error),
+    /// Re-encoding failed. Does not happen with in-memory codecs; handled like `Origin`.
+    Internal(io::Error),
+}
+
+impl fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PipelineError::Origin(e) => write!(f, "origin body: {e}"),
+            PipelineError::Client(e) => write!(f, "client write: {e}"),
+            PipelineError::Internal(e) => write!(f, "re-encoding: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for PipelineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PipelineError::Origin(e) => Some(e),
+            PipelineError::Client(e) | PipelineError::Internal(e) => Some(e),
+        }
+    }
+}
+
+enum Stage {
+    Html(Box<HtmlStage>),
+    Text(StreamReplacer),
+}
+
+impl Stage {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Stage::Html(h) => h.write(input, out),
+            Stage::Text(r) => r.write(input, out),
+        }
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> Option<String> {
+        match self {
+            Stage::Html(h) => {
+                let reason = h.bail_out_reason().map(str::to_owned);
+                h.finish(out);
+                reason
+            }
+            Stage::Text(r) => {
+                r.finish(out);
+                None
+            }
+        }
+    }
+}
+
+/// What a finished pipeline did (for logs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PipelineReport {
+    /// Encoded bytes received from the origin.
+    pub bytes_in: u64,
+    /// Encoded bytes written to the sink.
+    pub bytes_out: u64,
+    /// Sink writes (host calls on Fastly).
+    pub writes: u64,
+    /// Set when lol_html gave up and the rest of the document passed through as-is.
+    pub html_bail_out: Option<String>,
+}
+
+/// A body being rewritten into `W`. See the module docs.
+pub struct BodyPipeline<W: Write> {
+    decoder: Decoder,
+    /// Taken by `finish`.
+    stage: Option<Stage>,
+    encoder: Encoder,
+    /// Rewritten plain bytes between stage and encoder; reused for every chunk.
+    plain: Vec<u8>,
+    policy: FlushPolicy,
+    sink: W,
+    report: PipelineReport,
+}
+
+impl<W: Write> fmt::Debug for BodyPipeline<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodyPipeline")
+            .field("policy", &self.policy)
+            .field("report", &self.report)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> BodyPipeline<W> {
+    /// A pipeline decoding and re-encoding `codec`, rewriting with `rewrite` and `rule`.
+    pub fn new(codec: Codec, rewrite: Rewrite, rule: UrlRule, policy: FlushPolicy, sink: W) -> Self {
+        let stage = match rewrite {
+            Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
+            Rewrite::Text => Stage::Text(StreamReplacer::new(rule)),
+        };
+        BodyPipeline {
+            decoder: Decoder::new(codec),
+            stage: Some(stage),
+            encoder: Encoder::new(codec),
+            plain: Vec::with_capacity(16 * 1024),
+            policy,
+            sink,
+            report: PipelineReport::default(),
+        }
+    }
+
+    /// Pushes one origin chunk (any size, any split).
+    ///
+    /// # Errors
+    /// See [`PipelineError`]; after an error the pipeline must not be used again.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), PipelineError> {
+        self.report.bytes_in += chunk.len() as u64;
+        self.decoder.write(chunk).map_err(PipelineError::Origin)?;
+        self.rewrite_decoded()?;
+        if self.policy.every_chunk {
+            self.encoder.flush().map_err(PipelineError::Internal)?;
+            self.write_out(true)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the body and returns the sink (flushed) with a report.
+    ///
+    /// # Errors
+    /// See [`PipelineError`]. A truncated compressed body is an error here, at the end.
+    pub fn finish(mut self) -> Result<(W, PipelineReport), PipelineError> {
+        self.decoder.finish().map_err(PipelineError::Origin)?;
+        self.rewrite_decoded()?;
+        if let Some(stage) = self.stage.take() {
+            self.report.html_bail_out = stage.finish(&mut self.plain);
+        }
+        self.encode_plain()?;
+        self.encoder.finish().map_err(PipelineError::Internal)?;
+        self.write_out(true)?;
+        Ok((self.sink, self.report))
+    }
+
+    fn rewrite_decoded(&mut self) -> Result<(), PipelineError> {
+        let decoded = self.decoder.output();
+        if let (false, Some(stage)) = (decoded.is_empty(), self.stage.as_mut()) {
+            stage.write(decoded, &mut self.plain);
+            self.decoder.clear_output();
+        }
+        self.encode_plain()?;
+        let waiting = self.encoder.output().len();
+        if self.policy.threshold > 0 && waiting >= self.policy.threshold {
+            self.write_out(false)?;
+        }
+        Ok(())
+    }
+
+    fn encode_plain(&mut self) -> Result<(), PipelineError> {
+        if !self.plain.is_empty() {
+            self.encoder.write(&self.plain).map_err(PipelineError::Internal)?;
+            self.plain.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the encoder's waiting output to the sink; `flush` also flushes the sink.
+    fn write_out(&mut self, flush: bool) -> Result<(), PipelineError> {
+        let waiting = self.encoder.output();
+        if !waiting.is_empty() {
+            self.sink.write_all(waiting).map_err(PipelineError::Client)?;
+            self.report.bytes_out += waiting.len() as u64;
+            self.report.writes += 1;
+            self.encoder.clear_output();
+        }
+        if flush {
+            self.sink.flush().map_err(PipelineError::Client)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lol_html::AsciiCompatibleEncoding;
+
+    fn rule() -> UrlRule {
+        UrlRule::new("origin.example.com", "http", "127.0.0.1:7676")
+    }
+
+    fn html() -> Rewrite {
+        Rewrite::Html(AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap())
+    }
+
+    /// A sink that records each write and flush, and fails after `fail_after` writes.
+    #[derive(Default)]
+    struct Recorder {
+        writes: Vec<Vec<u8>>,
+        flushes: usize,
+        fail_after: Option<usize>,
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.fail_after.is_some_and(|n| self.writes.len() >= n) {
+                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "client went away"));
+            }
+            self.writes.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.flushes += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn first_chunk_reaches_the_sink_before_the_second_is_pushed() {
+        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), FlushPolicy::default(), Recorder::default());
+        p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>").unwrap();
+        assert_eq!(p.sink.writes.concat(), b"<html><head><link href=\"http://127.0.0.1:7676/a.css\"></head>");
+        assert_eq!(p.sink.flushes, 1);
+        p.push(b"<body></body></html>").unwrap();
+        let (sink, report) = p.finish().unwrap();
+        assert_eq!(sink.writes.concat().len() as u64, report.bytes_out);
+    }
+
+    #[test]
+    fn writes_are_batched_not_per_fragment() {
+        let page = "<p><a href=\"https://origin.example.com/x\">link</a></p>\n".repeat(2000);
+        let policy = FlushPolicy { threshold: 8192, every_chunk: false };
+        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), policy, Recorder::default());
+        for piece in page.as_bytes().chunks(100) {
+            p.push(piece).unwrap();
+        }
+        let (sink, report) = p.finish().unwrap();
+        let expected = page.replace("https://origin.example.com", "http://127.0.0.1:7676");
+        assert_eq!(sink.writes.concat(), expected.as_bytes());
+        // ~100 KB in writes of >= 8 KiB: a dozen or so, not thousands.
+        assert!(report.writes <= (expected.len() / 8192 + 1) as u64, "{} writes", report.writes);
+        assert!(sink.writes[..sink.writes.len() - 1].iter().all(|w| w.len() >= 8192));
+    }
+
+    #[test]
+    fn a_failing_client_is_reported_as_a_client_error() {
+        let sink = Recorder { fail_after: Some(1), ..Recorder::default() };
+        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), FlushPolicy::default(), sink);
+        p.push(b"<p>one</p>").unwrap();
+        let err = p.push(b"<p>two</p>").unwrap_err();
+        assert!(matches!(err, PipelineError::Client(_)), "{err}");
+    }
+
+    #[test]
+    fn a_truncated_gzip_body_fails_at_the_end() {
+        let mut enc = Encoder::new(Codec::Gzip);
+        enc.write(&b"<p>https://origin.example.com/</p>".repeat(100)).unwrap();
+        enc.finish().unwrap();
+        let gz = enc.output().to_vec();
+        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), FlushPolicy::default(), Vec::new());
+        p.push(&gz[..gz.len() - 4]).unwrap();
+        assert!(matches!(p.finish(), Err(PipelineError::Origin(_))));
+    }
+
+    #[test]
+    fn compressed_output_streams_per_chunk() {
+        let policy = FlushPolicy::default();
+        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), policy, Vec::new());
+        let mut enc = Encoder::new(Codec::Gzip);
+        enc.write(b"<html><head><title>https://origin.example.com/</title></head>").unwrap();
+        enc.flush().unwrap();
+        p.push(enc.output()).unwrap();
+        // Before the body ends, what the client has must already decode to the rewritten head.
+        let mut d = Decoder::new(Codec::Gzip);
+        d.write(&p.sink).unwrap();
+        assert_eq!(d.output(), b"<html><head><title>http://127.0.0.1:7676/</title></head>");
+    }
+}

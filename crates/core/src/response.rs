@@ -1,0 +1,231 @@
+//! Response header policy, applied identically on every path (streamed, buffered, error).
+//!
+//! All header decisions are made here, before `stream_to_client()` sends them: once the
+//! headers are out they cannot change.
+
+use http::header::{HeaderName, HeaderValue};
+use trusted_server_settings::Settings;
+
+use crate::url_rewrite::UrlRule;
+
+/// Name of the header carrying the service version.
+pub const VERSION_HEADER: &str = "x-ts-version";
+
+/// The service version sent in [`VERSION_HEADER`].
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Headers that describe the exact bytes of the body; wrong once the body changes.
+const BODY_BOUND: [&str; 5] = [
+    "content-length",
+    "content-md5",
+    "digest",
+    "content-digest",
+    "repr-digest",
+];
+
+/// Response headers whose values may hold origin URLs.
+const URL_HEADERS: [&str; 4] = ["location", "content-location", "link", "refresh"];
+
+/// Hop-by-hop response headers, which the platform manages.
+const HOP_BY_HOP: [&str; 5] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+
+/// Everything the policy needs to know about the request and body.
+#[derive(Debug)]
+pub struct ResponseContext<'a> {
+    /// The URL rule for this request.
+    pub rule: &'a UrlRule,
+    /// Host name of the origin's authority (no port), for matching cookie domains.
+    pub origin_host_name: &'a str,
+    /// `publisher.cookie_domain` (empty: make origin-domain cookies host-only).
+    pub cookie_domain: &'a str,
+    /// Whether the body will differ from the origin's bytes.
+    pub body_changes: bool,
+}
+
+/// Applies the proxy's rules to origin response headers, then the standard headers.
+pub fn origin_response_headers(
+    headers: Vec<(HeaderName, HeaderValue)>,
+    ctx: &ResponseContext<'_>,
+    settings: &Settings,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut out = Vec::with_capacity(headers.len() + 2 + settings.response_headers.len());
+    for (name, value) in headers {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n) || (ctx.body_changes && BODY_BOUND.contains(&n)) {
+            continue;
+        }
+        if ctx.body_changes && n == "etag" {
+            // The bytes differ from the origin's; only a weak validator still holds.
+            if let Some(weak) = weaken_etag(&value) {
+                out.push((name, weak));
+            }
+            continue;
+        }
+        if URL_HEADERS.contains(&n) {
+            let rewritten = ctx.rule.rewrite_all(value.as_bytes());
+            if let Ok(v) = HeaderValue::from_bytes(&rewritten) {
+                out.push((name, v));
+            }
+            continue;
+        }
+        if n == "set-cookie" {
+            if let Some(v) = value
+                .to_str()
+                .ok()
+                .and_then(|v| sanitize_set_cookie(v, ctx.origin_host_name, ctx.cookie_domain))
+                .and_then(|v| HeaderValue::from_str(&v).ok())
+            {
+                out.push((name, v));
+            }
+            continue;
+        }
+        out.push((name, value));
+    }
+    apply_standard_headers(&mut out, settings);
+    out
+}
+
+/// Adds the version header and then `[response_headers]`, each replacing any earlier value.
+/// Called on every path, errors included.
+pub fn apply_standard_headers(headers: &mut Vec<(HeaderName, HeaderValue)>, settings: &Settings) {
+    set(headers, HeaderName::from_static(VERSION_HEADER), HeaderValue::from_static(VERSION));
+    for h in settings.response_headers.iter() {
+        // Names and values were validated at build time.
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+            set(headers, n, v);
+        }
+    }
+}
+
+fn set(headers: &mut Vec<(HeaderName, HeaderValue)>, name: HeaderName, value: HeaderValue) {
+    headers.retain(|(n, _)| *n != name);
+    headers.push((name, value));
+}
+
+fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
+    let v = value.to_str().ok()?;
+    if v.starts_with("W/") {
+        Some(value.clone())
+    } else {
+        HeaderValue::from_str(&format!("W/{v}")).ok()
+    }
+}
+
+/// Sanitizes one `Set-Cookie` value from the origin.
+///
+/// * A cookie whose value or attributes hold control characters is dropped (`None`).
+/// * A `Domain` naming the origin's own domain (or a parent of it) would be rejected by the
+///   browser on the first-party host: it becomes `cookie_domain`, or is removed (host-only
+///   cookie) when `cookie_domain` is empty.
+/// * Everything else is kept byte for byte.
+pub fn sanitize_set_cookie(value: &str, origin_host_name: &str, cookie_domain: &str) -> Option<String> {
+    if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return None;
+    }
+    let mut parts = value.split(';');
+    let pair = parts.next()?;
+    if !pair.contains('=') || pair.trim().starts_with('=') {
+        return None;
+    }
+    let origin = origin_host_name.to_ascii_lowercase();
+    let mut out = pair.to_owned();
+    for attr in parts {
+        let (key, val) = attr.split_once('=').unwrap_or((attr, ""));
+        if key.trim().eq_ignore_ascii_case("domain") {
+            let domain = val.trim().trim_start_matches('.').to_ascii_lowercase();
+            let names_origin = origin == domain || origin.ends_with(&format!(".{domain}"));
+            if names_origin {
+                if !cookie_domain.is_empty() {
+                    out.push_str("; Domain=");
+                    out.push_str(cookie_domain);
+                }
+                continue;
+            }
+        }
+        out.push(';');
+        out.push_str(attr);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+    use trusted_server_settings::HeaderSetting;
+
+    fn hv(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
+        list.iter()
+            .map(|(n, v)| (HeaderName::from_bytes(n.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap()))
+            .collect()
+    }
+
+    fn settings() -> Settings {
+        let mut s = Settings::DEFAULT;
+        s.response_headers = Cow::Owned(vec![
+            HeaderSetting { name: "x-powered-by".into(), value: "trusted-server".into() },
+            HeaderSetting { name: "x-ts-version".into(), value: "override".into() },
+        ]);
+        s
+    }
+
+    fn run(list: &[(&str, &str)], body_changes: bool) -> Vec<(String, String)> {
+        let rule = UrlRule::new("origin.pub.test", "https", "www.pub.test");
+        let ctx = ResponseContext { rule: &rule, origin_host_name: "origin.pub.test", cookie_domain: "", body_changes };
+        origin_response_headers(hv(list), &ctx, &settings())
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    fn get<'a>(h: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+        h.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    #[test]
+    fn changed_bodies_lose_length_and_strong_validators() {
+        let list = [("content-length", "100"), ("etag", "\"abc\""), ("content-md5", "x"), ("content-type", "text/html")];
+        let changed = run(&list, true);
+        assert!(get(&changed, "content-length").is_empty());
+        assert!(get(&changed, "content-md5").is_empty());
+        assert_eq!(get(&changed, "etag"), ["W/\"abc\""]);
+        let untouched = run(&list, false);
+        assert_eq!(get(&untouched, "content-length"), ["100"]);
+        assert_eq!(get(&untouched, "etag"), ["\"abc\""]);
+    }
+
+    #[test]
+    fn redirects_point_at_the_first_party_host() {
+        let out = run(&[("location", "https://origin.pub.test/next?a=1"), ("link", "<//origin.pub.test/a.css>; rel=preload")], false);
+        assert_eq!(get(&out, "location"), ["https://www.pub.test/next?a=1"]);
+        assert_eq!(get(&out, "link"), ["<//www.pub.test/a.css>; rel=preload"]);
+    }
+
+    #[test]
+    fn standard_headers_come_last_and_configured_ones_win() {
+        let out = run(&[("x-powered-by", "php")], false);
+        assert_eq!(get(&out, "x-powered-by"), ["trusted-server"]);
+        assert_eq!(get(&out, "x-ts-version"), ["override"]);
+        let mut plain = Vec::new();
+        apply_standard_headers(&mut plain, &Settings::DEFAULT);
+        assert_eq!(plain.len(), 1);
+        assert_eq!(plain[0].1, VERSION);
+    }
+
+    #[test]
+    fn origin_cookie_domains_are_rewritten_and_bad_cookies_dropped() {
+        assert_eq!(
+            sanitize_set_cookie("s=1; Domain=origin.pub.test; Path=/; HttpOnly", "origin.pub.test", "").unwrap(),
+            "s=1; Path=/; HttpOnly"
+        );
+        assert_eq!(
+            sanitize_set_cookie("s=1; domain=.pub.test; Secure", "origin.pub.test", ".pub.test").unwrap(),
+            "s=1; Domain=.pub.test; Secure"
+        );
+        assert_eq!(sanitize_set_cookie("s=1; Domain=other.test", "origin.pub.test", "").unwrap(), "s=1; Domain=other.test");
+        assert_eq!(sanitize_set_cookie("novalue", "origin.pub.test", ""), None);
+        assert_eq!(sanitize_set_cookie("s=1\u{7f}", "origin.pub.test", ""), None);
+        let out = run(&[("set-cookie", "a=1; Domain=origin.pub.test"), ("set-cookie", "b=2")], false);
+        assert_eq!(get(&out, "set-cookie"), ["a=1", "b=2"]);
+    }
+}

@@ -1,0 +1,1 @@
+//! Helpers for the end-to-end tests live in `tests/`.

@@ -1,0 +1,186 @@
+//! The one settings type of Trusted Server Edge.
+//!
+//! Settings are read from `trusted-server.toml`, merged with `TRUSTED_SERVER__SECTION__KEY`
+//! environment overrides and validated **at build time** (see the service's `build.rs`). The
+//! validated value is then emitted as Rust source and compiled into the binary as a `static`, so
+//! a request never parses anything: every Fastly request runs in a fresh WASM instance, and
+//! parsing TOML per request cost the system we replace several percent of its CPU.
+//!
+//! Every knob has a documented default (see [`Settings::DEFAULT`] and `README.md`). A bad value
+//! fails the build with a message naming the key.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+
+#[cfg(feature = "load")]
+mod load;
+
+#[cfg(feature = "load")]
+pub use load::{load, LoadError};
+
+/// A string that is `&'static` when embedded and owned while loading.
+pub type Text = Cow<'static, str>;
+
+/// Scheme used to reach the origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS; the origin's certificate is checked against its host name.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme as written in a URL (`http` or `https`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+
+    /// The port a URL of this scheme uses when it names none.
+    pub const fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+}
+
+/// Where and how the publisher origin is reached (`[publisher]` section).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publisher {
+    /// `publisher.domain`: the publisher's first-party host (e.g. `www.example.com`). Used as
+    /// the public host when a request carries no `Host` header. Required.
+    pub domain: Text,
+    /// `publisher.origin_url`: where the origin is fetched (`http://` or `https://`, host,
+    /// optional port, no path). Required.
+    pub origin_url: Text,
+    /// Scheme of `origin_url`.
+    pub origin_scheme: Scheme,
+    /// `host[:port]` of `origin_url`: the address the backend connects to.
+    pub origin_address: Text,
+    /// Host name of `origin_url` (no port): used for TLS SNI and certificate checks.
+    pub origin_tls_host: Text,
+    /// `publisher.origin_host`: the `Host` header sent to the origin and the authority the
+    /// origin's pages use in absolute URLs, which the proxy rewrites to the request's host.
+    /// Default: the `host[:port]` of `origin_url`.
+    pub origin_host: Text,
+    /// `publisher.cookie_domain`: the `Domain` given to origin cookies that named the origin's
+    /// own domain. Empty (the default) removes such `Domain` attributes, making the cookies
+    /// host-only on the first-party host.
+    pub cookie_domain: Text,
+    /// `publisher.streaming`: stream bodies as they arrive (default `true`). `false` buffers the
+    /// whole body and sends it with a `Content-Length`: kept for comparison and as a fallback.
+    pub streaming: bool,
+    /// `publisher.flush_threshold`: bytes of output collected before they are written to the
+    /// client in one host call (default 8192). `0` disables size-triggered flushing.
+    pub flush_threshold: u32,
+    /// `publisher.flush_every_chunk`: also flush at the end of every origin chunk (default
+    /// `true`), so bytes never wait for more origin input. Turning it off trades first-byte
+    /// latency for fewer, larger writes.
+    pub flush_every_chunk: bool,
+    /// `publisher.connect_timeout_ms`: origin connect timeout (default 5000).
+    pub connect_timeout_ms: u32,
+    /// `publisher.first_byte_timeout_ms`: time allowed for the origin's response headers
+    /// (default 15000). Exceeding it answers 504.
+    pub first_byte_timeout_ms: u32,
+    /// `publisher.between_bytes_timeout_ms`: longest silence allowed inside an origin body
+    /// (default 10000). Exceeding it abandons the response.
+    pub between_bytes_timeout_ms: u32,
+}
+
+/// One `[response_headers]` entry: added to every response, after everything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderSetting {
+    /// Header name, lowercase.
+    pub name: Text,
+    /// Header value.
+    pub value: Text,
+}
+
+/// All settings of the service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The `[publisher]` section.
+    pub publisher: Publisher,
+    /// The `[response_headers]` section, in file order (environment overrides last).
+    pub response_headers: Cow<'static, [HeaderSetting]>,
+}
+
+impl Settings {
+    /// Defaults for every optional key. `domain` and `origin_url` have no sensible default and
+    /// must be set; these placeholders fail validation.
+    pub const DEFAULT: Settings = Settings {
+        publisher: Publisher {
+            domain: Cow::Borrowed(""),
+            origin_url: Cow::Borrowed(""),
+            origin_scheme: Scheme::Http,
+            origin_address: Cow::Borrowed(""),
+            origin_tls_host: Cow::Borrowed(""),
+            origin_host: Cow::Borrowed(""),
+            cookie_domain: Cow::Borrowed(""),
+            streaming: true,
+            flush_threshold: 8192,
+            flush_every_chunk: true,
+            connect_timeout_ms: 5_000,
+            first_byte_timeout_ms: 15_000,
+            between_bytes_timeout_ms: 10_000,
+        },
+        response_headers: Cow::Borrowed(&[]),
+    };
+
+    /// Rust source for a `Settings` expression equal to `self`, built only from `const`
+    /// constructors, so `build.rs` can emit `pub static SETTINGS: Settings = <this>;`.
+    pub fn to_rust_expr(&self) -> String {
+        let p = &self.publisher;
+        let s = |t: &Text| format!("::std::borrow::Cow::Borrowed({:?})", t.as_ref());
+        let headers: Vec<String> = self
+            .response_headers
+            .iter()
+            .map(|h| {
+                format!(
+                    "::trusted_server_settings::HeaderSetting {{ name: {}, value: {} }}",
+                    s(&h.name),
+                    s(&h.value)
+                )
+            })
+            .collect();
+        format!(
+            "::trusted_server_settings::Settings {{
+    publisher: ::trusted_server_settings::Publisher {{
+        domain: {domain},
+        origin_url: {origin_url},
+        origin_scheme: ::trusted_server_settings::Scheme::{scheme:?},
+        origin_address: {address},
+        origin_tls_host: {tls_host},
+        origin_host: {origin_host},
+        cookie_domain: {cookie_domain},
+        streaming: {streaming},
+        flush_threshold: {flush_threshold},
+        flush_every_chunk: {flush_every_chunk},
+        connect_timeout_ms: {connect},
+        first_byte_timeout_ms: {first_byte},
+        between_bytes_timeout_ms: {between},
+    }},
+    response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
+}}",
+            domain = s(&p.domain),
+            origin_url = s(&p.origin_url),
+            scheme = p.origin_scheme,
+            address = s(&p.origin_address),
+            tls_host = s(&p.origin_tls_host),
+            origin_host = s(&p.origin_host),
+            cookie_domain = s(&p.cookie_domain),
+            streaming = p.streaming,
+            flush_threshold = p.flush_threshold,
+            flush_every_chunk = p.flush_every_chunk,
+            connect = p.connect_timeout_ms,
+            first_byte = p.first_byte_timeout_ms,
+            between = p.between_bytes_timeout_ms,
+            headers = headers.join(", "),
+        )
+    }
+}

@@ -1,0 +1,141 @@
+//! The response and body phases.
+//!
+//! [`prepare`] decides every header and the body plan before anything is sent; [`send`] then
+//! runs only the body: untouched bodies stream host-side (`send_to_client`), rewritten bodies
+//! go through the core pipeline into `stream_to_client()`, or, with `publisher.streaming =
+//! false`, are collected and sent with a `Content-Length`.
+
+use std::io::Read;
+
+use fastly::http::{HeaderName, HeaderValue, StatusCode};
+use fastly::{Body, Response};
+use trusted_server_core::{
+    origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError, ResponseContext, Rewrite,
+    Settings, UrlRule,
+};
+
+use crate::client::Client;
+use crate::reply;
+
+/// Size of each read from the origin body.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A response whose headers are final, with the plan for its body.
+pub struct Prepared {
+    response: Response,
+    plan: BodyPlan,
+    rule: UrlRule,
+}
+
+/// The response phase: plans the body and rewrites the headers accordingly.
+pub fn prepare(mut response: Response, client: &Client, is_head: bool, settings: &Settings) -> Prepared {
+    let plan = if is_head {
+        BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)
+    } else {
+        BodyPlan::decide(
+            response.get_status().as_u16(),
+            response.get_header_str("content-type"),
+            response.get_header_str("content-encoding"),
+        )
+    };
+    let p = &settings.publisher;
+    let origin_host_name = p.origin_host.rsplit_once(':').map_or(&*p.origin_host, |(h, _)| h);
+    let ctx = ResponseContext {
+        rule: &client.rule,
+        origin_host_name,
+        cookie_domain: &p.cookie_domain,
+        body_changes: plan.changes_body(),
+    };
+    let headers: Vec<(HeaderName, HeaderValue)> =
+        response.get_headers().map(|(n, v)| (n.clone(), v.clone())).collect();
+    reply::replace_headers(&mut response, origin_response_headers(headers, &ctx, settings));
+    Prepared { response, plan, rule: client.rule.clone() }
+}
+
+/// The body phase.
+pub fn send(prepared: Prepared, settings: &Settings) {
+    let Prepared { mut response, plan, rule } = prepared;
+    let BodyPlan::Rewrite { codec, rewrite } = plan else {
+        // Untouched: the platform streams origin bytes to the client without a guest copy.
+        return response.send_to_client();
+    };
+    let origin_body = response.take_body();
+    let policy = FlushPolicy {
+        threshold: settings.publisher.flush_threshold as usize,
+        every_chunk: settings.publisher.flush_every_chunk,
+    };
+    if settings.publisher.streaming {
+        stream(response, origin_body, Job { codec, rewrite, rule, policy });
+    } else {
+        buffer(response, origin_body, Job { codec, rewrite, rule, policy }, settings);
+    }
+}
+
+struct Job {
+    codec: Codec,
+    rewrite: Rewrite,
+    rule: UrlRule,
+    policy: FlushPolicy,
+}
+
+/// Headers now, then the body chunk by chunk. On any failure the client stream is dropped
+/// without `finish()`: the platform abandons it, so the client sees an incomplete transfer
+/// rather than a short page that looks complete.
+fn stream(response: Response, mut origin_body: Body, job: Job) {
+    let client_body = response.stream_to_client();
+    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, job.policy, client_body);
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let n = match origin_body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("origin body failed mid-stream, abandoning the response: {e}");
+                return; // `pipeline` (and the client body in it) dropped unfinished.
+            }
+        };
+        if let Err(e) = pipeline.push(&buf[..n]) {
+            return log_abandon(&e);
+        }
+    }
+    match pipeline.finish() {
+        Ok((client_body, report)) => {
+            if let Err(e) = client_body.finish() {
+                eprintln!("client stream did not finish: {e}");
+            }
+            if let Some(reason) = report.html_bail_out {
+                eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
+            }
+        }
+        Err(e) => log_abandon(&e),
+    }
+}
+
+fn log_abandon(error: &PipelineError) {
+    match error {
+        PipelineError::Client(e) => eprintln!("client went away: {e}"),
+        other => eprintln!("abandoning the response: {other}"),
+    }
+}
+
+/// Buffered mode: the same pipeline into memory, then one response with a `Content-Length`.
+/// Nothing has been sent yet when something fails, so failures become a clean 502.
+fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settings) {
+    let mut encoded = Vec::new();
+    if let Err(e) = origin_body.into_handle().read_to_end(&mut encoded) {
+        eprintln!("origin body failed: {e}");
+        return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+    }
+    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, job.policy, Vec::new());
+    let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
+    match result {
+        Ok((out, _report)) => {
+            response.set_body(out);
+            response.send_to_client();
+        }
+        Err(e) => {
+            eprintln!("buffered body failed: {e}");
+            reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+        }
+    }
+}

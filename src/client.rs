@@ -1,0 +1,25 @@
+//! What the platform observed about the client: its public authority, scheme and address.
+
+use fastly::Request;
+use trusted_server_core::{client_authority, Settings, UrlRule};
+
+/// The client side of one request.
+pub struct Client {
+    /// `host[:port]` the client asked for, lowercase (falls back to `publisher.domain`).
+    pub authority: String,
+    /// `https` if the client connection used TLS.
+    pub scheme: &'static str,
+    /// The client's IP address, if the platform knows it.
+    pub ip: Option<std::net::IpAddr>,
+    /// The request's URL rule: origin authority → this client's scheme and authority.
+    pub rule: UrlRule,
+}
+
+/// Reads the client facts from the request. Only the platform's own observations are used
+/// (TLS state, peer address); client-supplied forwarding headers are ignored.
+pub fn observe(request: &Request, settings: &Settings) -> Client {
+    let authority = client_authority(request.get_header_str("host"), &settings.publisher.domain);
+    let scheme = if request.get_tls_protocol_bytes().is_some() { "https" } else { "http" };
+    let rule = UrlRule::new(&settings.publisher.origin_host, scheme, &authority);
+    Client { authority, scheme, ip: request.get_client_ip_addr(), rule }
+}

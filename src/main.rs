@@ -1,0 +1,40 @@
+//! Trusted Server Edge: the Fastly Compute adapter.
+//!
+//! A thin layer over `trusted-server-core`, read top to bottom as the request's phases:
+//! **route** → **upstream** (the origin request) → **response** (every header decided before
+//! any is sent) → **body** (streamed through the pipeline, or passed through untouched).
+//! Settings were validated at build time and are embedded as a `static`.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod body;
+mod client;
+mod origin;
+mod reply;
+
+use fastly::Request;
+use trusted_server_core::Route;
+
+include!(concat!(env!("OUT_DIR"), "/settings.rs"));
+
+/// A plain `main`, not `#[fastly::main]`: the macro sends the returned response itself, which
+/// rules out `stream_to_client`.
+fn main() {
+    let request = Request::from_client();
+    match Route::classify(request.get_method_str(), request.get_path()) {
+        Route::Health => reply::health(&SETTINGS).send_to_client(),
+        Route::PublisherProxy => proxy(request),
+    }
+}
+
+/// The publisher proxy: upstream, response, body.
+fn proxy(request: Request) {
+    let client = client::observe(&request, &SETTINGS);
+    let is_head = request.get_method_str() == "HEAD";
+    let origin_response = match origin::fetch(request, &client, &SETTINGS) {
+        Ok(response) => response,
+        Err(failure) => return reply::origin_failure(&failure, &SETTINGS).send_to_client(),
+    };
+    let prepared = body::prepare(origin_response, &client, is_head, &SETTINGS);
+    body::send(prepared, &SETTINGS);
+}

@@ -1,0 +1,62 @@
+//! Responses the service makes itself (health, errors), with the standard headers.
+
+use fastly::http::{HeaderName, HeaderValue, StatusCode};
+use fastly::Response;
+use trusted_server_core::{apply_standard_headers, Settings, VERSION};
+
+use crate::origin::OriginFailure;
+
+/// `GET /_ts/health`.
+pub fn health(settings: &Settings) -> Response {
+    let body = format!("{{\"status\":\"ok\",\"version\":\"{VERSION}\"}}\n");
+    with_standard_headers(
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", "application/json")
+            .with_header("cache-control", "no-store")
+            .with_body(body),
+        settings,
+    )
+}
+
+/// 504 for an origin timeout, 502 for anything else. The body is short and generic; the
+/// details go to the log only.
+pub fn origin_failure(failure: &OriginFailure, settings: &Settings) -> Response {
+    let (status, detail) = match failure {
+        OriginFailure::Timeout(d) => (StatusCode::GATEWAY_TIMEOUT, d),
+        OriginFailure::Unavailable(d) => (StatusCode::BAD_GATEWAY, d),
+    };
+    eprintln!("origin request failed ({}): {detail}", status.as_u16());
+    error(status, settings)
+}
+
+/// A generic error response for `status`.
+pub fn error(status: StatusCode, settings: &Settings) -> Response {
+    let text = format!("{} {}\n", status.as_u16(), status.canonical_reason().unwrap_or("Error"));
+    with_standard_headers(
+        Response::from_status(status)
+            .with_header("content-type", "text/plain; charset=utf-8")
+            .with_header("cache-control", "no-store")
+            .with_body(text),
+        settings,
+    )
+}
+
+/// Applies the standard headers (version, `[response_headers]`) to a response of our own.
+pub fn with_standard_headers(mut response: Response, settings: &Settings) -> Response {
+    let mut headers: Vec<(HeaderName, HeaderValue)> =
+        response.get_headers().map(|(n, v)| (n.clone(), v.clone())).collect();
+    apply_standard_headers(&mut headers, settings);
+    replace_headers(&mut response, headers);
+    response
+}
+
+/// Replaces every header of `response` with `headers`, in order.
+pub fn replace_headers(response: &mut Response, headers: Vec<(HeaderName, HeaderValue)>) {
+    let names: Vec<HeaderName> = response.get_header_names().cloned().collect();
+    for name in names {
+        response.remove_header(name);
+    }
+    for (name, value) in headers {
+        response.append_header(name, value);
+    }
+}
