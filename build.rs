@@ -5,13 +5,16 @@
 use std::{env, fs, path::PathBuf};
 
 fn main() {
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let path = env::var_os("TRUSTED_SERVER_CONFIG")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest_dir.join("trusted-server.toml"));
     println!("cargo:rerun-if-changed={}", path.display());
     println!("cargo:rerun-if-env-changed=TRUSTED_SERVER_CONFIG");
-    let vars: Vec<(String, String)> = env::vars().filter(|(k, _)| k.starts_with("TRUSTED_SERVER__")).collect();
+    let vars: Vec<(String, String)> = env::vars()
+        .filter(|(k, _)| k.starts_with("TRUSTED_SERVER__"))
+        .collect();
     for (k, _) in &vars {
         println!("cargo:rerun-if-env-changed={k}");
     }
@@ -37,9 +40,13 @@ fn main() {
     };
     let settings = match trusted_server_settings::load(&text, vars) {
         Ok(s) => s,
-        Err(e) => fail(&format!("{e} (in {} or its TRUSTED_SERVER__* overrides)", path.display())),
+        Err(e) => fail(&format!(
+            "{e} (in {} or its TRUSTED_SERVER__* overrides)",
+            path.display()
+        )),
     };
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");
+    let out =
+        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");
     let source = format!(
         "/// The validated settings, embedded at build time.\npub static SETTINGS: ::trusted_server_settings::Settings = {};\n",
         settings.to_rust_expr()

@@ -10,8 +10,8 @@ use std::io::Read;
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
-    origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError, ResponseContext, Rewrite,
-    Settings, UrlRule,
+    origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError,
+    ResponseContext, Rewrite, Settings, UrlRule,
 };
 
 use crate::client::Client;
@@ -28,7 +28,12 @@ pub struct Prepared {
 }
 
 /// The response phase: plans the body and rewrites the headers accordingly.
-pub fn prepare(mut response: Response, client: &Client, is_head: bool, settings: &Settings) -> Prepared {
+pub fn prepare(
+    mut response: Response,
+    client: &Client,
+    is_head: bool,
+    settings: &Settings,
+) -> Prepared {
     let plan = if is_head {
         BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)
     } else {
@@ -39,22 +44,39 @@ pub fn prepare(mut response: Response, client: &Client, is_head: bool, settings:
         )
     };
     let p = &settings.publisher;
-    let origin_host_name = p.origin_host.rsplit_once(':').map_or(&*p.origin_host, |(h, _)| h);
+    let origin_host_name = p
+        .origin_host
+        .rsplit_once(':')
+        .map_or(&*p.origin_host, |(h, _)| h);
     let ctx = ResponseContext {
         rule: &client.rule,
         origin_host_name,
         cookie_domain: &p.cookie_domain,
         body_changes: plan.changes_body(),
     };
-    let headers: Vec<(HeaderName, HeaderValue)> =
-        response.get_headers().map(|(n, v)| (n.clone(), v.clone())).collect();
-    reply::replace_headers(&mut response, origin_response_headers(headers, &ctx, settings));
-    Prepared { response, plan, rule: client.rule.clone() }
+    let headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    reply::replace_headers(
+        &mut response,
+        origin_response_headers(headers, &ctx, settings),
+    );
+    response.set_version(client.version);
+    Prepared {
+        response,
+        plan,
+        rule: client.rule.clone(),
+    }
 }
 
 /// The body phase.
 pub fn send(prepared: Prepared, settings: &Settings) {
-    let Prepared { mut response, plan, rule } = prepared;
+    let Prepared {
+        mut response,
+        plan,
+        rule,
+    } = prepared;
     let BodyPlan::Rewrite { codec, rewrite } = plan else {
         // Untouched: the platform streams origin bytes to the client without a guest copy.
         return response.send_to_client();
@@ -65,9 +87,28 @@ pub fn send(prepared: Prepared, settings: &Settings) {
         every_chunk: settings.publisher.flush_every_chunk,
     };
     if settings.publisher.streaming {
-        stream(response, origin_body, Job { codec, rewrite, rule, policy });
+        stream(
+            response,
+            origin_body,
+            Job {
+                codec,
+                rewrite,
+                rule,
+                policy,
+            },
+        );
     } else {
-        buffer(response, origin_body, Job { codec, rewrite, rule, policy }, settings);
+        buffer(
+            response,
+            origin_body,
+            Job {
+                codec,
+                rewrite,
+                rule,
+                policy,
+            },
+            settings,
+        );
     }
 }
 
@@ -136,6 +177,69 @@ fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settin
         Err(e) => {
             eprintln!("buffered body failed: {e}");
             reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client;
+    use fastly::Request;
+
+    fn client() -> Client {
+        client::observe(
+            &Request::get("http://www.pub.test/").with_header("host", "www.pub.test"),
+            &crate::SETTINGS,
+        )
+    }
+
+    fn origin_response(content_type: &str) -> Response {
+        let origin = &crate::SETTINGS.publisher.origin_host;
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", content_type)
+            .with_header("content-length", "1234")
+            .with_header("etag", "\"v1\"")
+            .with_header("location", format!("https://{origin}/moved"))
+    }
+
+    #[test]
+    fn rewritten_bodies_drop_content_length_and_keep_the_rest_consistent() {
+        let prepared = prepare(
+            origin_response("text/html; charset=utf-8"),
+            &client(),
+            false,
+            &crate::SETTINGS,
+        );
+        assert!(prepared.plan.changes_body());
+        let r = &prepared.response;
+        assert_eq!(r.get_header("content-length"), None);
+        assert_eq!(r.get_header_str("etag"), Some("W/\"v1\""));
+        assert_eq!(
+            r.get_header_str("location"),
+            Some("http://www.pub.test/moved")
+        );
+        assert!(r.get_header("x-ts-version").is_some());
+    }
+
+    #[test]
+    fn untouched_bodies_keep_content_length() {
+        for (content_type, is_head) in [("image/png", false), ("text/html", true)] {
+            let prepared = prepare(
+                origin_response(content_type),
+                &client(),
+                is_head,
+                &crate::SETTINGS,
+            );
+            assert!(
+                !prepared.plan.changes_body(),
+                "{content_type} head={is_head}"
+            );
+            assert_eq!(
+                prepared.response.get_header_str("content-length"),
+                Some("1234")
+            );
+            assert_eq!(prepared.response.get_header_str("etag"), Some("\"v1\""));
         }
     }
 }

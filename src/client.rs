@@ -13,13 +13,26 @@ pub struct Client {
     pub ip: Option<std::net::IpAddr>,
     /// The request's URL rule: origin authority → this client's scheme and authority.
     pub rule: UrlRule,
+    /// The client's HTTP version: the response keeps it, so an HTTP/1.1 client always gets a
+    /// framed (chunked) body whose abandonment it can detect, even from an HTTP/1.0 origin.
+    pub version: fastly::http::Version,
 }
 
 /// Reads the client facts from the request. Only the platform's own observations are used
 /// (TLS state, peer address); client-supplied forwarding headers are ignored.
 pub fn observe(request: &Request, settings: &Settings) -> Client {
     let authority = client_authority(request.get_header_str("host"), &settings.publisher.domain);
-    let scheme = if request.get_tls_protocol_bytes().is_some() { "https" } else { "http" };
+    let scheme = if request.get_tls_protocol_bytes().is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let rule = UrlRule::new(&settings.publisher.origin_host, scheme, &authority);
-    Client { authority, scheme, ip: request.get_client_ip_addr(), rule }
+    Client {
+        authority,
+        scheme,
+        ip: request.get_client_ip_addr(),
+        rule,
+        version: request.get_version(),
+    }
 }

@@ -38,3 +38,18 @@ fn proxy(request: Request) {
     let prepared = body::prepare(origin_response, &client, is_head, &SETTINGS);
     body::send(prepared, &SETTINGS);
 }
+
+#[cfg(test)]
+mod tests {
+    /// The embedded settings are exactly what the settings crate loads from the file: the
+    /// build-time code generation loses nothing. (scripts/test.sh builds without overrides.)
+    #[test]
+    fn embedded_settings_equal_the_loaded_file() {
+        let loaded = trusted_server_settings::load(
+            include_str!("../trusted-server.toml"),
+            std::iter::empty::<(String, String)>(),
+        )
+        .expect("trusted-server.toml is valid");
+        assert_eq!(loaded, super::SETTINGS);
+    }
+}

@@ -1,6 +1,6 @@
 //! The upstream phase: build the origin request and send it through a dynamic backend.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
 use fastly::http::request::SendErrorCause;
@@ -24,14 +24,48 @@ pub enum OriginFailure {
 
 /// Sends the client's request (method, path, query, body, filtered headers) to the origin and
 /// returns its response as soon as the headers arrive; the body streams afterwards.
-pub fn fetch(mut request: Request, client: &Client, settings: &Settings) -> Result<Response, OriginFailure> {
+pub fn fetch(
+    request: Request,
+    client: &Client,
+    settings: &Settings,
+) -> Result<Response, OriginFailure> {
     let backend = backend(settings)?;
+    let sent_at = Instant::now();
+    build_request(request, client, settings)
+        .send(backend)
+        .map_err(|e| {
+            let detail = format!("{e}");
+            let timed_out = matches!(
+                e.root_cause(),
+                SendErrorCause::ConnectionTimeout
+                    | SendErrorCause::HttpResponseTimeout
+                    | SendErrorCause::DnsTimeout
+            );
+            // Viceroy reports an expired first-byte timeout as a generic error; the elapsed time
+            // tells the two apart there.
+            let waited_out = sent_at.elapsed()
+                >= Duration::from_millis(settings.publisher.first_byte_timeout_ms.into());
+            if timed_out || waited_out {
+                OriginFailure::Timeout(detail)
+            } else {
+                OriginFailure::Unavailable(detail)
+            }
+        })
+}
+
+/// Turns the client's request into the origin's: same method, path, query and body; the
+/// origin's URL and `Host`; headers filtered by the core's forwarding policy.
+fn build_request(mut request: Request, client: &Client, settings: &Settings) -> Request {
     let p = &settings.publisher;
     let path_and_query = match request.get_query_str() {
         Some(q) => format!("{}?{q}", request.get_path()),
         None => request.get_path().to_owned(),
     };
-    let info = ClientInfo { host: &client.authority, scheme: client.scheme, ip: client.ip };
+    let info = ClientInfo {
+        host: &client.authority,
+        scheme: client.scheme,
+        ip: client.ip,
+    };
     let headers = origin_request_headers(request.get_headers(), &info, &p.origin_host);
     let names: Vec<_> = request.get_header_names().cloned().collect();
     for name in names {
@@ -40,16 +74,13 @@ pub fn fetch(mut request: Request, client: &Client, settings: &Settings) -> Resu
     for (name, value) in headers {
         request.append_header(name, value);
     }
-    request.set_url(format!("{}://{}{}", p.origin_scheme.as_str(), p.origin_host, path_and_query));
-    request.send(backend).map_err(|e| {
-        let detail = format!("{e}");
-        match e.root_cause() {
-            SendErrorCause::ConnectionTimeout | SendErrorCause::HttpResponseTimeout | SendErrorCause::DnsTimeout => {
-                OriginFailure::Timeout(detail)
-            }
-            _ => OriginFailure::Unavailable(detail),
-        }
-    })
+    request.set_url(format!(
+        "{}://{}{}",
+        p.origin_scheme.as_str(),
+        p.origin_host,
+        path_and_query
+    ));
+    request
 }
 
 fn backend(settings: &Settings) -> Result<Backend, OriginFailure> {
@@ -69,6 +100,46 @@ fn backend(settings: &Settings) -> Result<Backend, OriginFailure> {
         Ok(backend) => Ok(backend),
         Err(BackendCreationError::NameInUse) => Backend::from_name(BACKEND_NAME)
             .map_err(|e| OriginFailure::Unavailable(format!("backend {BACKEND_NAME}: {e}"))),
-        Err(e) => Err(OriginFailure::Unavailable(format!("cannot create backend for {}: {e}", p.origin_address))),
+        Err(e) => Err(OriginFailure::Unavailable(format!(
+            "cannot create backend for {}: {e}",
+            p.origin_address
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client;
+
+    #[test]
+    fn origin_request_keeps_method_path_query_and_replaces_forwarding() {
+        let mut incoming = Request::post("http://www.pub.test:7676/search/a%20b?q=1&r=%C3%A9")
+            .with_header("host", "www.pub.test:7676")
+            .with_header("x-forwarded-for", "6.6.6.6")
+            .with_header("x-forwarded-host", "evil.test")
+            .with_header("connection", "close")
+            .with_header("cookie", "a=1")
+            .with_body("form=1");
+        incoming.set_header("accept-encoding", "zstd, gzip");
+        let client = client::observe(&incoming, &crate::SETTINGS);
+        let mut out = build_request(incoming, &client, &crate::SETTINGS);
+        let p = &crate::SETTINGS.publisher;
+        assert_eq!(out.get_method_str(), "POST");
+        assert_eq!(out.get_path(), "/search/a%20b");
+        assert_eq!(out.get_query_str(), Some("q=1&r=%C3%A9"));
+        assert_eq!(out.get_url().host_str(), p.origin_host.split(':').next());
+        assert_eq!(out.get_header_str("host"), Some(&*p.origin_host));
+        assert_eq!(
+            out.get_header_str("x-forwarded-host"),
+            Some("www.pub.test:7676")
+        );
+        assert_eq!(out.get_header_str("x-forwarded-proto"), Some("http"));
+        assert_eq!(out.get_header_str("accept-encoding"), Some("gzip"));
+        assert_eq!(out.get_header_str("cookie"), Some("a=1"));
+        assert_eq!(out.get_header("connection"), None);
+        // No client IP in a synthetic request: the spoofed value must be gone, not kept.
+        assert_ne!(out.get_header_str("x-forwarded-for"), Some("6.6.6.6"));
+        assert_eq!(out.take_body_str(), "form=1");
     }
 }

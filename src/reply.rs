@@ -31,7 +31,11 @@ pub fn origin_failure(failure: &OriginFailure, settings: &Settings) -> Response 
 
 /// A generic error response for `status`.
 pub fn error(status: StatusCode, settings: &Settings) -> Response {
-    let text = format!("{} {}\n", status.as_u16(), status.canonical_reason().unwrap_or("Error"));
+    let text = format!(
+        "{} {}\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error")
+    );
     with_standard_headers(
         Response::from_status(status)
             .with_header("content-type", "text/plain; charset=utf-8")
@@ -43,8 +47,10 @@ pub fn error(status: StatusCode, settings: &Settings) -> Response {
 
 /// Applies the standard headers (version, `[response_headers]`) to a response of our own.
 pub fn with_standard_headers(mut response: Response, settings: &Settings) -> Response {
-    let mut headers: Vec<(HeaderName, HeaderValue)> =
-        response.get_headers().map(|(n, v)| (n.clone(), v.clone())).collect();
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
     apply_standard_headers(&mut headers, settings);
     replace_headers(&mut response, headers);
     response
@@ -58,5 +64,33 @@ pub fn replace_headers(response: &mut Response, headers: Vec<(HeaderName, Header
     }
     for (name, value) in headers {
         response.append_header(name, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trusted_server_core::VERSION_HEADER;
+
+    #[test]
+    fn errors_are_short_generic_and_carry_the_standard_headers() {
+        let mut bad_gateway = origin_failure(
+            &OriginFailure::Unavailable("secret detail".into()),
+            &crate::SETTINGS,
+        );
+        assert_eq!(bad_gateway.get_status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(bad_gateway.get_header_str(VERSION_HEADER), Some(VERSION));
+        let body = bad_gateway.take_body_str();
+        assert_eq!(body, "502 Bad Gateway\n");
+        let timeout = origin_failure(&OriginFailure::Timeout("slow".into()), &crate::SETTINGS);
+        assert_eq!(timeout.get_status(), StatusCode::GATEWAY_TIMEOUT);
+        assert_eq!(timeout.get_header_str(VERSION_HEADER), Some(VERSION));
+    }
+
+    #[test]
+    fn health_reports_the_version() {
+        let mut h = health(&crate::SETTINGS);
+        assert_eq!(h.get_status(), StatusCode::OK);
+        assert!(h.take_body_str().contains(VERSION));
     }
 }

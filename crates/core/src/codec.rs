@@ -95,10 +95,9 @@ impl Decoder {
             Codec::Identity => DecoderState::Identity,
             Codec::Gzip => DecoderState::Gzip(Box::new(flate2::write::GzDecoder::new(Buf::new()))),
             Codec::Deflate => DecoderState::DeflateSniff(Vec::with_capacity(2)),
-            Codec::Brotli => DecoderState::Brotli(Box::new(brotli::DecompressorWriter::new(
-                Buf::new(),
-                4096,
-            ))),
+            Codec::Brotli => {
+                DecoderState::Brotli(Box::new(brotli::DecompressorWriter::new(Buf::new(), 4096)))
+            }
         };
         Decoder {
             state,
@@ -388,7 +387,11 @@ mod tests {
             let encoded = compress(codec, &body());
             for chunk in [1, 2, 7, 64, 8192, usize::MAX] {
                 let chunk = chunk.min(encoded.len().max(1));
-                assert_eq!(decode_all(codec, &encoded, chunk).unwrap(), body(), "{codec:?} {chunk}");
+                assert_eq!(
+                    decode_all(codec, &encoded, chunk).unwrap(),
+                    body(),
+                    "{codec:?} {chunk}"
+                );
             }
         }
     }
@@ -397,15 +400,21 @@ mod tests {
     fn our_encodings_are_read_by_independent_decoders() {
         let gz = compress(Codec::Gzip, &body());
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut out).unwrap();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, body());
         let zl = compress(Codec::Deflate, &body());
         out.clear();
-        flate2::read::ZlibDecoder::new(&zl[..]).read_to_end(&mut out).unwrap();
+        flate2::read::ZlibDecoder::new(&zl[..])
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, body());
         let br = compress(Codec::Brotli, &body());
         out.clear();
-        brotli::Decompressor::new(&br[..], 4096).read_to_end(&mut out).unwrap();
+        brotli::Decompressor::new(&br[..], 4096)
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, body());
     }
 
@@ -423,7 +432,11 @@ mod tests {
             let encoded = compress(codec, &body());
             for cut in [1, encoded.len() / 2, encoded.len() - 1] {
                 let result = decode_all(codec, &encoded[..cut], 3);
-                assert!(result.is_err(), "{codec:?} truncated at {cut} of {} decoded", encoded.len());
+                assert!(
+                    result.is_err(),
+                    "{codec:?} truncated at {cut} of {} decoded",
+                    encoded.len()
+                );
             }
         }
     }

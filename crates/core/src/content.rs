@@ -121,7 +121,9 @@ fn split_content_type(value: &str) -> (String, Option<String>) {
 fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {
     let encoding = match charset {
         None => encoding_rs::UTF_8,
-        Some(label) => encoding_rs::Encoding::for_label(label.as_bytes()).unwrap_or(encoding_rs::UTF_8),
+        Some(label) => {
+            encoding_rs::Encoding::for_label(label.as_bytes()).unwrap_or(encoding_rs::UTF_8)
+        }
     };
     // In these, a byte in the ASCII range may be the second half of a character.
     let ascii_bytes_can_be_trail_bytes = [
@@ -148,19 +150,42 @@ mod tests {
     fn html_and_text_types_are_rewritten_with_their_codec() {
         assert!(matches!(
             plan("text/html; charset=UTF-8", Some("gzip")),
-            BodyPlan::Rewrite { codec: Codec::Gzip, rewrite: Rewrite::Html(_) }
+            BodyPlan::Rewrite {
+                codec: Codec::Gzip,
+                rewrite: Rewrite::Html(_)
+            }
         ));
-        for ct in ["text/css", "application/javascript", "application/json", "application/vnd.api+json", "image/svg+xml"] {
-            assert_eq!(plan(ct, Some("br")), BodyPlan::Rewrite { codec: Codec::Brotli, rewrite: Rewrite::Text }, "{ct}");
+        for ct in [
+            "text/css",
+            "application/javascript",
+            "application/json",
+            "application/vnd.api+json",
+            "image/svg+xml",
+        ] {
+            assert_eq!(
+                plan(ct, Some("br")),
+                BodyPlan::Rewrite {
+                    codec: Codec::Brotli,
+                    rewrite: Rewrite::Text
+                },
+                "{ct}"
+            );
         }
     }
 
     #[test]
     fn latin1_html_is_parsed_as_windows_1252() {
-        let BodyPlan::Rewrite { rewrite: Rewrite::Html(enc), .. } = plan("text/html; charset=\"ISO-8859-1\"", None) else {
+        let BodyPlan::Rewrite {
+            rewrite: Rewrite::Html(enc),
+            ..
+        } = plan("text/html; charset=\"ISO-8859-1\"", None)
+        else {
             panic!("latin-1 must be rewritten");
         };
-        assert_eq!(enc, AsciiCompatibleEncoding::new(encoding_rs::WINDOWS_1252).unwrap());
+        assert_eq!(
+            enc,
+            AsciiCompatibleEncoding::new(encoding_rs::WINDOWS_1252).unwrap()
+        );
     }
 
     #[test]
@@ -168,14 +193,35 @@ mod tests {
         let cases = [
             (plan("image/png", None), PassReason::NotText),
             (plan("font/woff2", None), PassReason::NotText),
-            (plan("text/html", Some("zstd")), PassReason::UnsupportedEncoding),
-            (plan("text/html", Some("gzip, br")), PassReason::UnsupportedEncoding),
-            (plan("text/html; charset=shift_jis", None), PassReason::UnsafeCharset),
-            (plan("text/html; charset=utf-16le", None), PassReason::UnsafeCharset),
-            (plan("text/css; charset=gbk", None), PassReason::UnsafeCharset),
+            (
+                plan("text/html", Some("zstd")),
+                PassReason::UnsupportedEncoding,
+            ),
+            (
+                plan("text/html", Some("gzip, br")),
+                PassReason::UnsupportedEncoding,
+            ),
+            (
+                plan("text/html; charset=shift_jis", None),
+                PassReason::UnsafeCharset,
+            ),
+            (
+                plan("text/html; charset=utf-16le", None),
+                PassReason::UnsafeCharset,
+            ),
+            (
+                plan("text/css; charset=gbk", None),
+                PassReason::UnsafeCharset,
+            ),
             (plan("text/x-component", None), PassReason::FlightPayload),
-            (BodyPlan::decide(206, Some("text/html"), None), PassReason::NoFullBody),
-            (BodyPlan::decide(304, Some("text/html"), None), PassReason::NoFullBody),
+            (
+                BodyPlan::decide(206, Some("text/html"), None),
+                PassReason::NoFullBody,
+            ),
+            (
+                BodyPlan::decide(304, Some("text/html"), None),
+                PassReason::NoFullBody,
+            ),
         ];
         for (got, reason) in cases {
             assert_eq!(got, BodyPlan::PassThrough(reason));

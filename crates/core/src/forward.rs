@@ -116,7 +116,12 @@ fn supported_accept_encoding(value: &HeaderValue) -> Option<HeaderValue> {
         .split(',')
         .map(str::trim)
         .filter(|item| {
-            let coding = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let coding = item
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             Codec::SUPPORTED_TOKENS.contains(&coding.as_str()) || coding == "identity"
         })
         .collect();
@@ -147,21 +152,37 @@ mod tests {
 
     fn headers(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
         list.iter()
-            .map(|(n, v)| (HeaderName::from_bytes(n.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap()))
+            .map(|(n, v)| {
+                (
+                    HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                    HeaderValue::from_str(v).unwrap(),
+                )
+            })
             .collect()
     }
 
     fn forward(list: &[(&str, &str)]) -> Vec<(String, String)> {
         let input = headers(list);
-        let client = ClientInfo { host: "www.pub.test", scheme: "https", ip: Some("203.0.113.9".parse().unwrap()) };
-        origin_request_headers(input.iter().map(|(n, v)| (n, v)), &client, "origin.pub.test")
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
-            .collect()
+        let client = ClientInfo {
+            host: "www.pub.test",
+            scheme: "https",
+            ip: Some("203.0.113.9".parse().unwrap()),
+        };
+        origin_request_headers(
+            input.iter().map(|(n, v)| (n, v)),
+            &client,
+            "origin.pub.test",
+        )
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+        .collect()
     }
 
     fn get<'a>(h: &'a [(String, String)], name: &str) -> Vec<&'a str> {
-        h.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+        h.iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     #[test]
@@ -177,7 +198,10 @@ mod tests {
         assert_eq!(get(&out, "x-forwarded-for"), ["203.0.113.9"]);
         assert_eq!(get(&out, "x-forwarded-host"), ["www.pub.test"]);
         assert_eq!(get(&out, "x-forwarded-proto"), ["https"]);
-        assert_eq!(get(&out, "forwarded"), ["for=203.0.113.9;host=\"www.pub.test\";proto=https"]);
+        assert_eq!(
+            get(&out, "forwarded"),
+            ["for=203.0.113.9;host=\"www.pub.test\";proto=https"]
+        );
         assert!(get(&out, "fastly-client-ip").is_empty() && get(&out, "x-real-ip").is_empty());
         assert_eq!(get(&out, "cookie"), ["a=b"]);
     }
@@ -194,7 +218,14 @@ mod tests {
             ("transfer-encoding", "chunked"),
             ("accept", "text/html"),
         ]);
-        for gone in ["connection", "x-secret-hop", "keep-alive", "te", "upgrade", "transfer-encoding"] {
+        for gone in [
+            "connection",
+            "x-secret-hop",
+            "keep-alive",
+            "te",
+            "upgrade",
+            "transfer-encoding",
+        ] {
             assert!(get(&out, gone).is_empty(), "{gone} must not be forwarded");
         }
         assert_eq!(get(&out, "host"), ["origin.pub.test"]);
@@ -211,9 +242,15 @@ mod tests {
 
     #[test]
     fn client_authority_falls_back_on_missing_or_odd_hosts() {
-        assert_eq!(client_authority(Some("WWW.Pub.Test:7676"), "pub.test"), "www.pub.test:7676");
+        assert_eq!(
+            client_authority(Some("WWW.Pub.Test:7676"), "pub.test"),
+            "www.pub.test:7676"
+        );
         assert_eq!(client_authority(None, "pub.test"), "pub.test");
         assert_eq!(client_authority(Some("a b\"<"), "pub.test"), "pub.test");
-        assert_eq!(client_authority(Some("[::1]:7676"), "pub.test"), "[::1]:7676");
+        assert_eq!(
+            client_authority(Some("[::1]:7676"), "pub.test"),
+            "[::1]:7676"
+        );
     }
 }

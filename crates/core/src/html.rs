@@ -108,20 +108,23 @@ impl HtmlStage {
                     .with_graceful_bail_out_on_memory_limit_exceeded(true),
             )
             .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(lol_html::element!("script", move |el: &mut Element| {
-                let staging = Rc::clone(&on_script);
-                if let Some(handlers) = el.end_tag_handlers() {
-                    handlers.push(Box::new(move |_end: &mut EndTag| {
-                        let mut s = staging.borrow_mut();
-                        if s.in_script_text {
-                            s.in_script_text = false;
-                            s.mark(Segment::Markup);
-                        }
-                        Ok(())
-                    }));
+            .append_element_content_handler(lol_html::element!(
+                "script",
+                move |el: &mut Element| {
+                    let staging = Rc::clone(&on_script);
+                    if let Some(handlers) = el.end_tag_handlers() {
+                        handlers.push(Box::new(move |_end: &mut EndTag| {
+                            let mut s = staging.borrow_mut();
+                            if s.in_script_text {
+                                s.in_script_text = false;
+                                s.mark(Segment::Markup);
+                            }
+                            Ok(())
+                        }));
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }))
+            ))
             .append_element_content_handler(lol_html::text!("script", move |_t: &mut TextChunk| {
                 let mut s = on_text.borrow_mut();
                 if !s.in_script_text {
@@ -302,21 +305,32 @@ mod tests {
             <p>Visit https://origin.example.com/subscribe — é ✓ 😀</p></body></html>";
         let expected = input.replace("origin.example.com", "www.pub.test");
         for chunk in [1, 3, 17, 4096] {
-            assert_eq!(String::from_utf8(run(input.as_bytes(), chunk)).unwrap(), expected, "chunk {chunk}");
+            assert_eq!(
+                String::from_utf8(run(input.as_bytes(), chunk)).unwrap(),
+                expected,
+                "chunk {chunk}"
+            );
         }
     }
 
     #[test]
     fn flight_scripts_pass_through_untouched() {
-        let flight = "<script>self.__next_f.push([1,\"1:T2a,https://origin.example.com/abc\"])</script>";
+        let flight =
+            "<script>self.__next_f.push([1,\"1:T2a,https://origin.example.com/abc\"])</script>";
         let ordinary = "<script>fetch(\"https://origin.example.com/x\")</script>";
-        let input = format!("<html><body>{flight}<a href=\"https://origin.example.com/\">{ordinary}</body></html>");
+        let input = format!(
+            "<html><body>{flight}<a href=\"https://origin.example.com/\">{ordinary}</body></html>"
+        );
         let expected = format!(
             "<html><body>{flight}<a href=\"https://www.pub.test/\">{}</body></html>",
             ordinary.replace("origin.example.com", "www.pub.test")
         );
         for chunk in 1..=input.len() {
-            assert_eq!(String::from_utf8(run(input.as_bytes(), chunk)).unwrap(), expected, "chunk {chunk}");
+            assert_eq!(
+                String::from_utf8(run(input.as_bytes(), chunk)).unwrap(),
+                expected,
+                "chunk {chunk}"
+            );
         }
     }
 
@@ -344,17 +358,27 @@ mod tests {
         assert!(stage.bail_out_reason().is_some(), "expected a bail-out");
         stage.finish(&mut out);
         let out = String::from_utf8(out).unwrap();
-        assert!(out.starts_with("<p>https://www.pub.test/</p>"), "{}", &out[..60]);
+        assert!(
+            out.starts_with("<p>https://www.pub.test/</p>"),
+            "{}",
+            &out[..60]
+        );
         // After the bail-out the original bytes pass through.
         assert!(out.ends_with("\">tail https://origin.example.com/</script>"));
-        assert_eq!(out.len(), input.len() - "origin.example.com".len() + "www.pub.test".len());
+        assert_eq!(
+            out.len(),
+            input.len() - "origin.example.com".len() + "www.pub.test".len()
+        );
     }
 
     #[test]
     fn flight_marker_needs_enough_bytes() {
         assert_eq!(flight_marker(b"  self.__next"), None);
         assert_eq!(flight_marker(b"\nself.__next_f.push([1,"), Some(true));
-        assert_eq!(flight_marker(b"(self.__next_f=self.__next_f||[]).push([0])"), Some(false));
+        assert_eq!(
+            flight_marker(b"(self.__next_f=self.__next_f||[]).push([0])"),
+            Some(false)
+        );
         assert_eq!(flight_marker(b"var x"), Some(false));
         assert_eq!(flight_marker(b"   "), None);
     }

@@ -132,7 +132,13 @@ impl<W: Write> fmt::Debug for BodyPipeline<W> {
 
 impl<W: Write> BodyPipeline<W> {
     /// A pipeline decoding and re-encoding `codec`, rewriting with `rewrite` and `rule`.
-    pub fn new(codec: Codec, rewrite: Rewrite, rule: UrlRule, policy: FlushPolicy, sink: W) -> Self {
+    pub fn new(
+        codec: Codec,
+        rewrite: Rewrite,
+        rule: UrlRule,
+        policy: FlushPolicy,
+        sink: W,
+    ) -> Self {
         let stage = match rewrite {
             Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
             Rewrite::Text => Stage::Text(StreamReplacer::new(rule)),
@@ -195,7 +201,9 @@ impl<W: Write> BodyPipeline<W> {
 
     fn encode_plain(&mut self) -> Result<(), PipelineError> {
         if !self.plain.is_empty() {
-            self.encoder.write(&self.plain).map_err(PipelineError::Internal)?;
+            self.encoder
+                .write(&self.plain)
+                .map_err(PipelineError::Internal)?;
             self.plain.clear();
         }
         Ok(())
@@ -205,7 +213,9 @@ impl<W: Write> BodyPipeline<W> {
     fn write_out(&mut self, flush: bool) -> Result<(), PipelineError> {
         let waiting = self.encoder.output();
         if !waiting.is_empty() {
-            self.sink.write_all(waiting).map_err(PipelineError::Client)?;
+            self.sink
+                .write_all(waiting)
+                .map_err(PipelineError::Client)?;
             self.report.bytes_out += waiting.len() as u64;
             self.report.writes += 1;
             self.encoder.clear_output();
@@ -241,7 +251,10 @@ mod tests {
     impl Write for Recorder {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             if self.fail_after.is_some_and(|n| self.writes.len() >= n) {
-                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "client went away"));
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "client went away",
+                ));
             }
             self.writes.push(buf.to_vec());
             Ok(buf.len())
@@ -254,9 +267,19 @@ mod tests {
 
     #[test]
     fn first_chunk_reaches_the_sink_before_the_second_is_pushed() {
-        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), FlushPolicy::default(), Recorder::default());
-        p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>").unwrap();
-        assert_eq!(p.sink.writes.concat(), b"<html><head><link href=\"http://127.0.0.1:7676/a.css\"></head>");
+        let mut p = BodyPipeline::new(
+            Codec::Identity,
+            html(),
+            rule(),
+            FlushPolicy::default(),
+            Recorder::default(),
+        );
+        p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>")
+            .unwrap();
+        assert_eq!(
+            p.sink.writes.concat(),
+            b"<html><head><link href=\"http://127.0.0.1:7676/a.css\"></head>"
+        );
         assert_eq!(p.sink.flushes, 1);
         p.push(b"<body></body></html>").unwrap();
         let (sink, report) = p.finish().unwrap();
@@ -266,7 +289,10 @@ mod tests {
     #[test]
     fn writes_are_batched_not_per_fragment() {
         let page = "<p><a href=\"https://origin.example.com/x\">link</a></p>\n".repeat(2000);
-        let policy = FlushPolicy { threshold: 8192, every_chunk: false };
+        let policy = FlushPolicy {
+            threshold: 8192,
+            every_chunk: false,
+        };
         let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), policy, Recorder::default());
         for piece in page.as_bytes().chunks(100) {
             p.push(piece).unwrap();
@@ -275,14 +301,29 @@ mod tests {
         let expected = page.replace("https://origin.example.com", "http://127.0.0.1:7676");
         assert_eq!(sink.writes.concat(), expected.as_bytes());
         // ~100 KB in writes of >= 8 KiB: a dozen or so, not thousands.
-        assert!(report.writes <= (expected.len() / 8192 + 1) as u64, "{} writes", report.writes);
-        assert!(sink.writes[..sink.writes.len() - 1].iter().all(|w| w.len() >= 8192));
+        assert!(
+            report.writes <= (expected.len() / 8192 + 1) as u64,
+            "{} writes",
+            report.writes
+        );
+        assert!(sink.writes[..sink.writes.len() - 1]
+            .iter()
+            .all(|w| w.len() >= 8192));
     }
 
     #[test]
     fn a_failing_client_is_reported_as_a_client_error() {
-        let sink = Recorder { fail_after: Some(1), ..Recorder::default() };
-        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), FlushPolicy::default(), sink);
+        let sink = Recorder {
+            fail_after: Some(1),
+            ..Recorder::default()
+        };
+        let mut p = BodyPipeline::new(
+            Codec::Identity,
+            html(),
+            rule(),
+            FlushPolicy::default(),
+            sink,
+        );
         p.push(b"<p>one</p>").unwrap();
         let err = p.push(b"<p>two</p>").unwrap_err();
         assert!(matches!(err, PipelineError::Client(_)), "{err}");
@@ -291,10 +332,17 @@ mod tests {
     #[test]
     fn a_truncated_gzip_body_fails_at_the_end() {
         let mut enc = Encoder::new(Codec::Gzip);
-        enc.write(&b"<p>https://origin.example.com/</p>".repeat(100)).unwrap();
+        enc.write(&b"<p>https://origin.example.com/</p>".repeat(100))
+            .unwrap();
         enc.finish().unwrap();
         let gz = enc.output().to_vec();
-        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), FlushPolicy::default(), Vec::new());
+        let mut p = BodyPipeline::new(
+            Codec::Gzip,
+            html(),
+            rule(),
+            FlushPolicy::default(),
+            Vec::new(),
+        );
         p.push(&gz[..gz.len() - 4]).unwrap();
         assert!(matches!(p.finish(), Err(PipelineError::Origin(_))));
     }
@@ -304,12 +352,16 @@ mod tests {
         let policy = FlushPolicy::default();
         let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), policy, Vec::new());
         let mut enc = Encoder::new(Codec::Gzip);
-        enc.write(b"<html><head><title>https://origin.example.com/</title></head>").unwrap();
+        enc.write(b"<html><head><title>https://origin.example.com/</title></head>")
+            .unwrap();
         enc.flush().unwrap();
         p.push(enc.output()).unwrap();
         // Before the body ends, what the client has must already decode to the rewritten head.
         let mut d = Decoder::new(Codec::Gzip);
         d.write(&p.sink).unwrap();
-        assert_eq!(d.output(), b"<html><head><title>http://127.0.0.1:7676/</title></head>");
+        assert_eq!(
+            d.output(),
+            b"<html><head><title>http://127.0.0.1:7676/</title></head>"
+        );
     }
 }

@@ -27,7 +27,13 @@ const BODY_BOUND: [&str; 5] = [
 const URL_HEADERS: [&str; 4] = ["location", "content-location", "link", "refresh"];
 
 /// Hop-by-hop response headers, which the platform manages.
-const HOP_BY_HOP: [&str; 5] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+const HOP_BY_HOP: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
 
 /// Everything the policy needs to know about the request and body.
 #[derive(Debug)]
@@ -88,10 +94,17 @@ pub fn origin_response_headers(
 /// Adds the version header and then `[response_headers]`, each replacing any earlier value.
 /// Called on every path, errors included.
 pub fn apply_standard_headers(headers: &mut Vec<(HeaderName, HeaderValue)>, settings: &Settings) {
-    set(headers, HeaderName::from_static(VERSION_HEADER), HeaderValue::from_static(VERSION));
+    set(
+        headers,
+        HeaderName::from_static(VERSION_HEADER),
+        HeaderValue::from_static(VERSION),
+    );
     for h in settings.response_headers.iter() {
         // Names and values were validated at build time.
-        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(h.name.as_bytes()),
+            HeaderValue::from_str(&h.value),
+        ) {
             set(headers, n, v);
         }
     }
@@ -118,7 +131,11 @@ fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
 ///   browser on the first-party host: it becomes `cookie_domain`, or is removed (host-only
 ///   cookie) when `cookie_domain` is empty.
 /// * Everything else is kept byte for byte.
-pub fn sanitize_set_cookie(value: &str, origin_host_name: &str, cookie_domain: &str) -> Option<String> {
+pub fn sanitize_set_cookie(
+    value: &str,
+    origin_host_name: &str,
+    cookie_domain: &str,
+) -> Option<String> {
     if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         return None;
     }
@@ -156,22 +173,38 @@ mod tests {
 
     fn hv(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
         list.iter()
-            .map(|(n, v)| (HeaderName::from_bytes(n.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap()))
+            .map(|(n, v)| {
+                (
+                    HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                    HeaderValue::from_str(v).unwrap(),
+                )
+            })
             .collect()
     }
 
     fn settings() -> Settings {
         let mut s = Settings::DEFAULT;
         s.response_headers = Cow::Owned(vec![
-            HeaderSetting { name: "x-powered-by".into(), value: "trusted-server".into() },
-            HeaderSetting { name: "x-ts-version".into(), value: "override".into() },
+            HeaderSetting {
+                name: "x-powered-by".into(),
+                value: "trusted-server".into(),
+            },
+            HeaderSetting {
+                name: "x-ts-version".into(),
+                value: "override".into(),
+            },
         ]);
         s
     }
 
     fn run(list: &[(&str, &str)], body_changes: bool) -> Vec<(String, String)> {
         let rule = UrlRule::new("origin.pub.test", "https", "www.pub.test");
-        let ctx = ResponseContext { rule: &rule, origin_host_name: "origin.pub.test", cookie_domain: "", body_changes };
+        let ctx = ResponseContext {
+            rule: &rule,
+            origin_host_name: "origin.pub.test",
+            cookie_domain: "",
+            body_changes,
+        };
         origin_response_headers(hv(list), &ctx, &settings())
             .into_iter()
             .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
@@ -179,12 +212,20 @@ mod tests {
     }
 
     fn get<'a>(h: &'a [(String, String)], name: &str) -> Vec<&'a str> {
-        h.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+        h.iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     #[test]
     fn changed_bodies_lose_length_and_strong_validators() {
-        let list = [("content-length", "100"), ("etag", "\"abc\""), ("content-md5", "x"), ("content-type", "text/html")];
+        let list = [
+            ("content-length", "100"),
+            ("etag", "\"abc\""),
+            ("content-md5", "x"),
+            ("content-type", "text/html"),
+        ];
         let changed = run(&list, true);
         assert!(get(&changed, "content-length").is_empty());
         assert!(get(&changed, "content-md5").is_empty());
@@ -196,7 +237,13 @@ mod tests {
 
     #[test]
     fn redirects_point_at_the_first_party_host() {
-        let out = run(&[("location", "https://origin.pub.test/next?a=1"), ("link", "<//origin.pub.test/a.css>; rel=preload")], false);
+        let out = run(
+            &[
+                ("location", "https://origin.pub.test/next?a=1"),
+                ("link", "<//origin.pub.test/a.css>; rel=preload"),
+            ],
+            false,
+        );
         assert_eq!(get(&out, "location"), ["https://www.pub.test/next?a=1"]);
         assert_eq!(get(&out, "link"), ["<//www.pub.test/a.css>; rel=preload"]);
     }
@@ -215,17 +262,39 @@ mod tests {
     #[test]
     fn origin_cookie_domains_are_rewritten_and_bad_cookies_dropped() {
         assert_eq!(
-            sanitize_set_cookie("s=1; Domain=origin.pub.test; Path=/; HttpOnly", "origin.pub.test", "").unwrap(),
+            sanitize_set_cookie(
+                "s=1; Domain=origin.pub.test; Path=/; HttpOnly",
+                "origin.pub.test",
+                ""
+            )
+            .unwrap(),
             "s=1; Path=/; HttpOnly"
         );
         assert_eq!(
-            sanitize_set_cookie("s=1; domain=.pub.test; Secure", "origin.pub.test", ".pub.test").unwrap(),
+            sanitize_set_cookie(
+                "s=1; domain=.pub.test; Secure",
+                "origin.pub.test",
+                ".pub.test"
+            )
+            .unwrap(),
             "s=1; Domain=.pub.test; Secure"
         );
-        assert_eq!(sanitize_set_cookie("s=1; Domain=other.test", "origin.pub.test", "").unwrap(), "s=1; Domain=other.test");
+        assert_eq!(
+            sanitize_set_cookie("s=1; Domain=other.test", "origin.pub.test", "").unwrap(),
+            "s=1; Domain=other.test"
+        );
         assert_eq!(sanitize_set_cookie("novalue", "origin.pub.test", ""), None);
-        assert_eq!(sanitize_set_cookie("s=1\u{7f}", "origin.pub.test", ""), None);
-        let out = run(&[("set-cookie", "a=1; Domain=origin.pub.test"), ("set-cookie", "b=2")], false);
+        assert_eq!(
+            sanitize_set_cookie("s=1\u{7f}", "origin.pub.test", ""),
+            None
+        );
+        let out = run(
+            &[
+                ("set-cookie", "a=1; Domain=origin.pub.test"),
+                ("set-cookie", "b=2"),
+            ],
+            false,
+        );
         assert_eq!(get(&out, "set-cookie"), ["a=1", "b=2"]);
     }
 }

@@ -30,8 +30,14 @@ mod tests {
     #[test]
     fn own_endpoints_first_then_the_proxy() {
         assert_eq!(Route::classify("GET", "/_ts/health"), Route::Health);
-        assert_eq!(Route::classify("POST", "/_ts/health"), Route::PublisherProxy);
-        assert_eq!(Route::classify("GET", "/_ts/health/x"), Route::PublisherProxy);
+        assert_eq!(
+            Route::classify("POST", "/_ts/health"),
+            Route::PublisherProxy
+        );
+        assert_eq!(
+            Route::classify("GET", "/_ts/health/x"),
+            Route::PublisherProxy
+        );
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
     }
 }

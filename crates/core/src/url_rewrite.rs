@@ -63,11 +63,19 @@ impl UrlRule {
     }
 
     fn could_start_match(&self, tail: &[u8]) -> bool {
-        const FORMS: [&[u8]; 6] = [b"https://", b"http://", b"//", b"https:\\/\\/", b"http:\\/\\/", b"\\/\\/"];
+        const FORMS: [&[u8]; 6] = [
+            b"https://",
+            b"http://",
+            b"//",
+            b"https:\\/\\/",
+            b"http:\\/\\/",
+            b"\\/\\/",
+        ];
         FORMS.iter().any(|prefix| {
             let (head, rest) = tail.split_at(tail.len().min(prefix.len()));
             head.eq_ignore_ascii_case(&prefix[..head.len()])
-                && (rest.is_empty() || (head.len() == prefix.len() && self.origin.starts_with(rest)))
+                && (rest.is_empty()
+                    || (head.len() == prefix.len() && self.origin.starts_with(rest)))
         })
     }
 
@@ -226,15 +234,30 @@ mod tests {
             ("https://origin.example.com/a", "http://127.0.0.1:7676/a"),
             ("http://origin.example.com", "http://127.0.0.1:7676"),
             ("HTTPS://origin.example.com/", "http://127.0.0.1:7676/"),
-            ("src=\"//origin.example.com/x.js\"", "src=\"//127.0.0.1:7676/x.js\""),
-            (r#""https:\/\/origin.example.com\/api""#, r#""http:\/\/127.0.0.1:7676\/api""#),
-            (r#""\/\/origin.example.com\/api""#, r#""\/\/127.0.0.1:7676\/api""#),
-            ("url(https://origin.example.com/bg.png)", "url(http://127.0.0.1:7676/bg.png)"),
+            (
+                "src=\"//origin.example.com/x.js\"",
+                "src=\"//127.0.0.1:7676/x.js\"",
+            ),
+            (
+                r#""https:\/\/origin.example.com\/api""#,
+                r#""http:\/\/127.0.0.1:7676\/api""#,
+            ),
+            (
+                r#""\/\/origin.example.com\/api""#,
+                r#""\/\/127.0.0.1:7676\/api""#,
+            ),
+            (
+                "url(https://origin.example.com/bg.png)",
+                "url(http://127.0.0.1:7676/bg.png)",
+            ),
             (
                 "a.jpg 1x, https://origin.example.com/b.jpg 2x,//origin.example.com/c.jpg 3x",
                 "a.jpg 1x, http://127.0.0.1:7676/b.jpg 2x,//127.0.0.1:7676/c.jpg 3x",
             ),
-            ("https://origin.example.com?q=1#f", "http://127.0.0.1:7676?q=1#f"),
+            (
+                "https://origin.example.com?q=1#f",
+                "http://127.0.0.1:7676?q=1#f",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(rewrite(input), expected, "input {input:?}");
@@ -262,7 +285,8 @@ mod tests {
     fn host_lengths_in_both_directions() {
         let longer_origin = UrlRule::new("origin.really-long-publisher.example", "https", "a.io");
         assert_eq!(
-            longer_origin.rewrite_all(b"<a href=\"https://origin.really-long-publisher.example/p\">"),
+            longer_origin
+                .rewrite_all(b"<a href=\"https://origin.really-long-publisher.example/p\">"),
             b"<a href=\"https://a.io/p\">"
         );
         let shorter_origin = UrlRule::new("o.io", "https", "www.first-party-publisher.example");

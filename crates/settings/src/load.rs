@@ -155,7 +155,10 @@ fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
             return Err(err(&key, "not a valid HTTP header name"));
         }
         if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
-            return Err(err(&key, "header values may not contain control characters"));
+            return Err(err(
+                &key,
+                "header values may not contain control characters",
+            ));
         }
         headers.push(HeaderSetting {
             name: Cow::Owned(name.to_ascii_lowercase()),
@@ -168,7 +171,10 @@ fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
 fn string(key: &str, value: Value) -> Result<String, LoadError> {
     match value {
         Value::String(s) => Ok(s),
-        other => Err(err(key, format!("expected a string, got {}", other.type_str()))),
+        other => Err(err(
+            key,
+            format!("expected a string, got {}", other.type_str()),
+        )),
     }
 }
 
@@ -177,7 +183,10 @@ fn boolean(key: &str, value: Value) -> Result<bool, LoadError> {
         Value::Boolean(b) => Ok(b),
         Value::String(s) if s == "true" => Ok(true),
         Value::String(s) if s == "false" => Ok(false),
-        other => Err(err(key, format!("expected true or false, got a {}", other.type_str()))),
+        other => Err(err(
+            key,
+            format!("expected true or false, got a {}", other.type_str()),
+        )),
     }
 }
 
@@ -188,7 +197,12 @@ fn integer(key: &str, value: Value, min: u32, max: u32) -> Result<u32, LoadError
             .trim()
             .parse()
             .map_err(|_| err(key, format!("expected an integer, got {s:?}")))?,
-        other => return Err(err(key, format!("expected an integer, got a {}", other.type_str()))),
+        other => {
+            return Err(err(
+                key,
+                format!("expected an integer, got a {}", other.type_str()),
+            ))
+        }
     };
     if n < i64::from(min) || n > i64::from(max) {
         return Err(err(key, format!("{n} is outside {min}..={max}")));
@@ -203,7 +217,10 @@ fn validate(settings: &mut Settings) -> Result<(), LoadError> {
         return Err(err("publisher.domain", "is required"));
     }
     if !is_host(&p.domain) {
-        return Err(err("publisher.domain", "expected a host name like www.example.com"));
+        return Err(err(
+            "publisher.domain",
+            "expected a host name like www.example.com",
+        ));
     }
     if p.origin_url.is_empty() {
         return Err(err("publisher.origin_url", "is required"));
@@ -243,7 +260,10 @@ fn validate(settings: &mut Settings) -> Result<(), LoadError> {
     if !p.cookie_domain.is_empty() {
         let bare = p.cookie_domain.trim_start_matches('.');
         if !is_host(bare) {
-            return Err(err("publisher.cookie_domain", "expected a domain like .example.com"));
+            return Err(err(
+                "publisher.cookie_domain",
+                "expected a domain like .example.com",
+            ));
         }
         let domain = p.domain.to_ascii_lowercase();
         let bare = bare.to_ascii_lowercase();
@@ -306,7 +326,10 @@ mod tests {
     #[test]
     fn env_overrides_win_and_are_typed() {
         let env = [
-            ("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "http://127.0.0.1:8080"),
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
+                "http://127.0.0.1:8080",
+            ),
             ("TRUSTED_SERVER__PUBLISHER__STREAMING", "false"),
             ("TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD", "4096"),
             ("TRUSTED_SERVER__RESPONSE_HEADERS__X_ENV_NAME", "staging"),
@@ -360,11 +383,17 @@ mod tests {
 
     #[test]
     fn rust_expr_round_trips_the_values() {
-        let env = [("TRUSTED_SERVER__RESPONSE_HEADERS__X_QUOTE", "say \"hi\" \\ ü")];
+        let env = [(
+            "TRUSTED_SERVER__RESPONSE_HEADERS__X_QUOTE",
+            "say \"hi\" \\ ü",
+        )];
         let s = load(MINIMAL, env).unwrap();
         let expr = s.to_rust_expr();
         // Strings are emitted with Rust's own escaping, so quotes and backslashes survive.
-        assert!(expr.contains(r#"Cow::Borrowed("say \"hi\" \\ ü")"#), "{expr}");
+        assert!(
+            expr.contains(r#"Cow::Borrowed("say \"hi\" \\ ü")"#),
+            "{expr}"
+        );
         assert!(expr.contains("origin_scheme: ::trusted_server_settings::Scheme::Https"));
         assert!(expr.contains("flush_threshold: 8192"));
     }

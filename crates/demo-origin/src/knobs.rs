@@ -1,0 +1,207 @@
+//! Query-string knobs that make the origin misbehave in controlled ways.
+//!
+//! Unknown parameters are ignored (pages may carry cache busters); a known
+//! parameter with an invalid value is an error, answered with `400`.
+//! When a parameter is repeated, the last occurrence wins.
+
+use std::time::Duration;
+
+use crate::codec::Encoding;
+use crate::http::percent_decode;
+
+/// Default number of drip parts after the first one.
+pub const DEFAULT_DRIP_CHUNKS: usize = 10;
+/// Largest accepted `drip_chunks`.
+pub const MAX_DRIP_CHUNKS: usize = 1000;
+/// Largest accepted `drip_ms`.
+pub const MAX_DRIP_MS: u64 = 60_000;
+/// Largest accepted `headers_delay_ms`.
+pub const MAX_HEADERS_DELAY_MS: u64 = 600_000;
+
+/// Drip settings: send the head of the body at once, then `chunks` parts,
+/// sleeping `delay` before each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drip {
+    /// Pause before each of the remaining parts.
+    pub delay: Duration,
+    /// Number of parts after the first one (at least 1).
+    pub chunks: usize,
+}
+
+/// All knobs of one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Knobs {
+    /// `drip_ms` / `drip_chunks`: chunked, slow body.
+    pub drip: Option<Drip>,
+    /// `encoding`: forced content coding.
+    pub encoding: Option<Encoding>,
+    /// `die_after`: abort the connection after this many body bytes.
+    pub die_after: Option<u64>,
+    /// `truncate`: send only this many (encoded) body bytes, framed cleanly.
+    pub truncate: Option<u64>,
+    /// `lie_encoding`: plain body labelled with this `Content-Encoding`.
+    pub lie_encoding: Option<&'static str>,
+    /// `headers_delay_ms`: pause before the status line.
+    pub headers_delay: Option<Duration>,
+    /// `status`: status code to answer with.
+    pub status: Option<u16>,
+    /// `set_cookie`: add two `Set-Cookie` headers.
+    pub set_cookie: bool,
+    /// `redirect`: answer 302 to `https://origin.demo-publisher.example` + path.
+    pub redirect: Option<String>,
+}
+
+impl Knobs {
+    /// Parses the knobs out of a query string (without `?`).
+    pub fn parse(query: Option<&str>) -> Result<Knobs, String> {
+        let mut knobs = Knobs::default();
+        let mut drip_ms: Option<u64> = None;
+        let mut drip_chunks: Option<usize> = None;
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_decode(raw)
+                .and_then(|v| String::from_utf8(v).ok())
+                .ok_or_else(|| format!("{key}: invalid percent-encoding"))?;
+            let v = value.as_str();
+            match key {
+                "drip_ms" => drip_ms = Some(number(key, v, 0, MAX_DRIP_MS)?),
+                "drip_chunks" => {
+                    drip_chunks = Some(number(key, v, 1, MAX_DRIP_CHUNKS as u64)? as usize)
+                }
+                "encoding" => {
+                    knobs.encoding = Some(
+                        Encoding::from_token(v)
+                            .ok_or_else(|| format!("encoding: unsupported {v:?}"))?,
+                    )
+                }
+                "die_after" => knobs.die_after = Some(number(key, v, 0, u64::MAX)?),
+                "truncate" => knobs.truncate = Some(number(key, v, 0, u64::MAX)?),
+                "lie_encoding" => {
+                    knobs.lie_encoding = Some(match v {
+                        "gzip" => "gzip",
+                        "br" => "br",
+                        "zstd" => "zstd",
+                        "deflate" => "deflate",
+                        _ => return Err(format!("lie_encoding: unsupported {v:?}")),
+                    })
+                }
+                "headers_delay_ms" => {
+                    knobs.headers_delay = Some(Duration::from_millis(number(
+                        key,
+                        v,
+                        0,
+                        MAX_HEADERS_DELAY_MS,
+                    )?))
+                }
+                "status" => {
+                    if v.len() != 3 {
+                        return Err(format!("status: expected three digits, got {v:?}"));
+                    }
+                    knobs.status = Some(number(key, v, 200, 599)? as u16)
+                }
+                "set_cookie" => {
+                    knobs.set_cookie = match v {
+                        "1" | "true" | "yes" => true,
+                        "0" | "false" | "no" => false,
+                        _ => return Err(format!("set_cookie: expected 1 or 0, got {v:?}")),
+                    }
+                }
+                "redirect" => {
+                    let ok = v.starts_with('/')
+                        && !v.starts_with("//")
+                        && v.bytes().all(|b| b.is_ascii_graphic());
+                    if !ok {
+                        return Err(format!("redirect: expected an absolute path, got {v:?}"));
+                    }
+                    knobs.redirect = Some(value.clone())
+                }
+                _ => {}
+            }
+        }
+        if drip_ms.is_some() || drip_chunks.is_some() {
+            knobs.drip = Some(Drip {
+                delay: Duration::from_millis(drip_ms.unwrap_or(0)),
+                chunks: drip_chunks.unwrap_or(DEFAULT_DRIP_CHUNKS),
+            });
+        }
+        Ok(knobs)
+    }
+}
+
+fn number(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{key}: expected a number, got {value:?}"));
+    }
+    match value.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{key}: {value} outside {min}..={max}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_query_means_no_knobs() {
+        assert_eq!(Knobs::parse(None).unwrap(), Knobs::default());
+        assert_eq!(Knobs::parse(Some("cb=123&&x")).unwrap(), Knobs::default());
+    }
+
+    #[test]
+    fn parses_every_knob() {
+        let k = Knobs::parse(Some(
+            "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
+             &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1",
+        ))
+        .unwrap();
+        assert_eq!(
+            k.drip,
+            Some(Drip {
+                delay: Duration::from_millis(50),
+                chunks: DEFAULT_DRIP_CHUNKS
+            })
+        );
+        assert_eq!(k.encoding, Some(Encoding::Br));
+        assert_eq!(k.die_after, Some(10));
+        assert_eq!(k.truncate, Some(7));
+        assert_eq!(k.lie_encoding, Some("zstd"));
+        assert_eq!(k.headers_delay, Some(Duration::from_millis(20)));
+        assert_eq!(k.status, Some(503));
+        assert!(k.set_cookie);
+        assert_eq!(k.redirect.as_deref(), Some("/news/a.html?x=1"));
+    }
+
+    #[test]
+    fn drip_chunks_alone_drips_without_delay() {
+        let k = Knobs::parse(Some("drip_chunks=3")).unwrap();
+        assert_eq!(
+            k.drip,
+            Some(Drip {
+                delay: Duration::ZERO,
+                chunks: 3
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_invalid_values() {
+        for q in [
+            "drip_ms=abc",
+            "drip_ms=-1",
+            "drip_chunks=0",
+            "encoding=zstd",
+            "die_after=",
+            "lie_encoding=snappy",
+            "status=99",
+            "status=600",
+            "status=0200",
+            "set_cookie=maybe",
+            "redirect=https://evil.test/",
+            "redirect=//evil.test/",
+            "redirect=%2",
+        ] {
+            assert!(Knobs::parse(Some(q)).is_err(), "accepted {q}");
+        }
+    }
+}

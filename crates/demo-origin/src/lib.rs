@@ -1,0 +1,61 @@
+//! Offline demo publisher origin.
+//!
+//! A small, dependency-light HTTP/1.1 server that serves `fixtures/site`
+//! (or another directory) the way a real publisher origin would, plus a set
+//! of query-string knobs that reproduce slow, compressed, truncated and
+//! broken responses for end-to-end tests and benchmarks of the proxy.
+//!
+//! # Routes
+//!
+//! * `GET`/`HEAD /path` serves `<root>/path` (directories and `/` serve
+//!   `index.html`); `..` segments (also percent-encoded) answer 400; missing
+//!   files answer 404 with a small HTML page.
+//! * `/__gen/<N>kb.html` (1 ≤ N ≤ 16384): a deterministic publisher-style
+//!   page of exactly N KiB, see [`pages`].
+//! * `/__echo` (any method) and `POST` to any path: a JSON description of
+//!   the request, see [`routes::echo_json`].
+//! * Other methods answer 405.
+//!
+//! # Knobs (query parameters, combinable)
+//!
+//! See [`knobs::Knobs`] for parsing rules and [`body`] for how they shape the
+//! bytes on the wire.
+//!
+//! | knob | effect |
+//! |------|--------|
+//! | `drip_ms=N`, `drip_chunks=K` | chunked body: head part (through `</head>`, else 1/K) at once, then K parts, N ms before each |
+//! | `encoding=gzip\|br\|deflate\|identity` | force the content coding (streamed with sync flushes when dripping) |
+//! | `die_after=N` | abort the connection after N encoded body bytes |
+//! | `truncate=N` | send only N encoded body bytes, framed cleanly |
+//! | `lie_encoding=gzip\|br\|zstd\|deflate` | plain body, wrong `Content-Encoding` |
+//! | `headers_delay_ms=N` | sleep before the status line |
+//! | `status=NNN` | answer with this status (200–599) |
+//! | `set_cookie=1` | add two `Set-Cookie` headers |
+//! | `redirect=/path` | 302 to `https://origin.demo-publisher.example/path` |
+//!
+//! ```no_run
+//! let server = demo_origin::Server::bind("127.0.0.1:0", demo_origin::default_root())?;
+//! let addr = server.spawn()?;
+//! println!("serving on http://{addr}");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod body;
+pub mod cache;
+pub mod codec;
+pub mod http;
+pub mod knobs;
+pub mod pages;
+pub mod routes;
+pub mod server;
+
+use std::path::PathBuf;
+
+pub use server::{Server, ORIGIN_HOST};
+
+/// The default site root: `fixtures/site` at the workspace root.
+pub fn default_root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/site"))
+}

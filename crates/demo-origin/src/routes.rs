@@ -1,0 +1,288 @@
+//! Maps a request to the resource it names: a file under the site root,
+//! a generated page, the JSON echo, or an error page.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use crate::cache::BodyCache;
+use crate::http::{percent_decode, RequestHead};
+use crate::pages;
+
+/// What to send before knobs and content codings are applied.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// Status code.
+    pub status: u16,
+    /// `Content-Type` value.
+    pub content_type: &'static str,
+    /// Whether this is a text type that is compressed per `Accept-Encoding`.
+    pub text: bool,
+    /// Cache key for encoded variants (`None`: do not cache).
+    pub cache_key: Option<String>,
+    /// Plain (unencoded) body.
+    pub body: Arc<Vec<u8>>,
+    /// Additional header fields.
+    pub headers: Vec<(String, String)>,
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+const JSON: &str = "application/json";
+
+impl Resource {
+    fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
+        Resource {
+            status,
+            content_type,
+            text: is_text(content_type),
+            cache_key: None,
+            body: Arc::new(body),
+            headers: Vec::new(),
+        }
+    }
+
+    /// A small HTML page describing an error or a redirect.
+    pub fn html_message(status: u16, title: &str, detail: &str) -> Self {
+        let body = format!(
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{status} {t}</title></head>\n\
+             <body><h1>{status} {t}</h1><p>{d}</p></body></html>\n",
+            t = html_escape(title),
+            d = html_escape(detail)
+        );
+        Resource::new(status, HTML, body.into_bytes())
+    }
+}
+
+/// Resolves `head` (with its already-read `body`) against `root`.
+pub fn route(root: &Path, cache: &BodyCache, head: &RequestHead, body: &[u8]) -> Resource {
+    if head.path == "/__echo" || head.method == "POST" {
+        return Resource::new(200, JSON, echo_json(head, body).into_bytes());
+    }
+    if head.method != "GET" && head.method != "HEAD" {
+        let mut r = Resource::html_message(405, "Method Not Allowed", "Use GET, HEAD or POST.");
+        r.headers
+            .push(("Allow".to_string(), "GET, HEAD, POST".to_string()));
+        return r;
+    }
+    let segments = match path_segments(&head.path) {
+        Ok(s) => s,
+        Err(why) => return Resource::html_message(400, "Bad Request", why),
+    };
+    if segments.first().map(String::as_str) == Some("__gen") {
+        return generated(cache, &segments);
+    }
+    static_file(root, cache, &segments, &head.path)
+}
+
+fn generated(cache: &BodyCache, segments: &[String]) -> Resource {
+    let kib = match segments {
+        [_, name] => pages::parse_gen_name(name),
+        _ => None,
+    };
+    let Some(kib) = kib else {
+        return Resource::html_message(
+            404,
+            "Not Found",
+            "Generated pages are /__gen/<N>kb.html with 1 <= N <= 16384.",
+        );
+    };
+    let key = format!("gen:{kib}");
+    let body = cache
+        .plain(&key, || Ok(pages::generate(kib)))
+        .unwrap_or_else(|_| Arc::new(pages::generate(kib)));
+    Resource {
+        status: 200,
+        content_type: HTML,
+        text: true,
+        cache_key: Some(key),
+        body,
+        headers: Vec::new(),
+    }
+}
+
+fn static_file(root: &Path, cache: &BodyCache, segments: &[String], raw_path: &str) -> Resource {
+    let mut file: PathBuf = root.to_path_buf();
+    file.extend(segments);
+    let not_found =
+        || Resource::html_message(404, "Not Found", &format!("No such page: {raw_path}"));
+    let Ok(mut meta) = fs::metadata(&file) else {
+        return not_found();
+    };
+    if meta.is_dir() {
+        file.push("index.html");
+        match fs::metadata(&file) {
+            Ok(m) => meta = m,
+            Err(_) => return not_found(),
+        }
+    }
+    if !meta.is_file() {
+        return not_found();
+    }
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let key = format!("file:{}:{}:{mtime}", file.display(), meta.len());
+    let Ok(body) = cache.plain(&key, || fs::read(&file)) else {
+        return not_found();
+    };
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let content_type = content_type_for(&name);
+    Resource {
+        status: 200,
+        content_type,
+        text: is_text(content_type),
+        cache_key: Some(key),
+        body,
+        headers: Vec::new(),
+    }
+}
+
+/// Percent-decodes `path` and splits it into safe segments. Empty and `.`
+/// segments are dropped; `..`, backslashes and NUL bytes are rejected.
+pub fn path_segments(path: &str) -> Result<Vec<String>, &'static str> {
+    let decoded = percent_decode(path).ok_or("Malformed percent-encoding in path.")?;
+    let decoded = String::from_utf8(decoded).map_err(|_| "Path is not valid UTF-8.")?;
+    let mut segments = Vec::new();
+    for seg in decoded.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => return Err("Path traversal is not allowed."),
+            s if s.contains(['\\', '\0']) => return Err("Invalid character in path."),
+            s => segments.push(s.to_string()),
+        }
+    }
+    Ok(segments)
+}
+
+/// `Content-Type` for a (lower-case) file name.
+pub fn content_type_for(name: &str) -> &'static str {
+    if name.ends_with(".latin1.html") {
+        return "text/html; charset=iso-8859-1";
+    }
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    match ext {
+        "html" | "htm" => HTML,
+        "css" => "text/css; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "json" => JSON,
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
+        "gif" => "image/gif",
+        "woff2" => "font/woff2",
+        "txt" => "text/plain; charset=utf-8",
+        "md" => "text/markdown; charset=utf-8",
+        "ico" => "image/x-icon",
+        "xml" => "application/xml",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Whether `content_type` is compressed according to `Accept-Encoding`.
+pub fn is_text(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.starts_with("text/")
+        || matches!(
+            essence,
+            "application/json" | "image/svg+xml" | "application/xml"
+        )
+}
+
+/// The `/__echo` JSON document for a request.
+pub fn echo_json(head: &RequestHead, body: &[u8]) -> String {
+    let mut out = String::from("{\"method\":");
+    json_string(&mut out, &head.method);
+    out.push_str(",\"path\":");
+    json_string(&mut out, &head.path);
+    out.push_str(",\"query\":");
+    json_string(&mut out, head.query.as_deref().unwrap_or(""));
+    out.push_str(",\"headers\":[");
+    for (i, (name, value)) in head.headers.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        json_string(&mut out, name);
+        out.push(',');
+        json_string(&mut out, value);
+        out.push(']');
+    }
+    let _ = write!(out, "],\"body_len\":{}}}", body.len());
+    out
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_reject_traversal_in_any_spelling() {
+        assert_eq!(path_segments("/a//./b/").unwrap(), vec!["a", "b"]);
+        for bad in [
+            "/../x",
+            "/a/%2e%2E/x",
+            "/a/..",
+            "/a%5c..%5cb",
+            "/a%00",
+            "/%zz",
+        ] {
+            assert!(path_segments(bad).is_err(), "accepted {bad}");
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(content_type_for("index.html"), HTML);
+        assert_eq!(
+            content_type_for("latin1.latin1.html"),
+            "text/html; charset=iso-8859-1"
+        );
+        assert_eq!(content_type_for("app.js"), "text/javascript; charset=utf-8");
+        assert_eq!(content_type_for("hero.png"), "image/png");
+        assert_eq!(content_type_for("random.bin"), "application/octet-stream");
+        assert!(is_text(content_type_for("logo.svg")));
+        assert!(is_text(content_type_for("feed.json")));
+        assert!(!is_text(content_type_for("font.woff2")));
+    }
+
+    #[test]
+    fn json_escaping() {
+        let mut s = String::new();
+        json_string(&mut s, "a\"b\\c\nd\u{1}é😀");
+        assert_eq!(s, "\"a\\\"b\\\\c\\nd\\u0001é😀\"");
+    }
+}

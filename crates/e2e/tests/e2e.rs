@@ -1,0 +1,645 @@
+//! End-to-end: the real service under real Viceroy, against the demo origin on loopback.
+//!
+//! One process (harness = false) builds the demo origin and two builds of the service (streaming
+//! and buffered, both pointed at the origin's port, which is only known at run time because
+//! settings are compiled in), starts them on free ports, runs every scenario, and stops every
+//! server it started, whatever happens. Each scenario prints `ok` or `FAILED` with the reason;
+//! any failure (or no scenario at all) makes the process fail.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use e2e::{get, request, start_demo_origin, start_viceroy, workspace_root, ChildGuard, Timed};
+use trusted_server_core::UrlRule;
+
+const ORIGIN_HOST: &str = "origin.demo-publisher.example";
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// The e2e builds allow the origin this long for its headers, so a timeout test stays short.
+const FIRST_BYTE_TIMEOUT_MS: u64 = 2000;
+
+type Outcome = Result<(), String>;
+
+struct World {
+    root: PathBuf,
+    origin: ChildGuard,
+    origin_addr: SocketAddr,
+    streaming: SocketAddr,
+    buffered: SocketAddr,
+    _servers: Vec<ChildGuard>,
+}
+
+fn main() {
+    let started = Instant::now();
+    let world = match set_up() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("e2e set-up failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    eprintln!("e2e set-up took {:.1}s", started.elapsed().as_secs_f64());
+    let scenarios: &[(&str, fn(&World) -> Outcome)] = &[
+        (
+            "first body bytes arrive before the origin's second chunk",
+            first_bytes_before_second_chunk,
+        ),
+        (
+            "a gzip page stays gzip and still streams",
+            gzip_stays_gzip_and_streams,
+        ),
+        (
+            "a brotli page is rewritten and stays brotli",
+            brotli_round_trip,
+        ),
+        (
+            "pages are rewritten to a shorter request host",
+            rewritten_to_shorter_host,
+        ),
+        (
+            "pages are rewritten to a longer request host",
+            rewritten_to_longer_host,
+        ),
+        (
+            "css, js and json bodies are rewritten",
+            text_bodies_rewritten,
+        ),
+        ("a latin-1 page is not corrupted", latin1_not_corrupted),
+        (
+            "binaries pass through byte-identical with their length",
+            binaries_pass_through,
+        ),
+        (
+            "buffered mode gives the same bytes with a Content-Length",
+            buffered_matches_streaming,
+        ),
+        (
+            "an origin dying mid-body gives an incomplete transfer",
+            origin_dies_mid_body,
+        ),
+        (
+            "a truncated gzip body gives an incomplete transfer",
+            truncated_gzip_is_incomplete,
+        ),
+        (
+            "a wrong Content-Encoding gives an incomplete transfer",
+            wrong_encoding_is_incomplete,
+        ),
+        (
+            "an unsupported Content-Encoding passes through",
+            unsupported_encoding_passes_through,
+        ),
+        (
+            "client forwarding headers are not trusted",
+            forwarding_headers_not_trusted,
+        ),
+        (
+            "redirects and cookies are made first-party",
+            redirects_and_cookies,
+        ),
+        ("a slow origin gets a 504", slow_origin_gets_504),
+        (
+            "a dead origin gets a 502 with the standard headers",
+            dead_origin_gets_502,
+        ),
+    ];
+    let mut world = world;
+    let mut failures = 0;
+    for (name, scenario) in scenarios {
+        let t = Instant::now();
+        let result = scenario(&world);
+        match &result {
+            Ok(()) => println!("test {name} ... ok ({:.2}s)", t.elapsed().as_secs_f64()),
+            Err(e) => {
+                failures += 1;
+                println!("test {name} ... FAILED\n    {e}");
+            }
+        }
+        if *name == "a slow origin gets a 504" {
+            // The last scenario needs the origin gone.
+            world.origin.stop();
+        }
+    }
+    println!(
+        "\ne2e: {} passed, {failures} failed ({:.1}s)",
+        scenarios.len() - failures,
+        started.elapsed().as_secs_f64()
+    );
+    drop(world);
+    if failures > 0 || scenarios.is_empty() {
+        std::process::exit(1);
+    }
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("{cmd:?} failed: {status}"))
+}
+
+/// Builds the service with the given overrides and copies the wasm to `target/e2e/<name>.wasm`.
+fn build_service(
+    root: &Path,
+    name: &str,
+    origin: SocketAddr,
+    streaming: bool,
+) -> Result<PathBuf, String> {
+    run(Command::new(cargo())
+        .current_dir(root)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            "wasm32-wasip1",
+            "--bin",
+            "trusted-server-edge",
+        ])
+        .env(
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
+            format!("http://{origin}"),
+        )
+        .env(
+            "TRUSTED_SERVER__PUBLISHER__STREAMING",
+            streaming.to_string(),
+        )
+        .env(
+            "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
+            FIRST_BYTE_TIMEOUT_MS.to_string(),
+        ))?;
+    let dir = root.join("target/e2e");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let to = dir.join(format!("{name}.wasm"));
+    std::fs::copy(
+        root.join("target/wasm32-wasip1/release/trusted-server-edge.wasm"),
+        &to,
+    )
+    .map_err(|e| format!("copy wasm: {e}"))?;
+    Ok(to)
+}
+
+fn set_up() -> Result<World, String> {
+    let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "demo-origin",
+    ]))?;
+    let (origin, origin_addr) = start_demo_origin(
+        &root.join("target/release/demo-origin"),
+        &root.join("fixtures/site"),
+    )
+    .map_err(|e| format!("demo origin: {e}"))?;
+    let streaming_wasm = build_service(&root, "streaming", origin_addr, true)?;
+    let buffered_wasm = build_service(&root, "buffered", origin_addr, false)?;
+    let manifest = root.join("fastly.toml");
+    let logs = root.join("target/e2e");
+    let (s, streaming) = start_viceroy(
+        &streaming_wasm,
+        &manifest,
+        &logs.join("viceroy-streaming.log"),
+    )
+    .map_err(|e| format!("viceroy (streaming): {e}"))?;
+    let (b, buffered) = start_viceroy(
+        &buffered_wasm,
+        &manifest,
+        &logs.join("viceroy-buffered.log"),
+    )
+    .map_err(|e| format!("viceroy (buffered): {e}"))?;
+    Ok(World {
+        root,
+        origin,
+        origin_addr,
+        streaming,
+        buffered,
+        _servers: vec![s, b],
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Outcome {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+fn fetch(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Result<Timed, String> {
+    get(addr, path, headers, TIMEOUT).map_err(|e| format!("GET {path} on {addr}: {e}"))
+}
+
+fn fixture(world: &World, path: &str) -> Vec<u8> {
+    std::fs::read(world.root.join("fixtures/site").join(path)).expect("fixture exists")
+}
+
+/// What the proxy must send for `original` when the client used `authority` over http.
+/// The rule itself is tested exhaustively in the core; here it is the oracle for the wiring.
+fn expected(original: &[u8], authority: &str) -> Vec<u8> {
+    UrlRule::new(ORIGIN_HOST, "http", authority).rewrite_all(original)
+}
+
+fn identity() -> (&'static str, &'static str) {
+    ("accept-encoding", "identity")
+}
+
+fn gunzip(data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("gunzip: {e}"))?;
+    Ok(out)
+}
+
+/// Decodes a gzip prefix as far as it goes (a streamed body before its end).
+fn gunzip_prefix(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut d = flate2::read::GzDecoder::new(data);
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = d.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// Asserts the client could not mistake the response for a complete one: either the transfer
+/// is cut short, or the connection closed before a response head arrived (Viceroy drops an
+/// abandoned stream whose head it has not written yet).
+fn assert_incomplete(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Outcome {
+    match get(addr, path, headers, TIMEOUT) {
+        Ok(r) => check(r.status == 200 && !r.complete, || {
+            format!(
+                "{path}: status {} with {} body bytes presented as a complete transfer",
+                r.status,
+                r.body.len()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Ok(()),
+        Err(e) => Err(format!("{path}: {e}")),
+    }
+}
+
+fn same_bytes(label: &str, got: &[u8], want: &[u8]) -> Outcome {
+    if got == want {
+        return Ok(());
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    let show = |b: &[u8]| {
+        String::from_utf8_lossy(&b[at.saturating_sub(40)..(at + 40).min(b.len())]).into_owned()
+    };
+    Err(format!(
+        "{label}: {} bytes vs {} expected; first difference at {at}: got {:?}, want {:?}",
+        got.len(),
+        want.len(),
+        show(got),
+        show(want)
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+fn first_bytes_before_second_chunk(w: &World) -> Outcome {
+    // Head at once, then 4 parts each after 700 ms: the second origin chunk leaves at ~700 ms.
+    let r = fetch(
+        w.streaming,
+        "/news/article.html?drip_ms=700&drip_chunks=4",
+        &[identity()],
+    )?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {} complete {}", r.status, r.complete)
+    })?;
+    same_bytes(
+        "body",
+        &r.body,
+        &expected(&fixture(w, "news/article.html"), &w.streaming.to_string()),
+    )?;
+    let first = r.first_body_at.ok_or("no body")?;
+    check(first < Duration::from_millis(500), || {
+        format!("first body byte after {first:?}, origin's second chunk leaves at 700ms")
+    })?;
+    let early = r.body_bytes_by(Duration::from_millis(600));
+    check(early >= 1000, || {
+        format!("only {early} body bytes before the second chunk")
+    })?;
+    check(r.last_at >= Duration::from_millis(2700), || {
+        format!("last byte at {:?}, before the origin finished", r.last_at)
+    })?;
+    check(r.header("content-length").is_none(), || {
+        "rewritten body kept Content-Length".into()
+    })?;
+    // The same drip, direct from the origin, for the closing note's figures.
+    let direct = fetch(
+        w.origin_addr,
+        "/news/article.html?drip_ms=700&drip_chunks=4",
+        &[identity()],
+    )?;
+    println!(
+        "    drip page: proxy first body byte {:?}, last byte {:?}; direct first body byte {:?}, last byte {:?}",
+        first, r.last_at, direct.first_body_at.unwrap_or_default(), direct.last_at
+    );
+    Ok(())
+}
+
+fn gzip_stays_gzip_and_streams(w: &World) -> Outcome {
+    let r = fetch(
+        w.streaming,
+        "/news/article.html?drip_ms=700&drip_chunks=4",
+        &[("accept-encoding", "gzip")],
+    )?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {} complete {}", r.status, r.complete)
+    })?;
+    check(r.header("content-encoding") == Some("gzip"), || {
+        format!("content-encoding {:?}", r.header("content-encoding"))
+    })?;
+    let want = expected(&fixture(w, "news/article.html"), &w.streaming.to_string());
+    same_bytes("gunzipped body", &gunzip(&r.body)?, &want)?;
+    // What had arrived before the origin's second chunk already decodes to a prefix.
+    let early = r.body_bytes_by(Duration::from_millis(600));
+    let decoded = gunzip_prefix(&r.body[..early]);
+    check(decoded.len() >= 1000 && want.starts_with(&decoded), || {
+        format!(
+            "{early} gzip bytes before the second chunk decode to {} bytes",
+            decoded.len()
+        )
+    })
+}
+
+fn brotli_round_trip(w: &World) -> Outcome {
+    let r = fetch(w.streaming, "/", &[("accept-encoding", "br")])?;
+    check(r.header("content-encoding") == Some("br"), || {
+        format!("content-encoding {:?}", r.header("content-encoding"))
+    })?;
+    let mut out = Vec::new();
+    brotli::Decompressor::new(&r.body[..], 4096)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("brotli: {e}"))?;
+    same_bytes(
+        "decoded body",
+        &out,
+        &expected(&fixture(w, "index.html"), &w.streaming.to_string()),
+    )
+}
+
+fn rewritten_to_shorter_host(w: &World) -> Outcome {
+    // 127.0.0.1:PORT is shorter than origin.demo-publisher.example.
+    let r = fetch(w.streaming, "/", &[identity()])?;
+    let want = expected(&fixture(w, "index.html"), &w.streaming.to_string());
+    check(want != fixture(w, "index.html"), || {
+        "fixture has nothing to rewrite".into()
+    })?;
+    same_bytes("body", &r.body, &want)
+}
+
+fn rewritten_to_longer_host(w: &World) -> Outcome {
+    let host = "a-much-longer-first-party-hostname.demo-publisher.example:7676";
+    let r = fetch(
+        w.streaming,
+        "/news/article.html",
+        &[identity(), ("host", host)],
+    )?;
+    let body = String::from_utf8_lossy(&r.body);
+    check(body.contains(&format!("http://{host}/")), || {
+        "no URL rewritten to the request host".into()
+    })?;
+    same_bytes(
+        "body",
+        &r.body,
+        &expected(&fixture(w, "news/article.html"), host),
+    )
+}
+
+fn text_bodies_rewritten(w: &World) -> Outcome {
+    for (path, gz) in [
+        ("static/site.css", false),
+        ("static/app.js", true),
+        ("api/feed.json", false),
+    ] {
+        let enc = if gz { "gzip" } else { "identity" };
+        let r = fetch(
+            w.streaming,
+            &format!("/{path}"),
+            &[("accept-encoding", enc)],
+        )?;
+        let body = if gz { gunzip(&r.body)? } else { r.body.clone() };
+        let original = fixture(w, path);
+        let want = expected(&original, &w.streaming.to_string());
+        check(want != original, || {
+            format!("{path} has nothing to rewrite")
+        })?;
+        same_bytes(path, &body, &want)?;
+    }
+    Ok(())
+}
+
+fn latin1_not_corrupted(w: &World) -> Outcome {
+    let r = fetch(w.streaming, "/latin1.latin1.html", &[identity()])?;
+    check(
+        r.header("content-type")
+            .is_some_and(|c| c.contains("iso-8859-1")),
+        || "charset lost".into(),
+    )?;
+    same_bytes(
+        "latin-1 body",
+        &r.body,
+        &expected(&fixture(w, "latin1.latin1.html"), &w.streaming.to_string()),
+    )
+}
+
+fn binaries_pass_through(w: &World) -> Outcome {
+    for path in ["static/hero.png", "static/random.bin"] {
+        let r = fetch(
+            w.streaming,
+            &format!("/{path}"),
+            &[("accept-encoding", "gzip, br")],
+        )?;
+        let original = fixture(w, path);
+        same_bytes(path, &r.body, &original)?;
+        check(
+            r.header("content-length") == Some(&original.len().to_string()),
+            || format!("{path}: content-length {:?}", r.header("content-length")),
+        )?;
+    }
+    Ok(())
+}
+
+fn buffered_matches_streaming(w: &World) -> Outcome {
+    let s = fetch(w.streaming, "/news/article.html", &[identity()])?;
+    let host = w.streaming.to_string();
+    let b = fetch(
+        w.buffered,
+        "/news/article.html",
+        &[identity(), ("host", &host)],
+    )?;
+    same_bytes("buffered vs streaming", &b.body, &s.body)?;
+    check(
+        b.header("content-length") == Some(&b.body.len().to_string()),
+        || format!("buffered content-length {:?}", b.header("content-length")),
+    )
+}
+
+fn origin_dies_mid_body(w: &World) -> Outcome {
+    for (path, enc) in [
+        ("/news/article.html?die_after=6000", "identity"),
+        (
+            "/news/article.html?die_after=3000&drip_ms=100&drip_chunks=4",
+            "gzip",
+        ),
+        ("/static/random.bin?die_after=6000", "identity"),
+    ] {
+        assert_incomplete(w.streaming, path, &[("accept-encoding", enc)])?;
+    }
+    Ok(())
+}
+
+fn truncated_gzip_is_incomplete(w: &World) -> Outcome {
+    // Cut inside the body, so the head is out long before the end of the origin body.
+    assert_incomplete(
+        w.streaming,
+        "/news/article.html?encoding=gzip&truncate=9000&drip_ms=50&drip_chunks=4",
+        &[("accept-encoding", "gzip")],
+    )?;
+    assert_incomplete(
+        w.streaming,
+        "/news/article.html?encoding=gzip&truncate=4000",
+        &[("accept-encoding", "gzip")],
+    )?;
+    let b = fetch(
+        w.buffered,
+        "/news/article.html?encoding=gzip&truncate=4000",
+        &[("accept-encoding", "gzip")],
+    )?;
+    check(b.status == 502, || {
+        format!("buffered mode answered {} for a truncated gzip", b.status)
+    })
+}
+
+fn wrong_encoding_is_incomplete(w: &World) -> Outcome {
+    assert_incomplete(
+        w.streaming,
+        "/news/article.html?lie_encoding=gzip",
+        &[("accept-encoding", "gzip")],
+    )
+}
+
+fn unsupported_encoding_passes_through(w: &World) -> Outcome {
+    // The body is plain text labelled zstd: we cannot decode zstd, so it must pass untouched.
+    let r = fetch(
+        w.streaming,
+        "/news/article.html?lie_encoding=zstd",
+        &[("accept-encoding", "zstd")],
+    )?;
+    check(r.header("content-encoding") == Some("zstd"), || {
+        "content-encoding changed".into()
+    })?;
+    same_bytes(
+        "zstd-labelled body",
+        &r.body,
+        &fixture(w, "news/article.html"),
+    )
+}
+
+fn forwarding_headers_not_trusted(w: &World) -> Outcome {
+    let host = "www.first-party.example";
+    let r = fetch(
+        w.streaming,
+        "/__echo?x=1",
+        &[
+            identity(),
+            ("host", host),
+            ("x-forwarded-for", "6.6.6.6"),
+            ("x-forwarded-host", "evil.test"),
+            ("forwarded", "for=6.6.6.6"),
+        ],
+    )?;
+    let body = String::from_utf8_lossy(&r.body);
+    for bad in ["6.6.6.6", "evil.test"] {
+        check(!body.contains(bad), || {
+            format!("origin saw the client's spoofed {bad}: {body}")
+        })?;
+    }
+    for good in [
+        "[\"x-forwarded-host\",\"www.first-party.example\"]",
+        "[\"x-forwarded-proto\",\"http\"]",
+        "[\"host\",\"origin.demo-publisher.example\"]",
+    ] {
+        check(body.contains(good), || {
+            format!("origin did not see {good}: {body}")
+        })?;
+    }
+    Ok(())
+}
+
+fn redirects_and_cookies(w: &World) -> Outcome {
+    let r = fetch(
+        w.streaming,
+        "/?redirect=/news/article.html&set_cookie=1",
+        &[identity()],
+    )?;
+    check(r.status == 302, || format!("status {}", r.status))?;
+    let want = format!("http://{}/news/article.html", w.streaming);
+    check(r.header("location") == Some(&want), || {
+        format!("location {:?}", r.header("location"))
+    })?;
+    let cookies: Vec<&str> = r
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "set-cookie")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    check(
+        cookies.len() == 2
+            && cookies
+                .iter()
+                .all(|c| !c.to_ascii_lowercase().contains("domain=")),
+        || format!("cookies {cookies:?}"),
+    )
+}
+
+fn slow_origin_gets_504(w: &World) -> Outcome {
+    let started = Instant::now();
+    let r = fetch(
+        w.streaming,
+        &format!("/?headers_delay_ms={}", FIRST_BYTE_TIMEOUT_MS * 3),
+        &[identity()],
+    )?;
+    check(r.status == 504, || {
+        format!("status {} after {:?}", r.status, started.elapsed())
+    })?;
+    check(r.header("x-ts-version").is_some(), || {
+        "504 without the version header".into()
+    })
+}
+
+fn dead_origin_gets_502(w: &World) -> Outcome {
+    check(w.origin.id().is_none(), || "origin still running".into())?;
+    let r = request(w.streaming, "GET", "/", &[identity()], TIMEOUT).map_err(|e| e.to_string())?;
+    check(r.status == 502, || format!("status {}", r.status))?;
+    check(r.header("x-ts-version").is_some(), || {
+        "502 without the version header".into()
+    })?;
+    let body = String::from_utf8_lossy(&r.body);
+    check(body.len() < 64 && !body.contains("127.0.0.1"), || {
+        format!("502 body leaks details: {body:?}")
+    })
+}

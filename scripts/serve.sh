@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the service on http://127.0.0.1:7676 with `fastly compute serve` (Viceroy from PATH).
+#
+# Without TRUSTED_SERVER__PUBLISHER__ORIGIN_URL it first starts the bundled demo origin on
+# 127.0.0.1:8080 (pages from fixtures/site). With it, that origin is used instead. Any other
+# TRUSTED_SERVER__SECTION__KEY variable overrides trusted-server.toml for this build.
+# Ctrl-C or SIGTERM stops everything this script started.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$ROOT"
+setup_all
+
+ADDR="${TS_SERVE_ADDR:-127.0.0.1:7676}"
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  # Each child leads its own process group (setsid), so this reaches Viceroy too.
+  for pid in "${pids[@]}"; do
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -z "${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL:-}" ]]; then
+  log "building and starting the demo origin on 127.0.0.1:8080"
+  cargo build --release -p demo-origin
+  setsid "$ROOT/target/release/demo-origin" --addr 127.0.0.1:8080 --root "$ROOT/fixtures/site" &
+  pids+=($!)
+  wait_http 8080 / 30
+else
+  log "using origin ${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL}"
+fi
+
+log "building and serving on http://${ADDR} (Ctrl-C to stop)"
+# Own process group so that a signal reaches the CLI and the Viceroy it starts.
+FASTLY_VICEROY_USE_PATH=1 setsid fastly compute serve --non-interactive \
+  --viceroy-path "$(command -v viceroy)" --addr "$ADDR" &
+pids+=($!)
+wait "${pids[-1]}"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Shared set-up for scripts/serve.sh, scripts/test.sh and scripts/benchmark.sh. Source it.
+# Installs only what is missing: the wasm32-wasip1 target, Viceroy (pinned; building it takes
+# ~14 minutes on 2 cores, so it is skipped when the right version is on PATH) and the Fastly CLI
+# from npm (into .tools/, not globally).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VICEROY_VERSION="0.22.0"
+FASTLY_CLI_VERSION="16.1.0"
+export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+ensure_wasm_target() {
+  if ! rustup target list --installed | grep -qx wasm32-wasip1; then
+    log "adding the wasm32-wasip1 target"
+    rustup target add wasm32-wasip1
+  fi
+}
+
+ensure_viceroy() {
+  if viceroy --version 2>/dev/null | grep -q " ${VICEROY_VERSION}\$"; then
+    return
+  fi
+  log "installing viceroy ${VICEROY_VERSION} (about 14 minutes on 2 cores)"
+  cargo install viceroy --locked --version "${VICEROY_VERSION}"
+}
+
+ensure_fastly_cli() {
+  if fastly version 2>/dev/null | grep -q "v${FASTLY_CLI_VERSION} "; then
+    return
+  fi
+  log "installing the Fastly CLI ${FASTLY_CLI_VERSION} from npm into .tools/"
+  npm install --silent --no-audit --no-fund --prefix "$ROOT/.tools" "@fastly/cli@${FASTLY_CLI_VERSION}" >&2
+}
+
+
+setup_all() {
+  ensure_wasm_target
+  ensure_viceroy
+  ensure_fastly_cli
+}
+
+# Prints a free TCP port on 127.0.0.1 (the kernel picks it; a small race is acceptable).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits until http://127.0.0.1:$1$2 answers, for at most $3 seconds.
+wait_http() {
+  local port="$1" path="$2" limit="${3:-60}" i
+  for ((i = 0; i < limit * 10; i++)); do
+    if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:${port}${path}" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "nothing answered on 127.0.0.1:${port}${path} within ${limit}s"
+  return 1
+}

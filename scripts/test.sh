@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every check: formatting, clippy (native and wasm32-wasip1), native unit and property
+# tests, the adapter's tests under Viceroy, and end-to-end tests (real Viceroy + demo origin
+# on loopback, started and stopped by the tests themselves). Does its own set-up first.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$ROOT"
+setup_all
+
+# Build scripts must not pick up a developer's overrides: the tests set their own.
+while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^TRUSTED_SERVER__' || true)
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "clippy (native)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+log "clippy (wasm32-wasip1)"
+cargo clippy --target wasm32-wasip1 --locked -p trusted-server-edge -p trusted-server-core \
+  -p trusted-server-settings --all-targets -- -D warnings
+
+log "rustdoc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin
+
+log "native unit and property tests"
+cargo test --locked -p trusted-server-settings --features load
+cargo test --locked -p trusted-server-core -p demo-origin
+
+log "adapter tests under Viceroy"
+cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
+
+log "end-to-end tests (Viceroy + demo origin on loopback)"
+cargo test --locked -p e2e -- --nocapture
+
+log "all checks passed"
