@@ -69,7 +69,7 @@ impl std::error::Error for PipelineError {
 
 enum Stage {
     Html(Box<HtmlStage>),
-    Text(StreamReplacer),
+    Text(Box<StreamReplacer>),
 }
 
 impl Stage {
@@ -141,7 +141,7 @@ impl<W: Write> BodyPipeline<W> {
     ) -> Self {
         let stage = match rewrite {
             Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
-            Rewrite::Text => Stage::Text(StreamReplacer::new(rule)),
+            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
         };
         BodyPipeline {
             decoder: Decoder::new(codec),

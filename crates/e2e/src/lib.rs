@@ -166,10 +166,7 @@ fn parse(raw: &[u8], arrivals: &[(Duration, usize)], head_only: bool) -> io::Res
         let mut body = Vec::new();
         let mut pos = 0;
         let mut complete = false;
-        loop {
-            let Some(line_end) = body_raw[pos..].windows(2).position(|w| w == b"\r\n") else {
-                break;
-            };
+        while let Some(line_end) = body_raw[pos..].windows(2).position(|w| w == b"\r\n") {
             let size_text = std::str::from_utf8(&body_raw[pos..pos + line_end]).unwrap_or("");
             let size_text = size_text.split(';').next().unwrap_or("").trim();
             let Ok(size) = usize::from_str_radix(size_text, 16) else {

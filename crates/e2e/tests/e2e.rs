@@ -21,6 +21,8 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const FIRST_BYTE_TIMEOUT_MS: u64 = 2000;
 
 type Outcome = Result<(), String>;
+/// A named scenario.
+type Scenario = (&'static str, fn(&World) -> Outcome);
 
 struct World {
     root: PathBuf,
@@ -41,7 +43,7 @@ fn main() {
         }
     };
     eprintln!("e2e set-up took {:.1}s", started.elapsed().as_secs_f64());
-    let scenarios: &[(&str, fn(&World) -> Outcome)] = &[
+    let scenarios: &[Scenario] = &[
         (
             "first body bytes arrive before the origin's second chunk",
             first_bytes_before_second_chunk,

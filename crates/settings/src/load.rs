@@ -351,7 +351,8 @@ mod tests {
 
     #[test]
     fn every_mistake_names_its_key() {
-        let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
             ("[publisher]\norigin_url='https://o.example'", &[], "publisher.domain"),
             ("[publisher]\ndomain='a.example'", &[], "publisher.origin_url"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "ftp://x")], "publisher.origin_url"),
