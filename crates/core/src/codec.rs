@@ -69,8 +69,9 @@ enum DecoderState {
     /// Deflate before its first two bytes arrive (needed to tell zlib from raw deflate).
     DeflateSniff(Vec<u8>),
     Gzip(Box<flate2::write::GzDecoder<Buf>>),
-    Zlib(Box<flate2::write::ZlibDecoder<Buf>>),
-    RawDeflate(Box<flate2::write::DeflateDecoder<Buf>>),
+    /// zlib-wrapped or raw deflate, driven through flate2's low-level API so the end of the
+    /// stream is observed exactly (`Status::StreamEnd`).
+    Inflate(Box<Inflate>),
     Brotli(Box<brotli::DecompressorWriter<Buf>>),
 }
 
@@ -121,19 +122,13 @@ impl Decoder {
                     return Ok(());
                 }
                 let head = std::mem::take(head);
-                self.state = if is_zlib_header(head[0], head[1]) {
-                    DecoderState::Zlib(Box::new(flate2::write::ZlibDecoder::new(Buf::new())))
-                } else {
-                    DecoderState::RawDeflate(Box::new(flate2::write::DeflateDecoder::new(
-                        Buf::new(),
-                    )))
-                };
+                self.state =
+                    DecoderState::Inflate(Box::new(Inflate::new(is_zlib_header(head[0], head[1]))));
                 return self.write(&head);
             }
             // flate2's writers keep decoded bytes internally until flushed.
             DecoderState::Gzip(d) => d.write_all(input).and_then(|()| d.flush()),
-            DecoderState::Zlib(d) => d.write_all(input).and_then(|()| d.flush()),
-            DecoderState::RawDeflate(d) => d.write_all(input).and_then(|()| d.flush()),
+            DecoderState::Inflate(d) => d.write(input),
             DecoderState::Brotli(d) => d.write_all(input),
         };
         result.map_err(DecodeError)
@@ -144,8 +139,7 @@ impl Decoder {
         match &self.state {
             DecoderState::Identity | DecoderState::DeflateSniff(_) => &self.plain,
             DecoderState::Gzip(d) => d.get_ref(),
-            DecoderState::Zlib(d) => d.get_ref(),
-            DecoderState::RawDeflate(d) => d.get_ref(),
+            DecoderState::Inflate(d) => &d.out,
             DecoderState::Brotli(d) => d.get_ref(),
         }
     }
@@ -155,8 +149,7 @@ impl Decoder {
         match &mut self.state {
             DecoderState::Identity | DecoderState::DeflateSniff(_) => self.plain.clear(),
             DecoderState::Gzip(d) => d.get_mut().clear(),
-            DecoderState::Zlib(d) => d.get_mut().clear(),
-            DecoderState::RawDeflate(d) => d.get_mut().clear(),
+            DecoderState::Inflate(d) => d.out.clear(),
             DecoderState::Brotli(d) => d.get_mut().clear(),
         }
     }
@@ -190,17 +183,7 @@ impl Decoder {
                 }
                 Ok(())
             }
-            DecoderState::Zlib(d) => {
-                d.try_finish().map_err(DecodeError)?;
-                if d.total_out() == 0 && d.total_in() == 0 {
-                    return Err(truncated());
-                }
-                zlib_complete(d).then_some(()).ok_or_else(truncated)
-            }
-            DecoderState::RawDeflate(d) => {
-                d.try_finish().map_err(DecodeError)?;
-                raw_complete(d).then_some(()).ok_or_else(truncated)
-            }
+            DecoderState::Inflate(d) => d.done.then_some(()).ok_or_else(truncated),
             DecoderState::Brotli(d) => d.close().map_err(DecodeError),
         }
     }
@@ -216,12 +199,75 @@ fn gz_complete(d: &mut flate2::write::GzDecoder<Buf>) -> bool {
     matches!(d.write(&[0]), Ok(0))
 }
 
-fn zlib_complete(d: &mut flate2::write::ZlibDecoder<Buf>) -> bool {
-    matches!(d.write(&[0]), Ok(0))
+/// A deflate decoder that knows when its stream ended.
+struct Inflate {
+    state: flate2::Decompress,
+    out: Buf,
+    /// Input the decompressor could not take yet (a few bytes of a split trailer or block
+    /// header); fed again, first, with the next write.
+    pending: Vec<u8>,
+    done: bool,
 }
 
-fn raw_complete(d: &mut flate2::write::DeflateDecoder<Buf>) -> bool {
-    matches!(d.write(&[0]), Ok(0))
+impl Inflate {
+    fn new(zlib_header: bool) -> Self {
+        Inflate {
+            state: flate2::Decompress::new(zlib_header),
+            out: Buf::new(),
+            pending: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn write(&mut self, input: &[u8]) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return self.feed(input);
+        }
+        let mut all = std::mem::take(&mut self.pending);
+        all.extend_from_slice(input);
+        self.feed(&all)
+    }
+
+    fn feed(&mut self, mut input: &[u8]) -> io::Result<()> {
+        loop {
+            if self.done {
+                if input.is_empty() {
+                    return Ok(());
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes after the end of the deflate stream",
+                ));
+            }
+            // `decompress_vec` only fills spare capacity.
+            self.out.reserve(32 * 1024);
+            let before = self.state.total_in();
+            let produced_before = self.out.len();
+            let status = self
+                .state
+                .decompress_vec(input, &mut self.out, flate2::FlushDecompress::None)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            let consumed = usize::try_from(self.state.total_in() - before).unwrap_or(input.len());
+            input = &input[consumed..];
+            if status == flate2::Status::StreamEnd {
+                self.done = true;
+                continue;
+            }
+            let produced = self.out.len() - produced_before;
+            if self.out.len() == self.out.capacity() || (produced > 0 && consumed == 0) {
+                // Output space, not input, limited this step: more may be waiting inside.
+                continue;
+            }
+            if input.is_empty() {
+                return Ok(());
+            }
+            if consumed == 0 {
+                // Too few bytes to make progress (a split block header or trailer).
+                self.pending.extend_from_slice(input);
+                return Ok(());
+            }
+        }
+    }
 }
 
 enum EncoderState {
@@ -416,6 +462,30 @@ mod tests {
             .read_to_end(&mut out)
             .unwrap();
         assert_eq!(out, body());
+    }
+
+    #[test]
+    fn every_two_way_split_decodes_completely() {
+        // Larger than the decoder's 32 KiB output step, so one write must produce several.
+        let plain = TEXT.repeat(1200);
+        for codec in [Codec::Gzip, Codec::Deflate, Codec::Brotli] {
+            let encoded = compress(codec, &plain);
+            for cut in 0..=encoded.len() {
+                let mut d = Decoder::new(codec);
+                let mut out = Vec::new();
+                for part in [&encoded[..cut], &encoded[cut..]] {
+                    d.write(part).unwrap();
+                    out.extend_from_slice(d.output());
+                    // Clearing matters: the decoder must not depend on its output buffer's
+                    // capacity to hold everything a write produces.
+                    d.clear_output();
+                }
+                d.finish()
+                    .unwrap_or_else(|e| panic!("{codec:?} cut at {cut}: {e}"));
+                out.extend_from_slice(d.output());
+                assert!(out == plain, "{codec:?} cut at {cut}");
+            }
+        }
     }
 
     #[test]
