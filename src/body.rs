@@ -86,29 +86,16 @@ pub fn send(prepared: Prepared, settings: &Settings) {
         threshold: settings.publisher.flush_threshold as usize,
         every_chunk: settings.publisher.flush_every_chunk,
     };
+    let job = Job {
+        codec,
+        rewrite,
+        rule,
+        policy,
+    };
     if settings.publisher.streaming {
-        stream(
-            response,
-            origin_body,
-            Job {
-                codec,
-                rewrite,
-                rule,
-                policy,
-            },
-        );
+        stream(response, origin_body, job);
     } else {
-        buffer(
-            response,
-            origin_body,
-            Job {
-                codec,
-                rewrite,
-                rule,
-                policy,
-            },
-            settings,
-        );
+        buffer(response, origin_body, job, settings);
     }
 }
 
