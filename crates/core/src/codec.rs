@@ -106,6 +106,11 @@ impl Decoder {
         }
     }
 
+    /// Whether this decoder copies its input unchanged (callers may then skip it).
+    pub fn is_identity(&self) -> bool {
+        matches!(self.state, DecoderState::Identity)
+    }
+
     /// Feeds encoded bytes.
     ///
     /// # Errors
@@ -321,6 +326,15 @@ impl Encoder {
             }
         };
         Encoder { state }
+    }
+
+    /// For the identity coding, the output buffer itself, so a caller can write plain bytes
+    /// straight into it instead of through [`Encoder::write`] (one copy fewer).
+    pub fn identity_output(&mut self) -> Option<&mut Vec<u8>> {
+        match &mut self.state {
+            EncoderState::Identity(b) => Some(b),
+            _ => None,
+        }
     }
 
     /// Feeds plain bytes.

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use lol_html::errors::RewritingError;
-use lol_html::html_content::{BailOut, Element, EndTag, TextChunk};
+use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
 
 use crate::url_rewrite::{StreamReplacer, UrlRule};
@@ -28,7 +28,7 @@ const MAX_PARSER_MEMORY: usize = 8 << 20;
 /// Script text longer than this without the Flight marker is an ordinary script.
 const MAX_SCRIPT_SNIFF: usize = 64;
 
-/// What the bytes emitted from a given offset are.
+/// What the bytes from a given offset on are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Segment {
     /// Tags, text, comments: the URL rule applies.
@@ -40,17 +40,28 @@ enum Segment {
 }
 
 /// Shared between lol_html's handlers and sink, and this stage.
+///
+/// Offsets are absolute positions in the document. Nothing here modifies a token, so lol_html's
+/// output is its input byte for byte and a token's source location is also where its bytes
+/// sit in the output. (Text handlers are deliberately not used: lol_html re-serializes a
+/// handled text chunk from its decoded form, which would turn invalid UTF-8 into U+FFFD.)
 #[derive(Debug, Default)]
 struct Staging {
+    /// Output not yet drained.
     bytes: Vec<u8>,
-    /// `(offset into bytes, kind of the bytes from there)`, in offset order.
+    /// Absolute offset of `bytes[0]`.
+    base: usize,
+    /// `(absolute offset, kind of the bytes from there)`, in offset order.
     marks: Vec<(usize, Segment)>,
-    in_script_text: bool,
 }
 
 impl Staging {
-    fn mark(&mut self, segment: Segment) {
-        self.marks.push((self.bytes.len(), segment));
+    fn mark(&mut self, offset: usize, segment: Segment) {
+        self.marks.push((offset, segment));
+    }
+
+    fn end(&self) -> usize {
+        self.base + self.bytes.len()
     }
 }
 
@@ -96,7 +107,6 @@ impl HtmlStage {
     /// A stage for a document in `encoding` (which must be ASCII-compatible).
     pub fn new(rule: UrlRule, encoding: AsciiCompatibleEncoding) -> Self {
         let staging = Rc::new(RefCell::new(Staging::default()));
-        let on_text = Rc::clone(&staging);
         let on_script = Rc::clone(&staging);
         let on_bail = Rc::clone(&staging);
         let settings = Settings::new()
@@ -111,31 +121,29 @@ impl HtmlStage {
             .append_element_content_handler(lol_html::element!(
                 "script",
                 move |el: &mut Element| {
+                    // The script's text starts right after its start tag and ends where its end
+                    // tag starts.
+                    on_script
+                        .borrow_mut()
+                        .mark(el.source_location().bytes().end, Segment::ScriptText);
                     let staging = Rc::clone(&on_script);
                     if let Some(handlers) = el.end_tag_handlers() {
-                        handlers.push(Box::new(move |_end: &mut EndTag| {
-                            let mut s = staging.borrow_mut();
-                            if s.in_script_text {
-                                s.in_script_text = false;
-                                s.mark(Segment::Markup);
-                            }
+                        handlers.push(Box::new(move |end: &mut EndTag| {
+                            staging
+                                .borrow_mut()
+                                .mark(end.source_location().bytes().start, Segment::Markup);
                             Ok(())
                         }));
                     }
                     Ok(())
                 }
             ))
-            .append_element_content_handler(lol_html::text!("script", move |_t: &mut TextChunk| {
-                let mut s = on_text.borrow_mut();
-                if !s.in_script_text {
-                    s.in_script_text = true;
-                    s.mark(Segment::ScriptText);
-                }
-                Ok(())
-            }))
             .append_bail_out_handler(lol_html::bail_out!(
                 move |_e: &RewritingError, _b: &mut BailOut<'_>| {
-                    on_bail.borrow_mut().mark(Segment::Raw);
+                    // Handlers run before lol_html flushes the input it holds, raw.
+                    let mut s = on_bail.borrow_mut();
+                    let at = s.end();
+                    s.mark(at, Segment::Raw);
                 }
             ));
         HtmlStage {
@@ -191,16 +199,27 @@ impl HtmlStage {
     fn drain(&mut self, out: &mut Vec<u8>) {
         let staging = Rc::clone(&self.staging);
         let mut s = staging.borrow_mut();
-        let Staging { bytes, marks, .. } = &mut *s;
+        let Staging { bytes, base, marks } = &mut *s;
         let mut start = 0;
-        for &(offset, segment) in marks.iter() {
-            self.emit(&bytes[start..offset], out);
+        let mut kept = 0;
+        for (i, &(offset, segment)) in marks.iter().enumerate() {
+            let at = offset.saturating_sub(*base);
+            if at > bytes.len() {
+                // Not emitted yet (cannot happen: handlers run just before their token is
+                // written in the same `write`); keep it for the next drain.
+                kept = i;
+                break;
+            }
+            let at = at.max(start);
+            self.emit(&bytes[start..at], out);
             self.enter(segment, out);
-            start = offset;
+            start = at;
+            kept = i + 1;
         }
         self.emit(&bytes[start..], out);
+        *base += bytes.len();
         bytes.clear();
-        marks.clear();
+        marks.drain(..kept);
     }
 
     fn enter(&mut self, segment: Segment, out: &mut Vec<u8>) {
@@ -337,7 +356,8 @@ mod tests {
     #[test]
     fn a_page_with_nothing_to_rewrite_is_byte_identical() {
         let input = b"<!DOCTYPE html>\n<html lang=fr><HEAD><meta charset=utf-8><title>\xc3\xa9t\xc3\xa9</title>\
-            <script>if (a < b && c > d) {}</script></HEAD><body class='x'   id=y><p>caf\xff\xfe invalid utf-8</p>\
+            <script   SRC='a.js'  defer></script><script>if (a < b && c > d) {s='\xff\xfe'}</script>\
+            <style>b{c:'\xff'}</style></HEAD><body class='x'   id=y><p>caf\xff\xfe invalid utf-8</p>\
             <!-- comment https://cdn.example.org/ --><svg><path d='M0 0'/></svg></body></html>";
         for chunk in [1, 2, 5, 64, 1 << 20] {
             assert_eq!(run(input, chunk), input, "chunk {chunk}");

@@ -160,8 +160,12 @@ impl<W: Write> BodyPipeline<W> {
     /// See [`PipelineError`]; after an error the pipeline must not be used again.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), PipelineError> {
         self.report.bytes_in += chunk.len() as u64;
-        self.decoder.write(chunk).map_err(PipelineError::Origin)?;
-        self.rewrite_decoded()?;
+        if self.decoder.is_identity() {
+            self.rewrite(chunk)?;
+        } else {
+            self.decoder.write(chunk).map_err(PipelineError::Origin)?;
+            self.rewrite_decoded()?;
+        }
         if self.policy.every_chunk {
             self.encoder.flush().map_err(PipelineError::Internal)?;
             self.write_out(true)?;
@@ -177,7 +181,11 @@ impl<W: Write> BodyPipeline<W> {
         self.decoder.finish().map_err(PipelineError::Origin)?;
         self.rewrite_decoded()?;
         if let Some(stage) = self.stage.take() {
-            self.report.html_bail_out = stage.finish(&mut self.plain);
+            let out = match self.encoder.identity_output() {
+                Some(direct) => direct,
+                None => &mut self.plain,
+            };
+            self.report.html_bail_out = stage.finish(out);
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;
@@ -188,9 +196,27 @@ impl<W: Write> BodyPipeline<W> {
     fn rewrite_decoded(&mut self) -> Result<(), PipelineError> {
         let decoded = self.decoder.output();
         if let (false, Some(stage)) = (decoded.is_empty(), self.stage.as_mut()) {
-            stage.write(decoded, &mut self.plain);
+            match self.encoder.identity_output() {
+                Some(direct) => stage.write(decoded, direct),
+                None => stage.write(decoded, &mut self.plain),
+            }
             self.decoder.clear_output();
         }
+        self.after_rewrite()
+    }
+
+    /// Rewrites plain input that needs no decoding.
+    fn rewrite(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
+        if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
+            match self.encoder.identity_output() {
+                Some(direct) => stage.write(plain_input, direct),
+                None => stage.write(plain_input, &mut self.plain),
+            }
+        }
+        self.after_rewrite()
+    }
+
+    fn after_rewrite(&mut self) -> Result<(), PipelineError> {
         self.encode_plain()?;
         let waiting = self.encoder.output().len();
         if self.policy.threshold > 0 && waiting >= self.policy.threshold {

@@ -55,11 +55,14 @@ impl UrlRule {
     /// Length of the longest suffix of `work` that is the start of a match, or a whole match
     /// still waiting for the byte after it. Everything before it can be decided now.
     fn undecided_tail(&self, work: &[u8]) -> usize {
-        let longest = self.max_match_len().min(work.len());
-        (1..=longest)
-            .rev()
-            .find(|&k| self.could_start_match(&work[work.len() - k..]))
-            .unwrap_or(0)
+        let window = self.max_match_len().min(work.len());
+        let tail = &work[work.len() - window..];
+        // A match starts with `h`, `/` or `\`; try those positions, longest suffix first.
+        tail.iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, b'h' | b'H' | b'/' | b'\\'))
+            .find(|&(i, _)| self.could_start_match(&tail[i..]))
+            .map_or(0, |(i, _)| window - i)
     }
 
     fn could_start_match(&self, tail: &[u8]) -> bool {

@@ -194,13 +194,18 @@ fn exchange(
     }
     let status = response.status;
     let result = body::send(writer, response, payload, limits, head.method == "HEAD");
+    // When the last byte was handed to the kernel, on the wall clock, so benchmarks on the same
+    // machine can tell which client bytes arrived before the origin finished.
+    let end_unix_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
     let outcome = match &result {
         Ok(sent) => describe(sent),
         Err(e) => format!(" write-error=\"{e}\""),
     };
     if state.log {
         eprintln!(
-            "{peer} \"{} {} HTTP/1.{}\" {status} {label}{outcome} {}ms",
+            "{peer} \"{} {} HTTP/1.{}\" {status} {label}{outcome} {}ms end_unix_us={end_unix_us}",
             head.method,
             head.target,
             head.minor_version,

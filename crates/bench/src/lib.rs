@@ -1,0 +1,9 @@
+//! Benchmarks for Trusted Server Edge.
+//!
+//! [`throughput`] is platform-free and is compiled both natively and for `wasm32-wasip1` (run
+//! under `viceroy run`), so the two can be compared on identical inputs. The side-by-side
+//! latency, streamed-fraction and load run lives in the native `bench` binary.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod throughput;
