@@ -24,7 +24,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -
 
 log "native unit and property tests"
 cargo test --locked -p trusted-server-settings --features load
-cargo test --locked -p trusted-server-core -p demo-origin
+cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench
 
 log "adapter tests under Viceroy"
 cargo test --locked --target wasm32-wasip1 -p trusted-server-edge

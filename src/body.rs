@@ -17,8 +17,9 @@ use trusted_server_core::{
 use crate::client::Client;
 use crate::reply;
 
-/// Size of each read from the origin body.
-const READ_CHUNK: usize = 16 * 1024;
+/// Largest read from the origin body. A read returns whatever has arrived, so a large buffer
+/// costs no latency and means fewer host calls when the origin is fast.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// A response whose headers are final, with the plan for its body.
 pub struct Prepared {

@@ -137,10 +137,10 @@ pub struct PageResult {
     pub pipeline: Rate,
 }
 
-/// Times both sides on `page` for `rounds` interleaved rounds. Each round processes the page
-/// enough times to take at least ~20 ms, so timer resolution does not matter.
+/// Times both sides on `page` for `rounds` interleaved rounds. Each round processes ~16 MB
+/// (tens of milliseconds), so timer resolution and scheduler blips matter little.
 pub fn measure(page: &Page, rounds: usize) -> PageResult {
-    let reps = (2_000_000 / page.bytes.len()).max(1);
+    let reps = (16_000_000 / page.bytes.len()).max(1);
     let mut bare = Vec::with_capacity(rounds);
     let mut pipeline = Vec::with_capacity(rounds);
     // Warm-up.

@@ -268,11 +268,28 @@ pub fn free_port() -> io::Result<u16> {
 /// # Errors
 /// If it cannot start or does not announce its address within 30 s.
 pub fn start_demo_origin(binary: &Path, root: &Path) -> io::Result<(ChildGuard, SocketAddr)> {
+    start_demo_origin_logging(binary, root, None)
+}
+
+/// [`start_demo_origin`], writing the origin's request log (one line per request, with the
+/// wall-clock time its last byte was sent) to `log`.
+///
+/// # Errors
+/// As [`start_demo_origin`].
+pub fn start_demo_origin_logging(
+    binary: &Path,
+    root: &Path,
+    log: Option<&Path>,
+) -> io::Result<(ChildGuard, SocketAddr)> {
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path)?),
+        None => Stdio::null(),
+    };
     let mut child = Command::new(binary)
         .args(["--addr", "127.0.0.1:0", "--root"])
         .arg(root)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()?;
     let stdout = child
         .stdout
@@ -338,6 +355,59 @@ pub fn start_viceroy(
         "viceroy did not answer on {addr}; see {}",
         log.display()
     )))
+}
+
+/// The `cargo` running us (or `cargo` from PATH).
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Runs a command to completion.
+///
+/// # Errors
+/// If it cannot start or exits unsuccessfully.
+pub fn run(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("{cmd:?} failed: {status}"))
+}
+
+/// Builds the service (release, wasm32-wasip1) with `TRUSTED_SERVER__*` overrides and copies
+/// the module to `to`. Settings are compiled in, so a test or benchmark that needs the origin
+/// on a port chosen at run time builds its own service.
+///
+/// # Errors
+/// If the build or the copy fails.
+pub fn build_service(
+    root: &Path,
+    to: &Path,
+    overrides: &[(String, String)],
+) -> Result<PathBuf, String> {
+    let mut cmd = Command::new(cargo());
+    cmd.current_dir(root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "--target",
+        "wasm32-wasip1",
+        "--bin",
+        "trusted-server-edge",
+    ]);
+    for (k, v) in overrides {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)?;
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::copy(
+        root.join("target/wasm32-wasip1/release/trusted-server-edge.wasm"),
+        to,
+    )
+    .map_err(|e| format!("copy wasm: {e}"))?;
+    Ok(to.to_path_buf())
 }
 
 #[cfg(test)]

@@ -8,11 +8,14 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use e2e::{get, request, start_demo_origin, start_viceroy, workspace_root, ChildGuard, Timed};
+use e2e::{
+    build_service, cargo, get, request, run, start_demo_origin, start_viceroy, workspace_root,
+    ChildGuard, Timed,
+};
 use trusted_server_core::UrlRule;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -135,59 +138,6 @@ fn main() {
     }
 }
 
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
-}
-
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
-    status
-        .success()
-        .then_some(())
-        .ok_or_else(|| format!("{cmd:?} failed: {status}"))
-}
-
-/// Builds the service with the given overrides and copies the wasm to `target/e2e/<name>.wasm`.
-fn build_service(
-    root: &Path,
-    name: &str,
-    origin: SocketAddr,
-    streaming: bool,
-) -> Result<PathBuf, String> {
-    run(Command::new(cargo())
-        .current_dir(root)
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            "wasm32-wasip1",
-            "--bin",
-            "trusted-server-edge",
-        ])
-        .env(
-            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
-            format!("http://{origin}"),
-        )
-        .env(
-            "TRUSTED_SERVER__PUBLISHER__STREAMING",
-            streaming.to_string(),
-        )
-        .env(
-            "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
-            FIRST_BYTE_TIMEOUT_MS.to_string(),
-        ))?;
-    let dir = root.join("target/e2e");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let to = dir.join(format!("{name}.wasm"));
-    std::fs::copy(
-        root.join("target/wasm32-wasip1/release/trusted-server-edge.wasm"),
-        &to,
-    )
-    .map_err(|e| format!("copy wasm: {e}"))?;
-    Ok(to)
-}
-
 fn set_up() -> Result<World, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
     run(Command::new(cargo()).current_dir(&root).args([
@@ -202,8 +152,25 @@ fn set_up() -> Result<World, String> {
         &root.join("fixtures/site"),
     )
     .map_err(|e| format!("demo origin: {e}"))?;
-    let streaming_wasm = build_service(&root, "streaming", origin_addr, true)?;
-    let buffered_wasm = build_service(&root, "buffered", origin_addr, false)?;
+    let overrides = |streaming: bool| {
+        vec![
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+                format!("http://{origin_addr}"),
+            ),
+            (
+                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
+                streaming.to_string(),
+            ),
+            (
+                "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS".to_owned(),
+                FIRST_BYTE_TIMEOUT_MS.to_string(),
+            ),
+        ]
+    };
+    let out = root.join("target/e2e");
+    let streaming_wasm = build_service(&root, &out.join("streaming.wasm"), &overrides(true))?;
+    let buffered_wasm = build_service(&root, &out.join("buffered.wasm"), &overrides(false))?;
     let manifest = root.join("fastly.toml");
     let logs = root.join("target/e2e");
     let (s, streaming) = start_viceroy(

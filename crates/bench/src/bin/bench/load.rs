@@ -1,0 +1,166 @@
+//! Load: `wrk` against the streaming proxy and the direct origin, bounded in time, at two
+//! concurrency levels, alternating targets.
+
+use std::process::Command;
+
+use crate::latency::PUBLIC_HOST;
+use crate::{Options, Servers};
+
+/// The page under load: the article, uncompressed (the proxy rewrites all of it).
+pub const PATH: &str = "/news/article.html";
+
+/// One `wrk` run.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    /// `proxy` or `origin`.
+    pub target: &'static str,
+    /// `keepalive`, or `close` (a new connection per request).
+    pub mode: &'static str,
+    /// Open connections.
+    pub connections: u32,
+    /// Requests per second.
+    pub rps: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub p99_ms: f64,
+    /// Socket errors plus non-2xx/3xx responses.
+    pub errors: u64,
+}
+
+/// Runs the load matrix.
+///
+/// # Errors
+/// If `wrk` is missing or its output cannot be read.
+pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, String> {
+    let seconds = if options.quick { 3 } else { 10 };
+    let mut results = Vec::new();
+    // Keep-alive is what browsers do. Viceroy's listener does not set TCP_NODELAY, so on a
+    // kept-alive connection a streamed body's second segment waits for the client's delayed
+    // ACK (~40 ms); a fresh connection per request (`close`) is in quick-ACK mode and shows
+    // the proxy's own cost. Both are reported.
+    for mode in ["keepalive", "close"] {
+        for connections in [8u32, 64] {
+            for (target, addr, host) in [
+                ("proxy", servers.streaming, Some(PUBLIC_HOST)),
+                ("origin", servers.origin, None),
+            ] {
+                eprintln!(
+                    "bench: load {target} ({mode}) with {connections} connections for {seconds}s"
+                );
+                let mut cmd = Command::new("wrk");
+                cmd.args([
+                    "-t2",
+                    &format!("-c{connections}"),
+                    &format!("-d{seconds}s"),
+                    "--latency",
+                    "--timeout",
+                    "10s",
+                ])
+                .args(["-H", "Accept-Encoding: identity"]);
+                if let Some(host) = host {
+                    cmd.args(["-H", &format!("Host: {host}")]);
+                }
+                if mode == "close" {
+                    cmd.args(["-H", "Connection: close"]);
+                }
+                cmd.arg(format!("http://{addr}{PATH}"));
+                let out = cmd
+                    .output()
+                    .map_err(|e| format!("wrk: {e} (install it: apt-get install wrk)"))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "wrk failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+                let text = String::from_utf8_lossy(&out.stdout);
+                results.push(parse(&text, target, mode, connections)?);
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Parses wrk's `--latency` report.
+fn parse(
+    text: &str,
+    target: &'static str,
+    mode: &'static str,
+    connections: u32,
+) -> Result<LoadResult, String> {
+    let mut rps = None;
+    let mut p50 = None;
+    let mut p99 = None;
+    let mut errors = 0u64;
+    for line in text.lines().map(str::trim) {
+        if let Some(v) = line.strip_prefix("Requests/sec:") {
+            rps = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("50%") {
+            p50 = duration_ms(v.trim());
+        } else if let Some(v) = line.strip_prefix("99%") {
+            p99 = duration_ms(v.trim());
+        } else if let Some(v) = line.strip_prefix("Socket errors:") {
+            errors += v
+                .split(',')
+                .filter_map(|part| part.split_whitespace().last()?.parse::<u64>().ok())
+                .sum::<u64>();
+        } else if let Some(v) = line.strip_prefix("Non-2xx or 3xx responses:") {
+            errors += v.trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    Ok(LoadResult {
+        target,
+        mode,
+        connections,
+        rps: rps.ok_or_else(|| format!("no Requests/sec in wrk output:\n{text}"))?,
+        p50_ms: p50.ok_or("no 50% line in wrk output")?,
+        p99_ms: p99.ok_or("no 99% line in wrk output")?,
+        errors,
+    })
+}
+
+/// `812.00us`, `1.23ms`, `2.00s` → milliseconds.
+fn duration_ms(v: &str) -> Option<f64> {
+    let (num, unit) = v.split_at(v.find(|c: char| c.is_ascii_alphabetic())?);
+    let n: f64 = num.parse().ok()?;
+    match unit {
+        "us" => Some(n / 1000.0),
+        "ms" => Some(n),
+        "s" => Some(n * 1000.0),
+        "m" => Some(n * 60_000.0),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "Running 4s test @ http://127.0.0.1:1/x
+  2 threads and 8 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     2.10ms    1.00ms  20.00ms   90.00%
+    Req/Sec     1.90k   100.00     2.10k    70.00%
+  Latency Distribution
+     50%  812.00us
+     75%    2.00ms
+     90%    3.00ms
+     99%    1.50s
+  15200 requests in 4.00s, 600.00MB read
+  Socket errors: connect 0, read 2, write 1, timeout 3
+  Non-2xx or 3xx responses: 4
+Requests/sec:   3800.50
+Transfer/sec:    150.00MB
+";
+
+    #[test]
+    fn parses_wrk_latency_reports() {
+        let r = parse(SAMPLE, "proxy", "keepalive", 8).unwrap();
+        assert!((r.rps - 3800.5).abs() < 1e-9);
+        assert!((r.p50_ms - 0.812).abs() < 1e-9);
+        assert!((r.p99_ms - 1500.0).abs() < 1e-9);
+        assert_eq!(r.errors, 10);
+        assert!(parse("garbage", "proxy", "close", 8).is_err());
+    }
+}

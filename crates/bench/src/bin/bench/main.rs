@@ -1,0 +1,197 @@
+//! `bench [--quick] [--save NAME] [--compare NAME] [--out DIR]`: the run behind
+//! `scripts/benchmark.sh`.
+//!
+//! Builds and starts everything it measures, on loopback: the demo origin, and two builds of
+//! the service under Viceroy (streaming, and buffered with `publisher.streaming = false`). Then:
+//!
+//! 1. **latency**: three timestamps per request (headers, first body byte, last byte) for the
+//!    direct origin, the streaming proxy and the buffered proxy, in interleaved rounds, after
+//!    checking that all three return the same page (the proxy's being the origin's with the
+//!    URL rule applied);
+//! 2. **streamed fraction**: the share of each proxied page that reached the client before the
+//!    origin sent its last byte (the origin logs that moment on the shared wall clock);
+//! 3. **throughput**: pipeline vs bare lol_html, native vs wasm (`viceroy run`), interleaved;
+//! 4. **load**: `wrk` against the proxy and the origin at two concurrency levels.
+//!
+//! It prints a table, writes an SVG chart of the latency distributions, and ends with a
+//! `---RESULTS---` block of `key=value` lines.
+
+mod cases;
+mod latency;
+mod load;
+mod report;
+mod throughput;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use e2e::{
+    build_service, cargo, run, start_demo_origin_logging, start_viceroy, workspace_root, ChildGuard,
+};
+
+/// Command-line options.
+pub struct Options {
+    /// At most ~5 minutes: fewer rounds, shorter load runs.
+    pub quick: bool,
+    /// Store this run's results under this name.
+    pub save: Option<String>,
+    /// Print deltas against a stored run.
+    pub compare: Option<String>,
+    /// Where results, logs and the chart go.
+    pub out: PathBuf,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let root = workspace_root();
+    let mut options = Options {
+        quick: false,
+        save: None,
+        compare: None,
+        out: root.join("bench-results"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => options.quick = true,
+            "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
+            "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
+            "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
+            "-h" | "--help" => {
+                return Err(
+                    "usage: benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]"
+                        .into(),
+                )
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    for name in options.save.iter().chain(options.compare.iter()) {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(format!(
+                "run names are letters, digits, '-', '_' and '.': {name:?}"
+            ));
+        }
+    }
+    Ok(options)
+}
+
+/// The servers under test.
+pub struct Servers {
+    /// The demo origin.
+    pub origin: std::net::SocketAddr,
+    /// The streaming build under Viceroy.
+    pub streaming: std::net::SocketAddr,
+    /// The buffered build under Viceroy.
+    pub buffered: std::net::SocketAddr,
+    /// The origin's request log.
+    pub origin_log: PathBuf,
+    _guards: Vec<ChildGuard>,
+}
+
+fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
+    let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
+    eprintln!("bench: building the demo origin and the benchmark tools");
+    run(Command::new(cargo()).current_dir(&root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "demo-origin",
+    ]))?;
+    let origin_log = out.join("origin.log");
+    let (origin_guard, origin) = start_demo_origin_logging(
+        &root.join("target/release/demo-origin"),
+        &root.join("fixtures/site"),
+        Some(&origin_log),
+    )
+    .map_err(|e| format!("demo origin: {e}"))?;
+    eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
+    let overrides = |streaming: bool| {
+        vec![
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+                format!("http://{origin}"),
+            ),
+            (
+                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
+                streaming.to_string(),
+            ),
+        ]
+    };
+    let wasm_dir = root.join("target/bench");
+    let streaming_wasm = build_service(&root, &wasm_dir.join("streaming.wasm"), &overrides(true))?;
+    let buffered_wasm = build_service(&root, &wasm_dir.join("buffered.wasm"), &overrides(false))?;
+    let manifest = root.join("fastly.toml");
+    let (s_guard, streaming) = start_viceroy(
+        &streaming_wasm,
+        &manifest,
+        &out.join("viceroy-streaming.log"),
+    )
+    .map_err(|e| format!("viceroy (streaming): {e}"))?;
+    let (b_guard, buffered) =
+        start_viceroy(&buffered_wasm, &manifest, &out.join("viceroy-buffered.log"))
+            .map_err(|e| format!("viceroy (buffered): {e}"))?;
+    Ok(Servers {
+        origin,
+        streaming,
+        buffered,
+        origin_log,
+        _guards: vec![origin_guard, s_guard, b_guard],
+    })
+}
+
+fn main() {
+    let options = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run_benchmark(&options) {
+        eprintln!("bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run_benchmark(options: &Options) -> Result<(), String> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
+    // Throughput first, while nothing else runs on the machine.
+    let throughput = throughput::run(options)?;
+    let servers = start_servers(&options.out)?;
+    let cases = cases::all(options.quick);
+    latency::verify_outputs(&servers, &cases)?;
+    let latency = latency::measure(&servers, &cases)?;
+    let load = load::run(&servers, options)?;
+    drop(servers);
+    let machine = report::machine();
+    let results = report::results(&latency, &throughput, &load);
+    report::print_tables(&latency, &throughput, &load);
+    let chart = options.out.join("latency.svg");
+    report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
+    println!("\nchart: {}", chart.display());
+    println!("machine: {machine}");
+    println!(
+        "took {:.0}s{}",
+        started.elapsed().as_secs_f64(),
+        if options.quick { " (--quick)" } else { "" }
+    );
+    if let Some(name) = &options.compare {
+        report::compare(&options.out, name, &results)?;
+    }
+    if let Some(name) = &options.save {
+        let path = report::save(&options.out, name, &results, &machine)?;
+        println!("saved as {name} ({})", path.display());
+    }
+    println!("\n---RESULTS---");
+    for (k, v) in &results {
+        println!("{k}={v}");
+    }
+    Ok(())
+}

@@ -1,0 +1,452 @@
+//! Tables, the SVG chart, the `key=value` results, and `--save` / `--compare`.
+//!
+//! Every key that ends in `_ms` holds milliseconds; ratios have no unit.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::latency::{CaseResult, Sample, Side};
+use crate::load::LoadResult;
+use crate::throughput::{ThroughputResult, PAGES};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn field(r: &CaseResult, side: Side, f: impl Fn(&Sample) -> f64) -> Vec<f64> {
+    r.samples
+        .get(&side)
+        .map(|v| v.iter().map(f).collect())
+        .unwrap_or_default()
+}
+
+fn med(r: &CaseResult, side: Side, f: impl Fn(&Sample) -> f64) -> f64 {
+    median(field(r, side, f))
+}
+
+/// Ratio of medians, and the min–max of per-round ratios (rounds are interleaved, so sample
+/// `i` of both sides ran back to back).
+fn ratio(r: &CaseResult, a: Side, b: Side, f: impl Fn(&Sample) -> f64 + Copy) -> (f64, f64, f64) {
+    let (xa, xb) = (field(r, a, f), field(r, b, f));
+    let per_round: Vec<f64> = xa.iter().zip(&xb).map(|(x, y)| x / y).collect();
+    let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (median(xa) / median(xb), lo, hi)
+}
+
+fn find<'a>(latency: &'a [CaseResult], name: &str) -> Option<&'a CaseResult> {
+    latency.iter().find(|r| r.case.name == name)
+}
+
+fn fmt(v: f64) -> String {
+    if v.is_nan() {
+        "na".into()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The `---RESULTS---` lines, in a stable order.
+pub fn results(
+    latency: &[CaseResult],
+    tp: &ThroughputResult,
+    load: &[LoadResult],
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| out.push((k.to_owned(), v));
+    let first = |s: &Sample| s.first_body_ms;
+    let last = |s: &Sample| s.last_ms;
+    if let Some(drip) = find(latency, "drip") {
+        put(
+            "first_body_stream_over_buffered",
+            fmt(ratio(drip, Side::Streaming, Side::Buffered, first).0),
+        );
+    }
+    // Geometric mean over every page and coding; each page's own ratio is listed below.
+    let ratios: Vec<f64> = latency
+        .iter()
+        .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+        .collect();
+    let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
+    put("ttlb_stream_over_buffered", fmt(geo));
+    put(
+        "ttlb_stream_over_buffered_worst",
+        fmt(ratios.iter().copied().fold(f64::NAN, f64::max)),
+    );
+    if let Some(r) = find(latency, "1mb") {
+        put(
+            "ttlb_proxy_over_origin_1mb",
+            fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
+        );
+    }
+    if let Some(r) = find(latency, "1mb_paced") {
+        put(
+            "ttlb_proxy_over_origin_1mb_paced",
+            fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
+        );
+    }
+    let tp_ratio = |rates: &std::collections::HashMap<String, f64>, page: &str| {
+        rates
+            .get(&format!("{page}.pipeline"))
+            .copied()
+            .unwrap_or(f64::NAN)
+            / rates
+                .get(&format!("{page}.bare"))
+                .copied()
+                .unwrap_or(f64::NAN)
+    };
+    put(
+        "throughput_pipeline_over_bare_lolhtml",
+        fmt(tp_ratio(&tp.native, "1mb")),
+    );
+    let native_pipeline = tp.native.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
+    let wasm_pipeline = tp.wasm.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
+    put(
+        "throughput_wasm_over_native",
+        fmt(wasm_pipeline / native_pipeline),
+    );
+    // No captured Next.js pages exist yet; the key stays so runs remain comparable.
+    put("rsc_streamed_fraction", "na".into());
+    let proxy_over_origin = |mode: &str, c: u32| {
+        let rps = |t: &str| {
+            load.iter()
+                .find(|l| l.target == t && l.mode == mode && l.connections == c)
+                .map_or(f64::NAN, |l| l.rps)
+        };
+        rps("proxy") / rps("origin")
+    };
+    put(
+        "load_rps_proxy_over_origin",
+        fmt(proxy_over_origin("keepalive", 64)),
+    );
+    put(
+        "load_errors",
+        load.iter().map(|l| l.errors).sum::<u64>().to_string(),
+    );
+    // Details.
+    for r in latency {
+        let n = r.case.name;
+        put(
+            &format!("ttlb_stream_over_buffered_{n}"),
+            fmt(ratio(r, Side::Streaming, Side::Buffered, last).0),
+        );
+        put(
+            &format!("first_body_stream_over_buffered_{n}"),
+            fmt(ratio(r, Side::Streaming, Side::Buffered, first).0),
+        );
+        put(
+            &format!("ttlb_proxy_over_origin_{n}"),
+            fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
+        );
+        for side in Side::ALL {
+            put(
+                &format!("first_body_ms_{}_{n}", side.name()),
+                fmt(med(r, side, first)),
+            );
+            put(
+                &format!("ttlb_ms_{}_{n}", side.name()),
+                fmt(med(r, side, last)),
+            );
+        }
+        for side in Side::ALL {
+            let f = median(field(r, side, |s| s.streamed_fraction.unwrap_or(f64::NAN)));
+            put(&format!("streamed_fraction_{}_{n}", side.name()), fmt(f));
+        }
+    }
+    for page in PAGES {
+        put(
+            &format!("throughput_pipeline_over_bare_lolhtml_{page}"),
+            fmt(tp_ratio(&tp.native, page)),
+        );
+        put(
+            &format!("throughput_pipeline_over_bare_lolhtml_wasm_{page}"),
+            fmt(tp_ratio(&tp.wasm, page)),
+        );
+        for platform in ["native", "wasm"] {
+            let rates = if platform == "native" {
+                &tp.native
+            } else {
+                &tp.wasm
+            };
+            for side in ["pipeline", "bare"] {
+                let v = rates
+                    .get(&format!("{page}.{side}"))
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                put(&format!("throughput_mbps_{platform}_{side}_{page}"), fmt(v));
+            }
+        }
+    }
+    put(
+        "load_rps_proxy_over_origin_c8",
+        fmt(proxy_over_origin("keepalive", 8)),
+    );
+    put(
+        "load_rps_proxy_over_origin_close",
+        fmt(proxy_over_origin("close", 64)),
+    );
+    put(
+        "load_rps_proxy_over_origin_close_c8",
+        fmt(proxy_over_origin("close", 8)),
+    );
+    for l in load {
+        let k = format!("{}_{}_c{}", l.target, l.mode, l.connections);
+        put(&format!("load_rps_{k}"), format!("{:.0}", l.rps));
+        put(&format!("load_p50_ms_{k}"), fmt(l.p50_ms));
+        put(&format!("load_p99_ms_{k}"), fmt(l.p99_ms));
+        put(&format!("load_errors_{k}"), l.errors.to_string());
+    }
+    out
+}
+
+/// Human-readable tables.
+pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadResult]) {
+    println!("\nLatency (ms; median [min–max] over interleaved rounds)");
+    println!(
+        "{:<11} {:<10} {:>6} {:>22} {:>24} {:>9}",
+        "page", "side", "head", "first body byte", "last byte", "streamed"
+    );
+    for r in latency {
+        for side in Side::ALL {
+            let span = |f: fn(&Sample) -> f64| {
+                let v = field(r, side, f);
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                format!("{:.1} [{:.1}–{:.1}]", median(v), lo, hi)
+            };
+            let streamed = median(field(r, side, |s| s.streamed_fraction.unwrap_or(f64::NAN)));
+            println!(
+                "{:<11} {:<10} {:>6.1} {:>22} {:>24} {:>9}",
+                r.case.name,
+                side.name(),
+                med(r, side, |s| s.headers_ms),
+                span(|s| s.first_body_ms),
+                span(|s| s.last_ms),
+                if streamed.is_nan() {
+                    "-".to_owned()
+                } else {
+                    format!("{:.0}%", streamed * 100.0)
+                }
+            );
+        }
+        let (fb, fb_lo, fb_hi) = ratio(r, Side::Streaming, Side::Buffered, |s| s.first_body_ms);
+        let (lb, lb_lo, lb_hi) = ratio(r, Side::Streaming, Side::Buffered, |s| s.last_ms);
+        let (po, po_lo, po_hi) = ratio(r, Side::Streaming, Side::Direct, |s| s.last_ms);
+        println!(
+            "{:<11} {} bytes {}; ratios: first body stream/buffered {fb:.3} [{fb_lo:.3}–{fb_hi:.3}], last byte stream/buffered {lb:.3} [{lb_lo:.3}–{lb_hi:.3}], proxy/direct {po:.3} [{po_lo:.3}–{po_hi:.3}]",
+            "",
+            r.body_bytes,
+            r.case.encoding
+        );
+    }
+    println!("\nThroughput (MB/s, 8 KiB chunks; median of run medians [min–max])");
+    println!(
+        "{:<9} {:<9} {:>22} {:>22} {:>7}",
+        "platform", "page", "pipeline", "bare lol_html", "ratio"
+    );
+    for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
+        for page in PAGES {
+            let show = |side: &str| {
+                let v = rates
+                    .get(&format!("{page}.{side}"))
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                let (lo, hi) = tp
+                    .spread
+                    .get(&format!("{platform}.{page}.{side}"))
+                    .copied()
+                    .unwrap_or((f64::NAN, f64::NAN));
+                format!("{v:.0} [{lo:.0}–{hi:.0}]")
+            };
+            let r = rates
+                .get(&format!("{page}.pipeline"))
+                .copied()
+                .unwrap_or(f64::NAN)
+                / rates
+                    .get(&format!("{page}.bare"))
+                    .copied()
+                    .unwrap_or(f64::NAN);
+            println!(
+                "{platform:<9} {page:<9} {:>22} {:>22} {r:>7.3}",
+                show("pipeline"),
+                show("bare")
+            );
+        }
+    }
+    println!("\nLoad (wrk, {} uncompressed)", crate::load::PATH);
+    println!(
+        "{:<7} {:<10} {:>5} {:>10} {:>9} {:>9} {:>7}",
+        "target", "mode", "conns", "req/s", "p50 ms", "p99 ms", "errors"
+    );
+    for l in load {
+        println!(
+            "{:<7} {:<10} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>7}",
+            l.target, l.mode, l.connections, l.rps, l.p50_ms, l.p99_ms, l.errors
+        );
+    }
+}
+
+/// Writes a chart of the latency distributions: one panel per page, one row per side, a dot
+/// per request for the first body byte (hollow) and the last byte (filled), with medians.
+///
+/// # Errors
+/// If the file cannot be written.
+pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
+    let (width, left, right) = (900.0, 150.0, 40.0);
+    let panel = 110.0;
+    let height = 50.0 + panel * latency.len() as f64;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">Latency per request (ms): hollow = first body byte, filled = last byte, bar = median</text>"#
+    );
+    let colors = [
+        (Side::Direct, "#777777"),
+        (Side::Streaming, "#1f77b4"),
+        (Side::Buffered, "#d62728"),
+    ];
+    for (i, r) in latency.iter().enumerate() {
+        let top = 40.0 + panel * i as f64;
+        let max = Side::ALL
+            .iter()
+            .flat_map(|s| field(r, *s, |x| x.last_ms))
+            .fold(0.0f64, f64::max)
+            .max(0.001)
+            * 1.05;
+        let x = |ms: f64| left + (width - left - right) * (ms / max);
+        let _ = writeln!(
+            svg,
+            r#"<text x="10" y="{}" font-weight="bold">{}</text>"#,
+            top + 14.0,
+            r.case.name
+        );
+        let axis_y = top + 90.0;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{left}" y1="{axis_y}" x2="{}" y2="{axis_y}" stroke="#999"/>"##,
+            width - right
+        );
+        for tick in 0..=4 {
+            let v = max * f64::from(tick) / 4.0;
+            let _ = writeln!(
+                svg,
+                r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#555">{v:.1}</text>"##,
+                x(v),
+                axis_y + 14.0
+            );
+        }
+        for (row, (side, color)) in colors.iter().enumerate() {
+            let y = top + 30.0 + 20.0 * row as f64;
+            let _ = writeln!(
+                svg,
+                r#"<text x="20" y="{}" fill="{color}">{}</text>"#,
+                y + 4.0,
+                side.name()
+            );
+            for s in r.samples.get(side).into_iter().flatten() {
+                let _ = writeln!(
+                    svg,
+                    r#"<circle cx="{:.1}" cy="{y}" r="3" fill="none" stroke="{color}"/>"#,
+                    x(s.first_body_ms)
+                );
+                let _ = writeln!(
+                    svg,
+                    r#"<circle cx="{:.1}" cy="{y}" r="3" fill="{color}" opacity="0.6"/>"#,
+                    x(s.last_ms)
+                );
+            }
+            for m in [
+                med(r, *side, |s| s.first_body_ms),
+                med(r, *side, |s| s.last_ms),
+            ] {
+                let _ = writeln!(
+                    svg,
+                    r#"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="{color}" stroke-width="2"/>"#,
+                    x(m),
+                    y - 8.0,
+                    y + 8.0
+                );
+            }
+        }
+    }
+    svg.push_str("</svg>\n");
+    std::fs::write(path, svg)
+}
+
+/// One line describing the machine the numbers came from.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores, {cpu}, {}", std::env::consts::OS)
+}
+
+fn run_path(out: &Path, name: &str) -> PathBuf {
+    out.join("runs").join(format!("{name}.results"))
+}
+
+/// Stores the results under `name`.
+///
+/// # Errors
+/// If the file cannot be written.
+pub fn save(
+    out: &Path,
+    name: &str,
+    results: &[(String, String)],
+    machine: &str,
+) -> Result<PathBuf, String> {
+    let path = run_path(out, name);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut text = format!("# machine: {machine}\n");
+    for (k, v) in results {
+        let _ = writeln!(text, "{k}={v}");
+    }
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Prints this run against a stored one: old, new and the change, for every key.
+///
+/// # Errors
+/// If the stored run does not exist (reported, not swallowed).
+pub fn compare(out: &Path, name: &str, results: &[(String, String)]) -> Result<(), String> {
+    let path = run_path(out, name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("--compare {name}: cannot read {}: {e}", path.display()))?;
+    let old: std::collections::HashMap<&str, &str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .collect();
+    println!("\nCompared with {name} ({})", path.display());
+    println!("{:<55} {:>12} {:>12} {:>9}", "key", name, "now", "change");
+    for (k, v) in results {
+        let Some(before) = old.get(k.as_str()) else {
+            println!("{k:<55} {:>12} {v:>12} {:>9}", "-", "new");
+            continue;
+        };
+        let change = match (before.parse::<f64>(), v.parse::<f64>()) {
+            (Ok(a), Ok(b)) if a != 0.0 => format!("{:+.1}%", (b - a) / a * 100.0),
+            _ => String::new(),
+        };
+        println!("{k:<55} {before:>12} {v:>12} {change:>9}");
+    }
+    Ok(())
+}

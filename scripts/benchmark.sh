@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark, offline, on loopback: direct origin vs streaming proxy vs buffered
+# proxy (latency with three timestamps, streamed fraction), pipeline vs bare lol_html and wasm
+# vs native (throughput), and proxy vs origin under wrk load. Builds and starts everything it
+# needs and stops it again. Ends with a ---RESULTS--- block of key=value lines.
+#
+#   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
+#
+# --quick takes at most ~5 minutes on a 2-core machine once the tools are built.
+# Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this
+# run's results in bench-results/runs/NAME.results for a later --compare NAME.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$ROOT"
+setup_all
+if ! command -v wrk >/dev/null; then
+  log "installing wrk (Debian package)"
+  if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get install -y wrk >/dev/null 2>&1 || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y wrk >/dev/null; }
+fi
+# Overrides from the caller's shell must not leak into the builds under test.
+while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^TRUSTED_SERVER__' || true)
+cargo build --quiet --release --locked -p ts-bench --bin bench
+exec "$ROOT/target/release/bench" "$@"
