@@ -111,18 +111,15 @@ pub fn results(
     );
     // No captured Next.js pages exist yet; the key stays so runs remain comparable.
     put("rsc_streamed_fraction", "na".into());
-    let proxy_over_origin = |mode: &str, c: u32| {
+    let over_origin = |target: &str, c: u32| {
         let rps = |t: &str| {
             load.iter()
-                .find(|l| l.target == t && l.mode == mode && l.connections == c)
+                .find(|l| l.target == t && l.connections == c)
                 .map_or(f64::NAN, |l| l.rps)
         };
-        rps("proxy") / rps("origin")
+        rps(target) / rps("origin")
     };
-    put(
-        "load_rps_proxy_over_origin",
-        fmt(proxy_over_origin("keepalive", 64)),
-    );
+    put("load_rps_proxy_over_origin", fmt(over_origin("proxy", 64)));
     put(
         "load_errors",
         load.iter().map(|l| l.errors).sum::<u64>().to_string(),
@@ -183,18 +180,18 @@ pub fn results(
     }
     put(
         "load_rps_proxy_over_origin_c8",
-        fmt(proxy_over_origin("keepalive", 8)),
+        fmt(over_origin("proxy", 8)),
     );
     put(
-        "load_rps_proxy_over_origin_close",
-        fmt(proxy_over_origin("close", 64)),
+        "load_rps_proxy_buffered_over_origin",
+        fmt(over_origin("proxy_buffered", 64)),
     );
     put(
-        "load_rps_proxy_over_origin_close_c8",
-        fmt(proxy_over_origin("close", 8)),
+        "load_rps_proxy_buffered_over_origin_c8",
+        fmt(over_origin("proxy_buffered", 8)),
     );
     for l in load {
-        let k = format!("{}_{}_c{}", l.target, l.mode, l.connections);
+        let k = format!("{}_c{}", l.target, l.connections);
         put(&format!("load_rps_{k}"), format!("{:.0}", l.rps));
         put(&format!("load_p50_ms_{k}"), fmt(l.p50_ms));
         put(&format!("load_p99_ms_{k}"), fmt(l.p99_ms));
@@ -279,13 +276,13 @@ pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadR
     }
     println!("\nLoad (wrk, {} uncompressed)", crate::load::PATH);
     println!(
-        "{:<7} {:<10} {:>5} {:>10} {:>9} {:>9} {:>7}",
-        "target", "mode", "conns", "req/s", "p50 ms", "p99 ms", "errors"
+        "{:<15} {:>5} {:>10} {:>9} {:>9} {:>7}",
+        "target", "conns", "req/s", "p50 ms", "p99 ms", "errors"
     );
     for l in load {
         println!(
-            "{:<7} {:<10} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>7}",
-            l.target, l.mode, l.connections, l.rps, l.p50_ms, l.p99_ms, l.errors
+            "{:<15} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>7}",
+            l.target, l.connections, l.rps, l.p50_ms, l.p99_ms, l.errors
         );
     }
 }
