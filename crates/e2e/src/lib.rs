@@ -250,9 +250,10 @@ impl Drop for ChildGuard {
     }
 }
 
-/// The workspace root (two levels above this crate).
+/// The workspace root (two levels above this crate), canonical when it can be.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
 }
 
 /// A port that was free on 127.0.0.1 a moment ago.
