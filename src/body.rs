@@ -35,14 +35,18 @@ pub fn prepare(
     is_head: bool,
     settings: &Settings,
 ) -> Prepared {
+    let status = response.get_status().as_u16();
+    // What a GET would do with this body. HEAD sends no body but must describe the same
+    // representation (no Content-Length, weak ETag) as the GET.
+    let get_plan = BodyPlan::decide(
+        status,
+        response.get_header_str("content-type"),
+        response.get_header_str("content-encoding"),
+    );
     let plan = if is_head {
         BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)
     } else {
-        BodyPlan::decide(
-            response.get_status().as_u16(),
-            response.get_header_str("content-type"),
-            response.get_header_str("content-encoding"),
-        )
+        get_plan
     };
     let p = &settings.publisher;
     let origin_host_name = p
@@ -53,7 +57,8 @@ pub fn prepare(
         rule: &client.rule,
         origin_host_name,
         cookie_domain: &p.cookie_domain,
-        body_changes: plan.changes_body(),
+        body_changes: get_plan.changes_body(),
+        not_modified: status == 304,
     };
     let headers: Vec<(HeaderName, HeaderValue)> = response
         .get_headers()
@@ -212,22 +217,30 @@ mod tests {
 
     #[test]
     fn untouched_bodies_keep_content_length() {
-        for (content_type, is_head) in [("image/png", false), ("text/html", true)] {
-            let prepared = prepare(
-                origin_response(content_type),
-                &client(),
-                is_head,
-                &crate::SETTINGS,
-            );
-            assert!(
-                !prepared.plan.changes_body(),
-                "{content_type} head={is_head}"
-            );
-            assert_eq!(
-                prepared.response.get_header_str("content-length"),
-                Some("1234")
-            );
-            assert_eq!(prepared.response.get_header_str("etag"), Some("\"v1\""));
-        }
+        let prepared = prepare(
+            origin_response("image/png"),
+            &client(),
+            false,
+            &crate::SETTINGS,
+        );
+        assert!(!prepared.plan.changes_body());
+        assert_eq!(
+            prepared.response.get_header_str("content-length"),
+            Some("1234")
+        );
+        assert_eq!(prepared.response.get_header_str("etag"), Some("\"v1\""));
+    }
+
+    #[test]
+    fn head_describes_the_representation_get_would_send() {
+        let prepared = prepare(
+            origin_response("text/html"),
+            &client(),
+            true,
+            &crate::SETTINGS,
+        );
+        assert!(!prepared.plan.changes_body(), "HEAD has no body to rewrite");
+        assert_eq!(prepared.response.get_header("content-length"), None);
+        assert_eq!(prepared.response.get_header_str("etag"), Some("W/\"v1\""));
     }
 }

@@ -23,20 +23,28 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// Headers through which a client could claim an identity; rebuilt by the proxy.
-const SPOOFABLE: [&str; 11] = [
+/// Headers through which a client could claim an identity or steer how the origin builds
+/// URLs; dropped (the proxy rebuilds the ones it vouches for). Every `x-forwarded-*` header is
+/// dropped too, see [`is_spoofable`].
+const SPOOFABLE: [&str; 13] = [
     "forwarded",
-    "x-forwarded-for",
-    "x-forwarded-host",
-    "x-forwarded-proto",
-    "x-forwarded-port",
     "x-real-ip",
     "true-client-ip",
     "fastly-client-ip",
     "client-ip",
     "x-client-ip",
     "cf-connecting-ip",
+    "x-cluster-client-ip",
+    "x-original-url",
+    "x-original-host",
+    "x-rewrite-url",
+    "x-host",
+    "x-http-method-override",
 ];
+
+fn is_spoofable(name: &str) -> bool {
+    name.starts_with("x-forwarded-") || SPOOFABLE.contains(&name)
+}
 
 /// What the platform observed about the client connection.
 #[derive(Debug, Clone, Copy)]
@@ -71,7 +79,7 @@ pub fn origin_request_headers<'h>(
     for (name, value) in client_headers {
         let n = name.as_str();
         let dropped = HOP_BY_HOP.contains(&n)
-            || SPOOFABLE.contains(&n)
+            || is_spoofable(n)
             || connection_listed.iter().any(|c| c == n)
             || n == "host"
             || n == "content-length";
@@ -79,9 +87,10 @@ pub fn origin_request_headers<'h>(
             continue;
         }
         if n == "accept-encoding" {
-            if let Some(filtered) = supported_accept_encoding(value) {
-                out.push((name.clone(), filtered));
-            }
+            // With nothing we can decode left, ask for identity: no header would mean "any".
+            let filtered =
+                supported_accept_encoding(value).unwrap_or(HeaderValue::from_static("identity"));
+            out.push((name.clone(), filtered));
             continue;
         }
         out.push((name.clone(), value.clone()));
@@ -193,8 +202,23 @@ mod tests {
             ("forwarded", "for=1.2.3.4"),
             ("fastly-client-ip", "1.2.3.4"),
             ("x-real-ip", "1.2.3.4"),
+            ("x-forwarded-prefix", "/evil"),
+            ("x-forwarded-server", "evil.test"),
+            ("x-original-url", "/admin"),
+            ("x-host", "evil.test"),
             ("cookie", "a=b"),
         ]);
+        for gone in [
+            "x-forwarded-prefix",
+            "x-forwarded-server",
+            "x-original-url",
+            "x-host",
+        ] {
+            assert!(
+                get(&out, gone).is_empty(),
+                "{gone} must not reach the origin"
+            );
+        }
         assert_eq!(get(&out, "x-forwarded-for"), ["203.0.113.9"]);
         assert_eq!(get(&out, "x-forwarded-host"), ["www.pub.test"]);
         assert_eq!(get(&out, "x-forwarded-proto"), ["https"]);
@@ -237,7 +261,7 @@ mod tests {
         let out = forward(&[("accept-encoding", "zstd, br;q=1.0, gzip;q=0.8, compress")]);
         assert_eq!(get(&out, "accept-encoding"), ["br;q=1.0, gzip;q=0.8"]);
         let out = forward(&[("accept-encoding", "zstd")]);
-        assert!(get(&out, "accept-encoding").is_empty());
+        assert_eq!(get(&out, "accept-encoding"), ["identity"]);
     }
 
     #[test]

@@ -25,6 +25,9 @@ use crate::url_rewrite::{StreamReplacer, UrlRule};
 /// pass-through). Real tags are bytes to kilobytes long.
 const MAX_PARSER_MEMORY: usize = 8 << 20;
 
+/// Largest slice handed to lol_html in one `write`.
+const WRITE_SLICE: usize = 16 * 1024;
+
 /// Script text longer than this without the Flight marker is an ordinary script.
 const MAX_SCRIPT_SNIFF: usize = 64;
 
@@ -122,12 +125,11 @@ impl HtmlStage {
                 "script",
                 move |el: &mut Element| {
                     // The script's text starts right after its start tag and ends where its end
-                    // tag starts.
-                    on_script
-                        .borrow_mut()
-                        .mark(el.source_location().bytes().end, Segment::ScriptText);
+                    // tag starts. A self-closing `<script/>` (in SVG) has neither.
+                    let text_start = el.source_location().bytes().end;
                     let staging = Rc::clone(&on_script);
                     if let Some(handlers) = el.end_tag_handlers() {
+                        on_script.borrow_mut().mark(text_start, Segment::ScriptText);
                         handlers.push(Box::new(move |end: &mut EndTag| {
                             staging
                                 .borrow_mut()
@@ -163,15 +165,21 @@ impl HtmlStage {
     }
 
     /// Rewrites `input`, appending decided output to `out`.
+    ///
+    /// lol_html appends a whole write to any unfinished token it holds before parsing, so the
+    /// input goes in slices: a write of any size then needs no more parser memory than a
+    /// slice, and the output does not depend on how the caller sized its writes.
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        match &mut self.rewriter {
-            Some(rewriter) => {
-                if let Err(e) = rewriter.write(input) {
-                    self.give_up(&e);
+        for slice in input.chunks(WRITE_SLICE) {
+            match &mut self.rewriter {
+                Some(rewriter) => {
+                    if let Err(e) = rewriter.write(slice) {
+                        self.give_up(&e);
+                    }
+                    self.drain(out);
                 }
-                self.drain(out);
+                None => out.extend_from_slice(slice),
             }
-            None => out.extend_from_slice(input),
         }
     }
 
@@ -389,6 +397,37 @@ mod tests {
             out.len(),
             input.len() - "origin.example.com".len() + "www.pub.test".len()
         );
+    }
+
+    #[test]
+    fn a_self_closing_svg_script_opens_no_script_text() {
+        let input = "<svg><script href=\"x.js\"/></svg>self.__next_f.push( https://origin.example.com/ <script></script>";
+        let expected = input.replace("origin.example.com", "www.pub.test");
+        assert_eq!(
+            String::from_utf8(run(input.as_bytes(), 7)).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn huge_writes_do_not_make_lol_html_give_up() {
+        // A tag split across writes, then one write far larger than lol_html's buffer limit:
+        // fed whole, lol_html would have to buffer the tag remainder plus the entire write.
+        let text = "y".repeat(MAX_PARSER_MEMORY + 4096);
+        let first = "<a href=\"https://origin.example.com/1\">one</a><p";
+        let second = format!("p>{text}<a href=\"https://origin.example.com/2\">two</a>");
+        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut out = Vec::new();
+        stage.write(first.as_bytes(), &mut out);
+        stage.write(second.as_bytes(), &mut out);
+        assert!(
+            stage.bail_out_reason().is_none(),
+            "{:?}",
+            stage.bail_out_reason()
+        );
+        stage.finish(&mut out);
+        let expected = format!("{first}{second}").replace("origin.example.com", "www.pub.test");
+        assert!(out == expected.as_bytes());
     }
 
     #[test]

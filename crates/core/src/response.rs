@@ -24,7 +24,15 @@ const BODY_BOUND: [&str; 5] = [
 ];
 
 /// Response headers whose values may hold origin URLs.
-const URL_HEADERS: [&str; 4] = ["location", "content-location", "link", "refresh"];
+const URL_HEADERS: [&str; 7] = [
+    "location",
+    "content-location",
+    "link",
+    "refresh",
+    "content-security-policy",
+    "content-security-policy-report-only",
+    "access-control-allow-origin",
+];
 
 /// Hop-by-hop response headers, which the platform manages.
 const HOP_BY_HOP: [&str; 5] = [
@@ -44,8 +52,11 @@ pub struct ResponseContext<'a> {
     pub origin_host_name: &'a str,
     /// `publisher.cookie_domain` (empty: make origin-domain cookies host-only).
     pub cookie_domain: &'a str,
-    /// Whether the body will differ from the origin's bytes.
+    /// Whether the body (or, for HEAD, the body a GET would return) differs from the
+    /// origin's bytes.
     pub body_changes: bool,
+    /// A `304 Not Modified`: validators must match what a full response would have carried.
+    pub not_modified: bool,
 }
 
 /// Applies the proxy's rules to origin response headers, then the standard headers.
@@ -60,8 +71,13 @@ pub fn origin_response_headers(
         if HOP_BY_HOP.contains(&n) || (ctx.body_changes && BODY_BOUND.contains(&n)) {
             continue;
         }
-        if ctx.body_changes && n == "etag" {
-            // The bytes differ from the origin's; only a weak validator still holds.
+        if ctx.body_changes && n == "accept-ranges" {
+            // Byte ranges of the rewritten body are not the origin's byte ranges.
+            continue;
+        }
+        if (ctx.body_changes || ctx.not_modified) && n == "etag" {
+            // The bytes differ from the origin's; only a weak validator still holds. A 304
+            // revalidates a copy that was sent with the weak form, so it carries that too.
             if let Some(weak) = weaken_etag(&value) {
                 out.push((name, weak));
             }
@@ -75,12 +91,20 @@ pub fn origin_response_headers(
             continue;
         }
         if n == "set-cookie" {
-            if let Some(v) = value
-                .to_str()
-                .ok()
-                .and_then(|v| sanitize_set_cookie(v, ctx.origin_host_name, ctx.cookie_domain))
-                .and_then(|v| HeaderValue::from_str(&v).ok())
-            {
+            // Bytes, not `to_str`: cookie values may carry non-ASCII bytes browsers accept.
+            let text = String::from_utf8_lossy(value.as_bytes());
+            let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
+            let sanitized = if lossless {
+                sanitize_set_cookie(&text, ctx.origin_host_name, ctx.cookie_domain).and_then(|v| {
+                    HeaderValue::from_str(&v)
+                        .or_else(|_| HeaderValue::from_bytes(v.as_bytes()))
+                        .ok()
+                })
+            } else {
+                // Not UTF-8: nothing here names a domain we could parse; keep it as it was.
+                Some(value.clone())
+            };
+            if let Some(v) = sanitized {
                 out.push((name, v));
             }
             continue;
@@ -204,6 +228,7 @@ mod tests {
             origin_host_name: "origin.pub.test",
             cookie_domain: "",
             body_changes,
+            not_modified: false,
         };
         origin_response_headers(hv(list), &ctx, &settings())
             .into_iter()

@@ -142,6 +142,21 @@ fn read_publisher(settings: &mut Settings, table: Table) -> Result<(), LoadError
     Ok(())
 }
 
+/// Headers whose values the proxy derives from the body and connection; setting them on
+/// every response would break framing or content decoding.
+const MANAGED_HEADERS: [&str; 10] = [
+    "content-length",
+    "transfer-encoding",
+    "content-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "host",
+    "proxy-connection",
+];
+
 fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
     let mut headers = Vec::with_capacity(table.len());
     for (name, value) in table {
@@ -153,6 +168,12 @@ fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token_ok {
             return Err(err(&key, "not a valid HTTP header name"));
+        }
+        if MANAGED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(err(
+                &key,
+                "framing and hop-by-hop headers are managed by the proxy and cannot be set here",
+            ));
         }
         if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
             return Err(err(
@@ -259,7 +280,8 @@ fn validate(settings: &mut Settings) -> Result<(), LoadError> {
     p.origin_host = Cow::Owned(p.origin_host.to_ascii_lowercase());
     if !p.cookie_domain.is_empty() {
         let bare = p.cookie_domain.trim_start_matches('.');
-        if !is_host(bare) {
+        // A single label ("com") is a public suffix: browsers reject such cookies.
+        if !is_host(bare) || !bare.contains('.') {
             return Err(err(
                 "publisher.cookie_domain",
                 "expected a domain like .example.com",
@@ -286,14 +308,19 @@ fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
     is_host(host).then_some((host, port))
 }
 
+/// A DNS name or IPv4 address: labels of 1–63 letters, digits or inner hyphens.
 fn is_host(host: &str) -> bool {
     !host.is_empty()
         && host.len() <= 253
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-        && !host.starts_with(['.', '-'])
-        && !host.ends_with(['.', '-'])
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }
 
 #[cfg(test)]
@@ -369,6 +396,11 @@ mod tests {
             ("[other]\nx=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "other"),
             ("[response_headers]\n'bad name'='x'\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "response_headers.bad name"),
             ("[response_headers]\nx-a=\"a\\nb\"\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "response_headers.x-a"),
+            ("[response_headers]\ncontent-length='0'\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "response_headers.content-length"),
+            (MINIMAL, &[("TRUSTED_SERVER__RESPONSE_HEADERS__TRANSFER_ENCODING", "chunked")], "response_headers.transfer-encoding"),
+            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN", "com")], "publisher.cookie_domain"),
+            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "https://o..example.com")], "publisher.origin_url"),
+            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__DOMAIN", "-bad.example.com")], "publisher.domain"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
