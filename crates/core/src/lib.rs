@@ -15,6 +15,7 @@
 
 mod codec;
 mod content;
+mod decode;
 mod forward;
 mod html;
 mod pipeline;
@@ -22,8 +23,9 @@ mod response;
 mod routes;
 mod url_rewrite;
 
-pub use codec::{Codec, DecodeError};
+pub use codec::Codec;
 pub use content::{BodyPlan, PassReason, Rewrite};
+pub use decode::DecodeError;
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
 pub use html::HtmlStage;
 pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineReport};

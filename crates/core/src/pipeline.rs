@@ -12,8 +12,9 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use crate::codec::{Codec, DecodeError, Decoder, Encoder};
+use crate::codec::{Codec, Encoder};
 use crate::content::Rewrite;
+use crate::decode::{DecodeError, Decoder};
 use crate::html::HtmlStage;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
@@ -108,104 +109,23 @@ pub struct PipelineReport {
     pub html_bail_out: Option<String>,
 }
 
-/// A body being rewritten into `W`. See the module docs.
-pub struct BodyPipeline<W: Write> {
-    decoder: Decoder,
+/// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
+/// decoded bytes into it as they are produced, in small pieces.
+struct Downstream<W: Write> {
     /// Taken by `finish`.
     stage: Option<Stage>,
     encoder: Encoder,
-    /// Rewritten plain bytes between stage and encoder; reused for every chunk.
+    /// Rewritten plain bytes waiting for a non-identity encoder; reused.
     plain: Vec<u8>,
     policy: FlushPolicy,
     sink: W,
     report: PipelineReport,
+    /// A typed failure parked here when a `Write` call from inside a decoder fails, so the
+    /// pipeline can report it as what it is rather than as undecodable input.
+    failure: Option<PipelineError>,
 }
 
-impl<W: Write> fmt::Debug for BodyPipeline<W> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BodyPipeline")
-            .field("policy", &self.policy)
-            .field("report", &self.report)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<W: Write> BodyPipeline<W> {
-    /// A pipeline decoding and re-encoding `codec`, rewriting with `rewrite` and `rule`.
-    pub fn new(
-        codec: Codec,
-        rewrite: Rewrite,
-        rule: UrlRule,
-        policy: FlushPolicy,
-        sink: W,
-    ) -> Self {
-        let stage = match rewrite {
-            Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
-            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
-        };
-        BodyPipeline {
-            decoder: Decoder::new(codec),
-            stage: Some(stage),
-            encoder: Encoder::new(codec),
-            plain: Vec::with_capacity(16 * 1024),
-            policy,
-            sink,
-            report: PipelineReport::default(),
-        }
-    }
-
-    /// Pushes one origin chunk (any size, any split).
-    ///
-    /// # Errors
-    /// See [`PipelineError`]; after an error the pipeline must not be used again.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), PipelineError> {
-        self.report.bytes_in += chunk.len() as u64;
-        if self.decoder.is_identity() {
-            self.rewrite(chunk)?;
-        } else {
-            self.decoder.write(chunk).map_err(PipelineError::Origin)?;
-            self.rewrite_decoded()?;
-        }
-        if self.policy.every_chunk {
-            self.encoder.flush().map_err(PipelineError::Internal)?;
-            self.write_out(true)?;
-        }
-        Ok(())
-    }
-
-    /// Ends the body and returns the sink (flushed) with a report.
-    ///
-    /// # Errors
-    /// See [`PipelineError`]. A truncated compressed body is an error here, at the end.
-    pub fn finish(mut self) -> Result<(W, PipelineReport), PipelineError> {
-        self.decoder.finish().map_err(PipelineError::Origin)?;
-        self.rewrite_decoded()?;
-        if let Some(stage) = self.stage.take() {
-            let out = match self.encoder.identity_output() {
-                Some(direct) => direct,
-                None => &mut self.plain,
-            };
-            self.report.html_bail_out = stage.finish(out);
-        }
-        self.encode_plain()?;
-        self.encoder.finish().map_err(PipelineError::Internal)?;
-        self.write_out(true)?;
-        Ok((self.sink, self.report))
-    }
-
-    fn rewrite_decoded(&mut self) -> Result<(), PipelineError> {
-        let decoded = self.decoder.output();
-        if let (false, Some(stage)) = (decoded.is_empty(), self.stage.as_mut()) {
-            match self.encoder.identity_output() {
-                Some(direct) => stage.write(decoded, direct),
-                None => stage.write(decoded, &mut self.plain),
-            }
-            self.decoder.clear_output();
-        }
-        self.after_rewrite()
-    }
-
-    /// Rewrites plain input that needs no decoding.
+impl<W: Write> Downstream<W> {
     fn rewrite(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
         if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
             match self.encoder.identity_output() {
@@ -213,10 +133,6 @@ impl<W: Write> BodyPipeline<W> {
                 None => stage.write(plain_input, &mut self.plain),
             }
         }
-        self.after_rewrite()
-    }
-
-    fn after_rewrite(&mut self) -> Result<(), PipelineError> {
         self.encode_plain()?;
         let waiting = self.encoder.output().len();
         if self.policy.threshold > 0 && waiting >= self.policy.threshold {
@@ -235,6 +151,29 @@ impl<W: Write> BodyPipeline<W> {
         Ok(())
     }
 
+    /// End of one origin chunk: with `every_chunk`, make everything so far reach the client.
+    fn chunk_end(&mut self) -> Result<(), PipelineError> {
+        if self.policy.every_chunk {
+            self.encoder.flush().map_err(PipelineError::Internal)?;
+            self.write_out(true)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(W, PipelineReport), PipelineError> {
+        if let Some(stage) = self.stage.take() {
+            let out = match self.encoder.identity_output() {
+                Some(direct) => direct,
+                None => &mut self.plain,
+            };
+            self.report.html_bail_out = stage.finish(out);
+        }
+        self.encode_plain()?;
+        self.encoder.finish().map_err(PipelineError::Internal)?;
+        self.write_out(true)?;
+        Ok((self.sink, self.report))
+    }
+
     /// Writes the encoder's waiting output to the sink; `flush` also flushes the sink.
     fn write_out(&mut self, flush: bool) -> Result<(), PipelineError> {
         let waiting = self.encoder.output();
@@ -250,6 +189,106 @@ impl<W: Write> BodyPipeline<W> {
             self.sink.flush().map_err(PipelineError::Client)?;
         }
         Ok(())
+    }
+}
+
+impl<W: Write> Write for Downstream<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.rewrite(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(e) => {
+                self.failure = Some(e);
+                Err(io::Error::other("the pipeline failed after the decoder"))
+            }
+        }
+    }
+
+    /// Decoders flush their inner writer; when the client is flushed is the flush policy's
+    /// decision, taken once per origin chunk, so this does nothing.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A body being rewritten into `W`. See the module docs.
+pub struct BodyPipeline<W: Write> {
+    decoder: Decoder<Downstream<W>>,
+    bytes_in: u64,
+}
+
+impl<W: Write> fmt::Debug for BodyPipeline<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodyPipeline")
+            .field("bytes_in", &self.bytes_in)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> BodyPipeline<W> {
+    /// A pipeline decoding and re-encoding `codec`, rewriting with `rewrite` and `rule`.
+    pub fn new(
+        codec: Codec,
+        rewrite: Rewrite,
+        rule: UrlRule,
+        policy: FlushPolicy,
+        sink: W,
+    ) -> Self {
+        let stage = match rewrite {
+            Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
+            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
+        };
+        let downstream = Downstream {
+            stage: Some(stage),
+            encoder: Encoder::new(codec),
+            plain: Vec::with_capacity(16 * 1024),
+            policy,
+            sink,
+            report: PipelineReport::default(),
+            failure: None,
+        };
+        BodyPipeline {
+            decoder: Decoder::new(codec, downstream),
+            bytes_in: 0,
+        }
+    }
+
+    /// Classifies an error that came out of the decoder: a failure parked downstream (the
+    /// client, the encoder) is that failure; anything else is the origin body's fault.
+    fn classify(&mut self, error: io::Error) -> PipelineError {
+        match self.decoder.inner_mut().failure.take() {
+            Some(parked) => parked,
+            None => PipelineError::Origin(DecodeError(error)),
+        }
+    }
+
+    /// Pushes one origin chunk (any size, any split).
+    ///
+    /// # Errors
+    /// See [`PipelineError`]; after an error the pipeline must not be used again.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), PipelineError> {
+        self.bytes_in += chunk.len() as u64;
+        if let Err(e) = self.decoder.write(chunk) {
+            return Err(self.classify(e));
+        }
+        self.decoder.inner_mut().chunk_end()
+    }
+
+    /// Ends the body and returns the sink (flushed) with a report.
+    ///
+    /// # Errors
+    /// See [`PipelineError`]. A truncated compressed body is an error here, at the end.
+    pub fn finish(self) -> Result<(W, PipelineReport), PipelineError> {
+        let bytes_in = self.bytes_in;
+        let mut downstream = self
+            .decoder
+            .finish()
+            .map_err(|e| PipelineError::Origin(DecodeError(e)))?;
+        if let Some(parked) = downstream.failure.take() {
+            return Err(parked);
+        }
+        let (sink, mut report) = downstream.finish()?;
+        report.bytes_in = bytes_in;
+        Ok((sink, report))
     }
 }
 
@@ -302,11 +341,12 @@ mod tests {
         );
         p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>")
             .unwrap();
+        let sink = &p.decoder.inner_mut().sink;
         assert_eq!(
-            p.sink.writes.concat(),
+            sink.writes.concat(),
             b"<html><head><link href=\"http://127.0.0.1:7676/a.css\"></head>"
         );
-        assert_eq!(p.sink.flushes, 1);
+        assert_eq!(sink.flushes, 1);
         p.push(b"<body></body></html>").unwrap();
         let (sink, report) = p.finish().unwrap();
         assert_eq!(sink.writes.concat().len() as u64, report.bytes_out);
@@ -383,11 +423,31 @@ mod tests {
         enc.flush().unwrap();
         p.push(enc.output()).unwrap();
         // Before the body ends, what the client has must already decode to the rewritten head.
-        let mut d = Decoder::new(Codec::Gzip);
-        d.write(&p.sink).unwrap();
+        let sent = p.decoder.inner_mut().sink.clone();
+        let mut d = Decoder::new(Codec::Gzip, Vec::new());
+        d.write(&sent).unwrap();
         assert_eq!(
-            d.output(),
+            d.inner_mut().as_slice(),
             b"<html><head><title>http://127.0.0.1:7676/</title></head>"
         );
+    }
+
+    #[test]
+    fn a_failing_client_inside_a_decoder_is_still_a_client_error() {
+        let sink = Recorder {
+            fail_after: Some(0),
+            ..Recorder::default()
+        };
+        let policy = FlushPolicy {
+            threshold: 1,
+            every_chunk: false,
+        };
+        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), policy, sink);
+        let mut enc = Encoder::new(Codec::Gzip);
+        enc.write(&b"<p>https://origin.example.com/</p>".repeat(5000))
+            .unwrap();
+        enc.finish().unwrap();
+        let err = p.push(enc.output()).unwrap_err();
+        assert!(matches!(err, PipelineError::Client(_)), "{err}");
     }
 }
