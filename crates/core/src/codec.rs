@@ -183,6 +183,15 @@ impl Encoder {
     }
 }
 
+/// Test helper: `plain` encoded in one go.
+#[cfg(test)]
+pub(crate) fn compress(codec: Codec, plain: &[u8]) -> Vec<u8> {
+    let mut e = Encoder::new(codec);
+    e.write(plain).expect("in-memory encoding");
+    e.finish().expect("in-memory encoding");
+    e.output().to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,13 +199,6 @@ mod tests {
     use std::io::Read;
 
     const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
-
-    fn compress(codec: Codec, plain: &[u8]) -> Vec<u8> {
-        let mut e = Encoder::new(codec);
-        e.write(plain).unwrap();
-        e.finish().unwrap();
-        e.output().to_vec()
-    }
 
     fn body() -> Vec<u8> {
         TEXT.repeat(200)

@@ -266,16 +266,9 @@ impl<D: Write> Inflate<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Encoder;
+    use crate::codec::compress;
 
     const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
-
-    fn compress(codec: Codec, plain: &[u8]) -> Vec<u8> {
-        let mut e = Encoder::new(codec);
-        e.write(plain).unwrap();
-        e.finish().unwrap();
-        e.output().to_vec()
-    }
 
     /// Records the size of every write it receives.
     #[derive(Default)]

@@ -411,6 +411,64 @@ pub fn build_service(
     Ok(to.to_path_buf())
 }
 
+/// The two builds of the service the tests and benchmarks compare, running under Viceroy.
+#[derive(Debug)]
+pub struct ServicePair {
+    /// The build with `publisher.streaming = true`.
+    pub streaming: SocketAddr,
+    /// The same settings with `publisher.streaming = false`.
+    pub buffered: SocketAddr,
+    /// Stops both when dropped.
+    pub guards: Vec<ChildGuard>,
+}
+
+/// Builds the service twice for the origin at `origin` (streaming and buffered, plus
+/// `extra` overrides), writes the modules and Viceroy logs to `dir`, and starts both.
+///
+/// # Errors
+/// If a build fails or Viceroy does not come up.
+pub fn start_service_pair(
+    root: &Path,
+    dir: &Path,
+    origin: SocketAddr,
+    extra: &[(&str, String)],
+) -> Result<ServicePair, String> {
+    let overrides = |streaming: bool| {
+        let mut list = vec![
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+                format!("http://{origin}"),
+            ),
+            (
+                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
+                streaming.to_string(),
+            ),
+        ];
+        list.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        list
+    };
+    let manifest = root.join("fastly.toml");
+    let mut guards = Vec::new();
+    let mut addrs = Vec::new();
+    for (name, streaming) in [("streaming", true), ("buffered", false)] {
+        let wasm = build_service(
+            root,
+            &dir.join(format!("{name}.wasm")),
+            &overrides(streaming),
+        )?;
+        let (guard, addr) =
+            start_viceroy(&wasm, &manifest, &dir.join(format!("viceroy-{name}.log")))
+                .map_err(|e| format!("viceroy ({name}): {e}"))?;
+        guards.push(guard);
+        addrs.push(addr);
+    }
+    Ok(ServicePair {
+        streaming: addrs[0],
+        buffered: addrs[1],
+        guards,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use e2e::{
-    build_service, cargo, get, request, run, start_demo_origin, start_viceroy, workspace_root,
-    ChildGuard, Timed,
+    cargo, get, request, run, start_demo_origin, start_service_pair, workspace_root, ChildGuard,
+    Timed,
 };
 use trusted_server_core::UrlRule;
 
@@ -152,46 +152,18 @@ fn set_up() -> Result<World, String> {
         &root.join("fixtures/site"),
     )
     .map_err(|e| format!("demo origin: {e}"))?;
-    let overrides = |streaming: bool| {
-        vec![
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
-                format!("http://{origin_addr}"),
-            ),
-            (
-                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
-                streaming.to_string(),
-            ),
-            (
-                "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS".to_owned(),
-                FIRST_BYTE_TIMEOUT_MS.to_string(),
-            ),
-        ]
-    };
-    let out = root.join("target/e2e");
-    let streaming_wasm = build_service(&root, &out.join("streaming.wasm"), &overrides(true))?;
-    let buffered_wasm = build_service(&root, &out.join("buffered.wasm"), &overrides(false))?;
-    let manifest = root.join("fastly.toml");
-    let logs = root.join("target/e2e");
-    let (s, streaming) = start_viceroy(
-        &streaming_wasm,
-        &manifest,
-        &logs.join("viceroy-streaming.log"),
-    )
-    .map_err(|e| format!("viceroy (streaming): {e}"))?;
-    let (b, buffered) = start_viceroy(
-        &buffered_wasm,
-        &manifest,
-        &logs.join("viceroy-buffered.log"),
-    )
-    .map_err(|e| format!("viceroy (buffered): {e}"))?;
+    let timeout = [(
+        "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
+        FIRST_BYTE_TIMEOUT_MS.to_string(),
+    )];
+    let pair = start_service_pair(&root, &root.join("target/e2e"), origin_addr, &timeout)?;
     Ok(World {
         root,
         origin,
         origin_addr,
-        streaming,
-        buffered,
-        _servers: vec![s, b],
+        streaming: pair.streaming,
+        buffered: pair.buffered,
+        _servers: pair.guards,
     })
 }
 

@@ -26,9 +26,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use e2e::{
-    build_service, cargo, run, start_demo_origin_logging, start_viceroy, workspace_root, ChildGuard,
-};
+use e2e::{cargo, run, start_demo_origin_logging, start_service_pair, workspace_root, ChildGuard};
 
 /// Command-line options.
 pub struct Options {
@@ -111,37 +109,15 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     )
     .map_err(|e| format!("demo origin: {e}"))?;
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
-    let overrides = |streaming: bool| {
-        vec![
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
-                format!("http://{origin}"),
-            ),
-            (
-                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
-                streaming.to_string(),
-            ),
-        ]
-    };
-    let wasm_dir = root.join("target/bench");
-    let streaming_wasm = build_service(&root, &wasm_dir.join("streaming.wasm"), &overrides(true))?;
-    let buffered_wasm = build_service(&root, &wasm_dir.join("buffered.wasm"), &overrides(false))?;
-    let manifest = root.join("fastly.toml");
-    let (s_guard, streaming) = start_viceroy(
-        &streaming_wasm,
-        &manifest,
-        &out.join("viceroy-streaming.log"),
-    )
-    .map_err(|e| format!("viceroy (streaming): {e}"))?;
-    let (b_guard, buffered) =
-        start_viceroy(&buffered_wasm, &manifest, &out.join("viceroy-buffered.log"))
-            .map_err(|e| format!("viceroy (buffered): {e}"))?;
+    let pair = start_service_pair(&root, &root.join("target/bench"), origin, &[])?;
+    let mut guards = vec![origin_guard];
+    guards.extend(pair.guards);
     Ok(Servers {
         origin,
-        streaming,
-        buffered,
+        streaming: pair.streaming,
+        buffered: pair.buffered,
         origin_log,
-        _guards: vec![origin_guard, s_guard, b_guard],
+        _guards: guards,
     })
 }
 
