@@ -78,6 +78,21 @@ pub fn request(
     headers: &[(&str, &str)],
     timeout: Duration,
 ) -> io::Result<Timed> {
+    send(addr, method, path, headers, &[], timeout)
+}
+
+/// Like [`request`] with a request body (sent with a `content-length`).
+///
+/// # Errors
+/// As [`get`].
+pub fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Timed> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(timeout))?;
@@ -88,9 +103,13 @@ pub fn request(
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));
     }
+    if !body.is_empty() {
+        req.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
     req.push_str("connection: close\r\n\r\n");
     let start = Instant::now();
     stream.write_all(req.as_bytes())?;
+    stream.write_all(body)?;
     let mut raw = Vec::new();
     let mut arrivals: Vec<(Duration, usize)> = Vec::new();
     let mut buf = [0u8; 16 * 1024];

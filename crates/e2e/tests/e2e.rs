@@ -101,6 +101,11 @@ fn main() {
             forwarding_headers_not_trusted,
         ),
         (
+            "POST bodies, paths and queries reach the origin",
+            post_reaches_origin,
+        ),
+        ("HEAD gets GET's headers and no body", head_matches_get),
+        (
             "redirects and cookies are made first-party",
             redirects_and_cookies,
         ),
@@ -526,6 +531,63 @@ fn forwarding_headers_not_trusted(w: &World) -> Outcome {
     ] {
         check(body.contains(good), || {
             format!("origin did not see {good}: {body}")
+        })?;
+    }
+    Ok(())
+}
+
+fn post_reaches_origin(w: &World) -> Outcome {
+    let body = b"comment=caf%C3%A9&x=https%3A%2F%2Forigin.demo-publisher.example%2F";
+    let r = e2e::send(
+        w.streaming,
+        "POST",
+        "/__echo/a%20b?q=1&r=%C3%A9",
+        &[
+            identity(),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+        body,
+        TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    let echo = String::from_utf8_lossy(&r.body);
+    for want in [
+        "\"method\":\"POST\"".to_owned(),
+        "\"path\":\"/__echo/a%20b\"".to_owned(),
+        "\"query\":\"q=1&r=%C3%A9\"".to_owned(),
+        format!("\"body_len\":{}", body.len()),
+    ] {
+        check(echo.contains(&want), || {
+            format!("origin did not see {want}: {echo}")
+        })?;
+    }
+    Ok(())
+}
+
+fn head_matches_get(w: &World) -> Outcome {
+    let head = request(
+        w.streaming,
+        "HEAD",
+        "/news/article.html",
+        &[identity()],
+        TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    let get = fetch(w.streaming, "/news/article.html", &[identity()])?;
+    check(head.status == 200 && head.body.is_empty(), || {
+        format!(
+            "HEAD: status {} with {} body bytes",
+            head.status,
+            head.body.len()
+        )
+    })?;
+    for name in ["content-type", "etag", "x-ts-version", "content-length"] {
+        check(head.header(name) == get.header(name), || {
+            format!(
+                "{name}: HEAD {:?} vs GET {:?}",
+                head.header(name),
+                get.header(name)
+            )
         })?;
     }
     Ok(())
