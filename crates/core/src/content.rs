@@ -116,6 +116,12 @@ fn split_content_type(value: &str) -> (String, Option<String>) {
     (mime, charset)
 }
 
+/// Whether bytes in `charset` (a label such as `shift_jis`) can be rewritten byte-wise. Unknown
+/// labels count as UTF-8 (safe).
+pub(crate) fn charset_allows_rewrite(charset: &str) -> bool {
+    html_encoding(Some(charset)).is_some()
+}
+
 /// The encoding to parse with, or `None` when a byte-level rewrite is unsafe in this charset.
 /// A missing or unknown label means UTF-8, the web's default for the pages we serve.
 fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {

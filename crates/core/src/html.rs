@@ -19,6 +19,7 @@ use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
 
+use crate::content::charset_allows_rewrite;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
@@ -38,7 +39,9 @@ enum Segment {
     Markup,
     /// The text of a `<script>`: the URL rule applies unless it is a Flight payload.
     ScriptText,
-    /// Input lol_html flushed unprocessed after bailing out: passes through.
+    /// Passes through untouched, to the end: input lol_html flushed unprocessed after bailing
+    /// out, or everything after a `<meta>` declaring a charset in which byte-wise rewriting
+    /// could corrupt text.
     Raw,
 }
 
@@ -112,6 +115,7 @@ impl HtmlStage {
         let staging = Rc::new(RefCell::new(Staging::default()));
         let on_script = Rc::clone(&staging);
         let on_bail = Rc::clone(&staging);
+        let on_meta = Rc::clone(&staging);
         let settings = Settings::new()
             .with_encoding(encoding)
             .with_strict(false)
@@ -140,6 +144,17 @@ impl HtmlStage {
                     Ok(())
                 }
             ))
+            .append_element_content_handler(lol_html::element!("meta", move |el: &mut Element| {
+                // A page may declare its charset only in markup. If that charset lets ASCII
+                // bytes be halves of characters (Shift_JIS, Big5, GBK, gb18030) or is not
+                // ASCII-compatible, nothing from here on is rewritten.
+                if meta_charset(el).is_some_and(|c| !charset_allows_rewrite(&c)) {
+                    on_meta
+                        .borrow_mut()
+                        .mark(el.source_location().bytes().start, Segment::Raw);
+                }
+                Ok(())
+            }))
             .append_bail_out_handler(lol_html::bail_out!(
                 move |_e: &RewritingError, _b: &mut BailOut<'_>| {
                     // Handlers run before lol_html flushes the input it holds, raw.
@@ -288,6 +303,24 @@ impl HtmlStage {
     }
 }
 
+/// The charset a `<meta charset>` or `<meta http-equiv="content-type" content="...">` declares.
+fn meta_charset(el: &Element) -> Option<String> {
+    if let Some(charset) = el.get_attribute("charset") {
+        return Some(charset.trim().to_owned());
+    }
+    let http_equiv = el.get_attribute("http-equiv")?;
+    if !http_equiv.trim().eq_ignore_ascii_case("content-type") {
+        return None;
+    }
+    let content = el.get_attribute("content")?;
+    content.split(';').find_map(|part| {
+        let (key, value) = part.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
+    })
+}
+
 /// `Some(true)` if the script text starts (after whitespace) with the Flight push call,
 /// `Some(false)` if it cannot, `None` if more bytes are needed.
 fn flight_marker(text: &[u8]) -> Option<bool> {
@@ -428,6 +461,50 @@ mod tests {
         stage.finish(&mut out);
         let expected = format!("{first}{second}").replace("origin.example.com", "www.pub.test");
         assert!(out == expected.as_bytes());
+    }
+
+    #[test]
+    fn a_meta_charset_that_is_unsafe_to_rewrite_stops_rewriting() {
+        // Shift_JIS: 0x82 0xa0 is one character; ASCII-range bytes can be trail bytes.
+        for meta in [
+            &b"<meta charset=\"Shift_JIS\">"[..],
+            b"<META HTTP-EQUIV=\"Content-Type\" CONTENT=\"text/html; charset=shift_jis\">",
+            b"<meta charset=big5>",
+        ] {
+            let head = b"<html><head><link href=\"https://origin.example.com/a.css\">";
+            let rest = b"<a href=\"https://origin.example.com/\">\x82\xa0https://origin.example.com</a></head>";
+            let input = [&head[..], meta, &rest[..]].concat();
+            let expected = [
+                &b"<html><head><link href=\"https://www.pub.test/a.css\">"[..],
+                meta,
+                &rest[..],
+            ]
+            .concat();
+            for chunk in [1, 5, 4096] {
+                assert!(
+                    run(&input, chunk) == expected,
+                    "{} chunk {chunk}",
+                    String::from_utf8_lossy(meta)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_safe_meta_charset_keeps_rewriting() {
+        for meta in [
+            "<meta charset=utf-8>",
+            "<meta charset=\"windows-1252\">",
+            "<meta name=x content=y>",
+        ] {
+            let input = format!("<head>{meta}<a href=\"https://origin.example.com/\">x</a>");
+            let expected = input.replace("origin.example.com", "www.pub.test");
+            assert_eq!(
+                String::from_utf8(run(input.as_bytes(), 3)).unwrap(),
+                expected,
+                "{meta}"
+            );
+        }
     }
 
     #[test]
