@@ -85,10 +85,40 @@ impl UrlRule {
     /// Applies the rule to a complete value (a header, an attribute) in one go.
     pub fn rewrite_all(&self, input: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(input.len());
-        let mut replacer = StreamReplacer::new(self.clone());
-        replacer.write(input, &mut out);
-        replacer.finish(&mut out);
+        self.process(input, true, &mut out);
         out
+    }
+
+    /// Rewrites the decidable prefix of `work` into `out` and returns its length. With
+    /// `at_end`, all of `work` is decidable.
+    fn process(&self, work: &[u8], at_end: bool, out: &mut Vec<u8>) -> usize {
+        let mut emitted = 0;
+        for at in self.finder.find_iter(work) {
+            let end = at + self.origin.len();
+            let next = match work.get(end) {
+                Some(b) => Some(*b),
+                None if at_end => None,
+                // The byte after the authority has not arrived: decide next time.
+                None => break,
+            };
+            if let Some((start, replacement)) = self.classify(work, at, next) {
+                if start < emitted {
+                    // Overlaps bytes already written (cannot happen: authorities hold no '/').
+                    continue;
+                }
+                out.extend_from_slice(&work[emitted..start]);
+                out.extend_from_slice(replacement);
+                emitted = end;
+            }
+        }
+        let decided = if at_end {
+            work.len()
+        } else {
+            // Hold back only a tail that could still grow into a match.
+            (work.len() - self.undecided_tail(work)).max(emitted)
+        };
+        out.extend_from_slice(&work[emitted..decided]);
+        decided
     }
 
     /// If the authority occurrence at `at` is a match, returns (match start, replacement).
@@ -155,66 +185,38 @@ impl StreamReplacer {
     }
 
     /// Rewrites `input`, appending every byte that can already be decided to `out`.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        if self.carry.is_empty() {
-            let kept = self.process(input, false, out);
-            self.carry.extend_from_slice(&input[kept..]);
-        } else {
-            let mut work = std::mem::take(&mut self.carry);
-            work.extend_from_slice(input);
-            let kept = self.process(&work, false, out);
-            work.drain(..kept);
-            self.carry = work;
+    pub fn write(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+        if !self.carry.is_empty() {
+            // Stitch only the boundary: the held bytes plus enough input to decide every match
+            // that starts among them. The rest of the input is processed in place, uncopied.
+            let carried = self.carry.len();
+            let take = input.len().min(self.rule.max_match_len() + 1);
+            self.carry.extend_from_slice(&input[..take]);
+            let kept = self.rule.process(&self.carry, false, out);
+            if take == input.len() {
+                self.carry.drain(..kept);
+                return;
+            }
+            // With `max_match_len + 1` input bytes joined, the undecided tail (at most
+            // `max_match_len` long) cannot reach back into the held bytes.
+            debug_assert!(kept > carried);
+            input = &input[kept - carried..];
+            self.carry.clear();
         }
+        let kept = self.rule.process(input, false, out);
+        self.carry.extend_from_slice(&input[kept..]);
     }
 
     /// Emits whatever is held as if the input ended here. Used at the end of the stream and
     /// before bytes that must bypass the rule (an RSC payload, a raw bail-out flush).
     pub fn flush(&mut self, out: &mut Vec<u8>) {
-        if !self.carry.is_empty() {
-            let work = std::mem::take(&mut self.carry);
-            let kept = self.process(&work, true, out);
-            debug_assert_eq!(kept, work.len());
-            self.carry = work;
-            self.carry.clear();
-        }
+        self.rule.process(&self.carry, true, out);
+        self.carry.clear();
     }
 
     /// Ends the stream.
     pub fn finish(mut self, out: &mut Vec<u8>) {
         self.flush(out);
-    }
-
-    /// Rewrites the decidable prefix of `work` into `out` and returns its length.
-    fn process(&self, work: &[u8], at_end: bool, out: &mut Vec<u8>) -> usize {
-        let origin_len = self.rule.origin.len();
-        let mut emitted = 0;
-        for at in self.rule.finder.find_iter(work) {
-            let end = at + origin_len;
-            let next = match work.get(end) {
-                Some(b) => Some(*b),
-                None if at_end => None,
-                // The byte after the authority has not arrived: decide next time.
-                None => break,
-            };
-            if let Some((start, replacement)) = self.rule.classify(work, at, next) {
-                if start < emitted {
-                    // Overlaps bytes already written (cannot happen: authorities hold no '/').
-                    continue;
-                }
-                out.extend_from_slice(&work[emitted..start]);
-                out.extend_from_slice(replacement);
-                emitted = end;
-            }
-        }
-        let decided = if at_end {
-            work.len()
-        } else {
-            // Hold back only a tail that could still grow into a match.
-            (work.len() - self.rule.undecided_tail(work)).max(emitted)
-        };
-        out.extend_from_slice(&work[emitted..decided]);
-        decided
     }
 }
 
