@@ -31,7 +31,7 @@ pub struct Prepared {
 /// The response phase: plans the body and rewrites the headers accordingly.
 pub fn prepare(
     mut response: Response,
-    client: &Client,
+    client: Client,
     is_head: bool,
     settings: &Settings,
 ) -> Prepared {
@@ -72,7 +72,7 @@ pub fn prepare(
     Prepared {
         response,
         plan,
-        rule: client.rule.clone(),
+        rule: client.rule,
     }
 }
 
@@ -200,7 +200,7 @@ mod tests {
     fn rewritten_bodies_drop_content_length_and_keep_the_rest_consistent() {
         let prepared = prepare(
             origin_response("text/html; charset=utf-8"),
-            &client(),
+            client(),
             false,
             &crate::SETTINGS,
         );
@@ -219,7 +219,7 @@ mod tests {
     fn untouched_bodies_keep_content_length() {
         let prepared = prepare(
             origin_response("image/png"),
-            &client(),
+            client(),
             false,
             &crate::SETTINGS,
         );
@@ -235,7 +235,7 @@ mod tests {
     fn head_describes_the_representation_get_would_send() {
         let prepared = prepare(
             origin_response("text/html"),
-            &client(),
+            client(),
             true,
             &crate::SETTINGS,
         );

@@ -35,7 +35,7 @@ fn proxy(request: Request) {
         Ok(response) => response,
         Err(failure) => return reply::origin_failure(&failure, &SETTINGS).send_to_client(),
     };
-    let prepared = body::prepare(origin_response, &client, is_head, &SETTINGS);
+    let prepared = body::prepare(origin_response, client, is_head, &SETTINGS);
     body::send(prepared, &SETTINGS);
 }
 
