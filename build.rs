@@ -18,20 +18,9 @@ fn main() {
     for (k, _) in &vars {
         println!("cargo:rerun-if-env-changed={k}");
     }
-    // Cargo cannot watch for *new* variables; the service's scripts pass overrides explicitly
-    // and rebuild, so these common ones are watched even when unset.
-    for k in [
-        "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
-        "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST",
-        "TRUSTED_SERVER__PUBLISHER__DOMAIN",
-        "TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN",
-        "TRUSTED_SERVER__PUBLISHER__STREAMING",
-        "TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD",
-        "TRUSTED_SERVER__PUBLISHER__FLUSH_EVERY_CHUNK",
-        "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
-        "TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS",
-        "TRUSTED_SERVER__PUBLISHER__BETWEEN_BYTES_TIMEOUT_MS",
-    ] {
+    // Watch every known key's override even while unset, so setting one later rebuilds.
+    // (`[response_headers]` names are open-ended: a new one is picked up by the next rebuild.)
+    for k in trusted_server_settings::publisher_override_variables() {
         println!("cargo:rerun-if-env-changed={k}");
     }
     let text = match fs::read_to_string(&path) {

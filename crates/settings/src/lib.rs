@@ -17,7 +17,7 @@ use std::borrow::Cow;
 mod load;
 
 #[cfg(feature = "load")]
-pub use load::{load, LoadError};
+pub use load::{load, publisher_override_variables, LoadError, PUBLISHER_KEYS};
 
 /// A string that is `&'static` when embedded and owned while loading.
 pub type Text = Cow<'static, str>;

@@ -116,11 +116,37 @@ fn from_table(mut table: Table) -> Result<Settings, LoadError> {
     Ok(settings)
 }
 
+/// Every `[publisher]` key. The one list of what is accepted: anything else is an unknown
+/// key, and `build.rs` watches the environment override of each.
+pub const PUBLISHER_KEYS: [&str; 10] = [
+    "domain",
+    "origin_url",
+    "origin_host",
+    "cookie_domain",
+    "streaming",
+    "flush_threshold",
+    "flush_every_chunk",
+    "connect_timeout_ms",
+    "first_byte_timeout_ms",
+    "between_bytes_timeout_ms",
+];
+
+/// The environment variables that override the `[publisher]` keys
+/// (`TRUSTED_SERVER__PUBLISHER__ORIGIN_URL`, ...), for build scripts to watch even while unset.
+pub fn publisher_override_variables() -> impl Iterator<Item = String> {
+    PUBLISHER_KEYS
+        .iter()
+        .map(|k| format!("{ENV_PREFIX}PUBLISHER__{}", k.to_ascii_uppercase()))
+}
+
 fn read_publisher(settings: &mut Settings, table: Table) -> Result<(), LoadError> {
     let p = &mut settings.publisher;
     for (key, value) in table {
         let name = format!("publisher.{key}");
         let name = name.as_str();
+        if !PUBLISHER_KEYS.contains(&key.as_str()) {
+            return Err(err(name, "unknown key"));
+        }
         match key.as_str() {
             "domain" => p.domain = Cow::Owned(string(name, value)?),
             "origin_url" => p.origin_url = Cow::Owned(string(name, value)?),
@@ -404,6 +430,25 @@ mod tests {
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
+        }
+    }
+
+    #[test]
+    fn every_listed_key_is_read() {
+        // A listed key without a reader (or the reverse) would be silently ignored or
+        // rejected; an unparsable value must be reported against the key itself.
+        for var in publisher_override_variables() {
+            let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
+            let key = var
+                .trim_start_matches("TRUSTED_SERVER__PUBLISHER__")
+                .to_ascii_lowercase();
+            match result {
+                Err(e) => {
+                    assert_eq!(e.key, format!("publisher.{key}"), "{e}");
+                    assert_ne!(e.problem, "unknown key", "{e}");
+                }
+                Ok(_) => panic!("{var} accepted an invalid value"),
+            }
         }
     }
 
