@@ -275,6 +275,30 @@ pub fn workspace_root() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
+/// Builds the demo origin (release) and starts it on a free port with the workspace's
+/// fixtures, logging its requests to `log` if given.
+///
+/// # Errors
+/// If the build fails or the origin does not start.
+pub fn build_and_start_demo_origin(
+    root: &Path,
+    log: Option<&Path>,
+) -> Result<(ChildGuard, SocketAddr), String> {
+    run(Command::new(cargo()).current_dir(root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "demo-origin",
+    ]))?;
+    start_demo_origin(
+        &root.join("target/release/demo-origin"),
+        &root.join("fixtures/site"),
+        log,
+    )
+    .map_err(|e| format!("demo origin: {e}"))
+}
+
 /// A port that was free on 127.0.0.1 a moment ago.
 ///
 /// # Errors
@@ -283,20 +307,13 @@ pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// Starts the demo origin binary on a free port and returns it with its address.
+/// Starts the demo origin binary on a free port and returns it with its address. With `log`,
+/// its request log (one line per request, with the wall-clock time its last byte was sent)
+/// goes there.
 ///
 /// # Errors
 /// If it cannot start or does not announce its address within 30 s.
-pub fn start_demo_origin(binary: &Path, root: &Path) -> io::Result<(ChildGuard, SocketAddr)> {
-    start_demo_origin_logging(binary, root, None)
-}
-
-/// [`start_demo_origin`], writing the origin's request log (one line per request, with the
-/// wall-clock time its last byte was sent) to `log`.
-///
-/// # Errors
-/// As [`start_demo_origin`].
-pub fn start_demo_origin_logging(
+pub fn start_demo_origin(
     binary: &Path,
     root: &Path,
     log: Option<&Path>,

@@ -9,11 +9,10 @@
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use e2e::{
-    cargo, get, request, run, start_demo_origin, start_service_pair, workspace_root, ChildGuard,
+    build_and_start_demo_origin, get, request, start_service_pair, workspace_root, ChildGuard,
     Timed,
 };
 use trusted_server_core::UrlRule;
@@ -145,18 +144,7 @@ fn main() {
 
 fn set_up() -> Result<World, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
-    run(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "demo-origin",
-    ]))?;
-    let (origin, origin_addr) = start_demo_origin(
-        &root.join("target/release/demo-origin"),
-        &root.join("fixtures/site"),
-    )
-    .map_err(|e| format!("demo origin: {e}"))?;
+    let (origin, origin_addr) = build_and_start_demo_origin(&root, None)?;
     let timeout = [(
         "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
         FIRST_BYTE_TIMEOUT_MS.to_string(),

@@ -23,10 +23,9 @@ mod report;
 mod throughput;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
-use e2e::{cargo, run, start_demo_origin_logging, start_service_pair, workspace_root, ChildGuard};
+use e2e::{build_and_start_demo_origin, start_service_pair, workspace_root, ChildGuard};
 
 /// Command-line options.
 pub struct Options {
@@ -94,20 +93,8 @@ pub struct Servers {
 fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
     eprintln!("bench: building the demo origin and the benchmark tools");
-    run(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "demo-origin",
-    ]))?;
     let origin_log = out.join("origin.log");
-    let (origin_guard, origin) = start_demo_origin_logging(
-        &root.join("target/release/demo-origin"),
-        &root.join("fixtures/site"),
-        Some(&origin_log),
-    )
-    .map_err(|e| format!("demo origin: {e}"))?;
+    let (origin_guard, origin) = build_and_start_demo_origin(&root, Some(&origin_log))?;
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
     let pair = start_service_pair(&root, &root.join("target/bench"), origin, &[])?;
     let mut guards = vec![origin_guard];

@@ -38,6 +38,17 @@ fn ratio(r: &CaseResult, a: Side, b: Side, f: impl Fn(&Sample) -> f64 + Copy) ->
     (median(xa) / median(xb), lo, hi)
 }
 
+/// Pipeline MB/s over bare lol_html MB/s for `page`.
+fn pipeline_over_bare(rates: &crate::throughput::Rates, page: &str) -> f64 {
+    let rate = |side: &str| {
+        rates
+            .get(&format!("{page}.{side}"))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    rate("pipeline") / rate("bare")
+}
+
 fn find<'a>(latency: &'a [CaseResult], name: &str) -> Option<&'a CaseResult> {
     latency.iter().find(|r| r.case.name == name)
 }
@@ -89,19 +100,10 @@ pub fn results(
             fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
         );
     }
-    let tp_ratio = |rates: &std::collections::HashMap<String, f64>, page: &str| {
-        rates
-            .get(&format!("{page}.pipeline"))
-            .copied()
-            .unwrap_or(f64::NAN)
-            / rates
-                .get(&format!("{page}.bare"))
-                .copied()
-                .unwrap_or(f64::NAN)
-    };
+
     put(
         "throughput_pipeline_over_bare_lolhtml",
-        fmt(tp_ratio(&tp.native, "1mb")),
+        fmt(pipeline_over_bare(&tp.native, "1mb")),
     );
     let native_pipeline = tp.native.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
     let wasm_pipeline = tp.wasm.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
@@ -157,11 +159,11 @@ pub fn results(
     for page in PAGES {
         put(
             &format!("throughput_pipeline_over_bare_lolhtml_{page}"),
-            fmt(tp_ratio(&tp.native, page)),
+            fmt(pipeline_over_bare(&tp.native, page)),
         );
         put(
             &format!("throughput_pipeline_over_bare_lolhtml_wasm_{page}"),
-            fmt(tp_ratio(&tp.wasm, page)),
+            fmt(pipeline_over_bare(&tp.wasm, page)),
         );
         for platform in ["native", "wasm"] {
             let rates = if platform == "native" {
@@ -259,14 +261,7 @@ pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadR
                     .unwrap_or((f64::NAN, f64::NAN));
                 format!("{v:.0} [{lo:.0}–{hi:.0}]")
             };
-            let r = rates
-                .get(&format!("{page}.pipeline"))
-                .copied()
-                .unwrap_or(f64::NAN)
-                / rates
-                    .get(&format!("{page}.bare"))
-                    .copied()
-                    .unwrap_or(f64::NAN);
+            let r = pipeline_over_bare(rates, page);
             println!(
                 "{platform:<9} {page:<9} {:>22} {:>22} {r:>7.3}",
                 show("pipeline"),
