@@ -207,6 +207,8 @@ impl HtmlStage {
             self.drain(out);
         }
         if self.script == Script::Undecided {
+            // The document ended inside a script too short to be a Flight payload.
+            self.script = Script::Ordinary;
             self.release_script_head(out);
         }
         self.replacer.finish(out);
@@ -248,6 +250,7 @@ impl HtmlStage {
     fn enter(&mut self, segment: Segment, out: &mut Vec<u8>) {
         if self.script == Script::Undecided {
             // The script ended before its kind was known: too short to be a Flight payload.
+            self.script = Script::Ordinary;
             self.release_script_head(out);
         }
         if self.current == Segment::Raw {
@@ -255,10 +258,7 @@ impl HtmlStage {
         }
         self.current = segment;
         match segment {
-            Segment::ScriptText => {
-                self.script = Script::Undecided;
-                self.script_head.clear();
-            }
+            Segment::ScriptText => self.script = Script::Undecided,
             Segment::Markup => self.script = Script::Ordinary,
             Segment::Raw => {
                 self.script = Script::Ordinary;
@@ -276,7 +276,10 @@ impl HtmlStage {
                 out.extend_from_slice(bytes);
             }
             (Segment::ScriptText, Script::Undecided) => {
-                self.script_head.extend_from_slice(bytes);
+                // Hold only as much as the decision needs, not the whole script.
+                let wanted = (MAX_SCRIPT_SNIFF + 1).saturating_sub(self.script_head.len());
+                let (probe, rest) = bytes.split_at(bytes.len().min(wanted));
+                self.script_head.extend_from_slice(probe);
                 self.script = match flight_marker(&self.script_head) {
                     Some(true) => {
                         // Markup held back for a possible match ends here.
@@ -287,19 +290,19 @@ impl HtmlStage {
                     None if self.script_head.len() > MAX_SCRIPT_SNIFF => Script::Ordinary,
                     None => return,
                 };
-                let head = std::mem::take(&mut self.script_head);
-                self.emit(&head, out);
-                self.script_head = head;
-                self.script_head.clear();
+                self.release_script_head(out);
+                self.emit(rest, out);
             }
             _ => self.replacer.write(bytes, out),
         }
     }
 
+    /// Emits the held start of a script whose kind is now decided, keeping the buffer.
     fn release_script_head(&mut self, out: &mut Vec<u8>) {
-        self.script = Script::Ordinary;
         let head = std::mem::take(&mut self.script_head);
-        self.replacer.write(&head, out);
+        self.emit(&head, out);
+        self.script_head = head;
+        self.script_head.clear();
     }
 }
 
@@ -504,6 +507,23 @@ mod tests {
                 expected,
                 "{meta}"
             );
+        }
+    }
+
+    #[test]
+    fn a_document_ending_inside_a_short_script_loses_nothing() {
+        for input in [
+            "<p>x</p><script>var u='//origin.example.com",
+            "<script>self.__ne",
+        ] {
+            let expected = input.replace("origin.example.com", "www.pub.test");
+            for chunk in [1, 4, 64] {
+                assert_eq!(
+                    String::from_utf8(run(input.as_bytes(), chunk)).unwrap(),
+                    expected,
+                    "{input} {chunk}"
+                );
+            }
         }
     }
 
