@@ -148,15 +148,15 @@ impl Encoder {
             EncoderState::Identity(_) => Ok(()),
             EncoderState::Gzip(e) => e.try_finish(),
             EncoderState::Zlib(e) => e.try_finish(),
-            EncoderState::Brotli(e) => {
-                // brotli finishes its stream when the writer is closed; `into_inner` needs
-                // ownership, so swap in an empty encoder.
-                let done = std::mem::replace(
-                    e,
-                    Box::new(brotli::CompressorWriter::new(Buf::new(), 0, 0, 0)),
-                );
-                let out = done.into_inner();
-                self.state = EncoderState::Identity(out);
+            EncoderState::Brotli(_) => {
+                // brotli writes its end marker when the writer is consumed; what remains is
+                // plain output, held like identity output.
+                let EncoderState::Brotli(done) =
+                    std::mem::replace(&mut self.state, EncoderState::Identity(Buf::new()))
+                else {
+                    unreachable!("matched above");
+                };
+                self.state = EncoderState::Identity(done.into_inner());
                 Ok(())
             }
         }
