@@ -27,14 +27,12 @@ pub use codec::Codec;
 pub use content::{BodyPlan, PassReason, Rewrite};
 pub use decode::DecodeError;
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
-pub use html::HtmlStage;
 pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineReport};
 pub use response::{
-    apply_standard_headers, origin_response_headers, sanitize_set_cookie, ResponseContext, VERSION,
-    VERSION_HEADER,
+    apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };
 pub use routes::Route;
-pub use url_rewrite::{StreamReplacer, UrlRule};
+pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.
 pub use trusted_server_settings::Settings;
