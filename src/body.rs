@@ -11,7 +11,7 @@ use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
     origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError,
-    ResponseContext, Rewrite, Settings, UrlRule,
+    PipelineOptions, ResponseContext, Rewrite, Settings, UrlRule,
 };
 
 use crate::client::Client;
@@ -42,6 +42,7 @@ pub fn prepare(
         status,
         response.get_header_str("content-type"),
         response.get_header_str("content-encoding"),
+        &settings.integrations.nextjs,
     );
     let plan = if is_head {
         BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)
@@ -88,15 +89,18 @@ pub fn send(prepared: Prepared, settings: &Settings) {
         return response.send_to_client();
     };
     let origin_body = response.take_body();
-    let policy = FlushPolicy {
-        threshold: settings.publisher.flush_threshold as usize,
-        every_chunk: settings.publisher.flush_every_chunk,
+    let options = PipelineOptions {
+        flush: FlushPolicy {
+            threshold: settings.publisher.flush_threshold as usize,
+            every_chunk: settings.publisher.flush_every_chunk,
+        },
+        nextjs: settings.integrations.nextjs,
     };
     let job = Job {
         codec,
         rewrite,
         rule,
-        policy,
+        options,
     };
     if settings.publisher.streaming {
         stream(response, origin_body, job);
@@ -109,7 +113,7 @@ struct Job {
     codec: Codec,
     rewrite: Rewrite,
     rule: UrlRule,
-    policy: FlushPolicy,
+    options: PipelineOptions,
 }
 
 /// Headers now, then the body chunk by chunk. On any failure the client stream is dropped
@@ -117,7 +121,8 @@ struct Job {
 /// rather than a short page that looks complete.
 fn stream(response: Response, mut origin_body: Body, job: Job) {
     let client_body = response.stream_to_client();
-    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, job.policy, client_body);
+    let mut pipeline =
+        BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, client_body);
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let n = match origin_body.read(&mut buf) {
@@ -140,6 +145,12 @@ fn stream(response: Response, mut origin_body: Body, job: Job) {
             if let Some(reason) = report.html_bail_out {
                 eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
             }
+            if let Some(reason) = report.rsc.degraded {
+                eprintln!(
+                    "next.js payload passed through unrewritten from some point: {reason} (held at most {} bytes)",
+                    report.rsc.peak_held
+                );
+            }
         }
         Err(e) => log_abandon(&e),
     }
@@ -160,7 +171,8 @@ fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settin
         eprintln!("origin body failed: {e}");
         return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
     }
-    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, job.policy, Vec::new());
+    let mut pipeline =
+        BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, Vec::new());
     let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
     match result {
         Ok((out, _report)) => {

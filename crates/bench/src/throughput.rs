@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use lol_html::{HtmlRewriter, Settings};
-use trusted_server_core::{BodyPipeline, BodyPlan, Codec, FlushPolicy, UrlRule};
+use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
 
 /// Size of each pushed chunk.
 pub const CHUNK: usize = 8 * 1024;
@@ -71,9 +71,12 @@ pub fn run_bare(input: &[u8]) -> Vec<u8> {
 
 /// The full pipeline (identity coding, HTML stage, URL rule, batched output).
 pub fn run_pipeline(input: &[u8]) -> Vec<u8> {
-    let BodyPlan::Rewrite { rewrite, .. } =
-        BodyPlan::decide(200, Some("text/html; charset=utf-8"), None)
-    else {
+    let BodyPlan::Rewrite { rewrite, .. } = BodyPlan::decide(
+        200,
+        Some("text/html; charset=utf-8"),
+        None,
+        &PipelineOptions::default().nextjs,
+    ) else {
         unreachable!("HTML is always rewritten");
     };
     let sink = Vec::with_capacity(input.len());
@@ -81,7 +84,7 @@ pub fn run_pipeline(input: &[u8]) -> Vec<u8> {
         Codec::Identity,
         rewrite,
         rule(),
-        FlushPolicy::default(),
+        &PipelineOptions::default(),
         sink,
     );
     for chunk in input.chunks(CHUNK) {

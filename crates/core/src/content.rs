@@ -6,6 +6,7 @@
 use lol_html::AsciiCompatibleEncoding;
 
 use crate::codec::Codec;
+use trusted_server_settings::Nextjs;
 
 /// How a body is rewritten.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +15,9 @@ pub enum Rewrite {
     Html(AsciiCompatibleEncoding),
     /// CSS, JavaScript, JSON, SVG, XML, plain text: the URL rule on the byte stream.
     Text,
+    /// A Next.js Flight response (`text/x-component`): the URL rule row by row, `T` row
+    /// lengths fixed.
+    Flight,
 }
 
 /// What happens to a response body.
@@ -41,16 +45,22 @@ pub enum PassReason {
     /// GBK, gb18030) or that is not ASCII-compatible (UTF-16): a byte-level rewrite could
     /// corrupt text.
     UnsafeCharset,
-    /// Next.js Flight responses (`text/x-component`) hold length-prefixed rows that only the RSC
-    /// rewriter may touch.
+    /// A Next.js Flight response (`text/x-component`) while `integrations.nextjs.enabled` is
+    /// off: its length-prefixed rows must not meet a plain replacement.
     FlightPayload,
     /// A partial (206) or bodiless response.
     NoFullBody,
 }
 
 impl BodyPlan {
-    /// Plans a body from the response status, `Content-Type` and `Content-Encoding`.
-    pub fn decide(status: u16, content_type: Option<&str>, content_encoding: Option<&str>) -> Self {
+    /// Plans a body from the response status, `Content-Type` and `Content-Encoding`, and
+    /// whether Next.js payloads are rewritten (`integrations.nextjs.enabled`).
+    pub fn decide(
+        status: u16,
+        content_type: Option<&str>,
+        content_encoding: Option<&str>,
+        nextjs: &Nextjs,
+    ) -> Self {
         if status == 206 || status == 204 || status == 304 || (100..200).contains(&status) {
             return BodyPlan::PassThrough(PassReason::NoFullBody);
         }
@@ -60,6 +70,7 @@ impl BodyPlan {
                 Some(encoding) => Rewrite::Html(encoding),
                 None => return BodyPlan::PassThrough(PassReason::UnsafeCharset),
             },
+            "text/x-component" if nextjs.enabled => Rewrite::Flight,
             "text/x-component" => return BodyPlan::PassThrough(PassReason::FlightPayload),
             m if is_rewritable_text(m) => {
                 if html_encoding(charset.as_deref()).is_none() {
@@ -148,8 +159,27 @@ fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {
 mod tests {
     use super::*;
 
+    const NEXTJS: Nextjs = trusted_server_settings::Settings::DEFAULT
+        .integrations
+        .nextjs;
+    const NEXTJS_OFF: Nextjs = Nextjs {
+        enabled: false,
+        max_held_bytes: 1024,
+    };
+
+    #[test]
+    fn flight_responses_are_rewritten_unless_next_js_is_off() {
+        assert_eq!(
+            plan("text/x-component", Some("gzip")),
+            BodyPlan::Rewrite {
+                codec: Codec::Gzip,
+                rewrite: Rewrite::Flight
+            }
+        );
+    }
+
     fn plan(ct: &str, ce: Option<&str>) -> BodyPlan {
-        BodyPlan::decide(200, Some(ct), ce)
+        BodyPlan::decide(200, Some(ct), ce, &NEXTJS)
     }
 
     #[test]
@@ -219,13 +249,16 @@ mod tests {
                 plan("text/css; charset=gbk", None),
                 PassReason::UnsafeCharset,
             ),
-            (plan("text/x-component", None), PassReason::FlightPayload),
             (
-                BodyPlan::decide(206, Some("text/html"), None),
+                BodyPlan::decide(200, Some("text/x-component"), None, &NEXTJS_OFF),
+                PassReason::FlightPayload,
+            ),
+            (
+                BodyPlan::decide(206, Some("text/html"), None, &NEXTJS),
                 PassReason::NoFullBody,
             ),
             (
-                BodyPlan::decide(304, Some("text/html"), None),
+                BodyPlan::decide(304, Some("text/html"), None, &NEXTJS),
                 PassReason::NoFullBody,
             ),
         ];

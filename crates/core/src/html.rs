@@ -8,7 +8,9 @@
 //!
 //! * a script's text: the first bytes decide whether it is a Next.js Flight payload
 //!   (`self.__next_f.push(`). Those scripts carry length-prefixed `T` rows that a plain
-//!   replacement would corrupt, so they pass through untouched here; the RSC rewriter owns them.
+//!   replacement would corrupt, so their text goes to the RSC stage ([`InlineFlight`]) instead,
+//!   which also decides where output is held while a row is open across scripts. Without it
+//!   (disabled, or a document that is not UTF-8) they pass through untouched.
 //! * a bail-out: when lol_html gives up (its memory limit), it flushes the input it holds as-is;
 //!   from there on the original bytes pass through unchanged. Nothing is dropped.
 
@@ -20,6 +22,7 @@ use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
 
 use crate::content::charset_allows_rewrite;
+use crate::rsc::{InlineFlight, RscReport};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
@@ -98,6 +101,10 @@ pub struct HtmlStage {
     /// Start of an undecided script's text, held until its kind is known.
     script_head: Vec<u8>,
     bail_out: Option<String>,
+    /// The RSC stage, created at the first Flight script.
+    flight: Option<InlineFlight>,
+    /// `Some(max held bytes)` when Flight scripts are rewritten.
+    flight_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for HtmlStage {
@@ -110,8 +117,17 @@ impl std::fmt::Debug for HtmlStage {
 }
 
 impl HtmlStage {
-    /// A stage for a document in `encoding` (which must be ASCII-compatible).
-    pub fn new(rule: UrlRule, encoding: AsciiCompatibleEncoding) -> Self {
+    /// A stage for a document in `encoding` (which must be ASCII-compatible). With
+    /// `flight_limit`, Next.js Flight scripts in a UTF-8 document are rewritten, holding at most
+    /// that many bytes; otherwise they pass through untouched.
+    pub fn new(
+        rule: UrlRule,
+        encoding: AsciiCompatibleEncoding,
+        flight_limit: Option<usize>,
+    ) -> Self {
+        // The browser turns a Flight string into bytes as UTF-8; in another charset the
+        // script's bytes are not the payload's.
+        let flight_limit = flight_limit.filter(|_| encoding == AsciiCompatibleEncoding::utf_8());
         let staging = Rc::new(RefCell::new(Staging::default()));
         let on_script = Rc::clone(&staging);
         let on_bail = Rc::clone(&staging);
@@ -171,7 +187,19 @@ impl HtmlStage {
             script: Script::Ordinary,
             script_head: Vec::new(),
             bail_out: None,
+            flight: None,
+            flight_limit,
         }
+    }
+
+    /// What the RSC stage did (all zero for a page without Flight scripts).
+    fn rsc_report(&self) -> RscReport {
+        self.flight
+            .as_ref()
+            .map_or_else(RscReport::default, |f| RscReport {
+                peak_held: f.peak_held(),
+                degraded: f.degraded(),
+            })
     }
 
     /// Why lol_html gave up, if it did (the rest of the document then passed through).
@@ -198,8 +226,8 @@ impl HtmlStage {
         }
     }
 
-    /// Ends the document.
-    pub fn finish(mut self, out: &mut Vec<u8>) {
+    /// Ends the document; reports what the RSC stage did.
+    pub fn finish(mut self, out: &mut Vec<u8>) -> RscReport {
         if let Some(rewriter) = self.rewriter.take() {
             if let Err(e) = rewriter.end() {
                 self.give_up(&e);
@@ -211,7 +239,14 @@ impl HtmlStage {
             self.script = Script::Ordinary;
             self.release_script_head(out);
         }
-        self.replacer.finish(out);
+        match &mut self.flight {
+            Some(flight) => {
+                self.replacer.flush(flight.target(out));
+                flight.finish(out);
+            }
+            None => self.replacer.flush(out),
+        }
+        self.rsc_report()
     }
 
     fn give_up(&mut self, error: &RewritingError) {
@@ -245,6 +280,9 @@ impl HtmlStage {
         *base += bytes.len();
         bytes.clear();
         marks.drain(..kept);
+        if let Some(flight) = &mut self.flight {
+            flight.after_markup(out);
+        }
     }
 
     fn enter(&mut self, segment: Segment, out: &mut Vec<u8>) {
@@ -256,13 +294,24 @@ impl HtmlStage {
         if self.current == Segment::Raw {
             return; // Raw is final.
         }
+        if let (Segment::ScriptText, Script::Flight, Some(flight)) =
+            (self.current, self.script, &mut self.flight)
+        {
+            flight.script_end(out);
+        }
         self.current = segment;
         match segment {
             Segment::ScriptText => self.script = Script::Undecided,
             Segment::Markup => self.script = Script::Ordinary,
             Segment::Raw => {
                 self.script = Script::Ordinary;
-                self.replacer.flush(out);
+                match &mut self.flight {
+                    Some(flight) => {
+                        self.replacer.flush(flight.target(out));
+                        flight.stop("the rest of the document passes through as it is", out);
+                    }
+                    None => self.replacer.flush(out),
+                }
             }
         }
     }
@@ -272,9 +321,11 @@ impl HtmlStage {
             return;
         }
         match (self.current, self.script) {
-            (Segment::Raw, _) | (Segment::ScriptText, Script::Flight) => {
-                out.extend_from_slice(bytes);
-            }
+            (Segment::Raw, _) => out.extend_from_slice(bytes),
+            (Segment::ScriptText, Script::Flight) => match &mut self.flight {
+                Some(flight) => flight.script_text(bytes, out),
+                None => out.extend_from_slice(bytes),
+            },
             (Segment::ScriptText, Script::Undecided) => {
                 // Hold only as much as the decision needs, not the whole script.
                 let wanted = (MAX_SCRIPT_SNIFF + 1).saturating_sub(self.script_head.len());
@@ -283,7 +334,15 @@ impl HtmlStage {
                 self.script = match flight_marker(&self.script_head) {
                     Some(true) => {
                         // Markup held back for a possible match ends here.
-                        self.replacer.flush(out);
+                        match (&mut self.flight, self.flight_limit) {
+                            (Some(flight), _) => self.replacer.flush(flight.target(out)),
+                            (None, Some(limit)) => {
+                                self.replacer.flush(out);
+                                let rule = self.replacer.rule().clone();
+                                self.flight = Some(InlineFlight::new(rule, limit));
+                            }
+                            (None, None) => self.replacer.flush(out),
+                        }
                         Script::Flight
                     }
                     Some(false) => Script::Ordinary,
@@ -293,7 +352,13 @@ impl HtmlStage {
                 self.release_script_head(out);
                 self.emit(rest, out);
             }
-            _ => self.replacer.write(bytes, out),
+            _ => {
+                let target = match &mut self.flight {
+                    Some(flight) => flight.target(out),
+                    None => out,
+                };
+                self.replacer.write(bytes, target);
+            }
         }
     }
 
@@ -350,7 +415,7 @@ mod tests {
     }
 
     fn run(input: &[u8], chunk: usize) -> Vec<u8> {
-        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut stage = HtmlStage::new(rule(), utf8(), None);
         let mut out = Vec::new();
         for piece in input.chunks(chunk.max(1)) {
             stage.write(piece, &mut out);
@@ -414,7 +479,7 @@ mod tests {
         // its limit: it must bail out and lose nothing.
         let huge = "x".repeat(MAX_PARSER_MEMORY + 1024);
         let input = format!("<p>https://origin.example.com/</p><script data-x=\"{huge}\">tail https://origin.example.com/</script>");
-        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut stage = HtmlStage::new(rule(), utf8(), None);
         let mut out = Vec::new();
         for piece in input.as_bytes().chunks(65536) {
             stage.write(piece, &mut out);
@@ -452,7 +517,7 @@ mod tests {
         let text = "y".repeat(MAX_PARSER_MEMORY + 4096);
         let first = "<a href=\"https://origin.example.com/1\">one</a><p";
         let second = format!("p>{text}<a href=\"https://origin.example.com/2\">two</a>");
-        let mut stage = HtmlStage::new(rule(), utf8());
+        let mut stage = HtmlStage::new(rule(), utf8(), None);
         let mut out = Vec::new();
         stage.write(first.as_bytes(), &mut out);
         stage.write(second.as_bytes(), &mut out);

@@ -21,18 +21,20 @@ mod html;
 mod pipeline;
 mod response;
 mod routes;
+mod rsc;
 mod url_rewrite;
 
 pub use codec::Codec;
 pub use content::{BodyPlan, PassReason, Rewrite};
 pub use decode::DecodeError;
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
-pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineReport};
+pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineOptions, PipelineReport};
 pub use response::{
     apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };
 pub use routes::Route;
+pub use rsc::RscReport;
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.
-pub use trusted_server_settings::Settings;
+pub use trusted_server_settings::{Nextjs, Settings};

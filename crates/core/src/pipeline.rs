@@ -16,7 +16,9 @@ use crate::codec::{Codec, Encoder};
 use crate::content::Rewrite;
 use crate::decode::{DecodeError, Decoder};
 use crate::html::HtmlStage;
+use crate::rsc::{FlightStage, RscReport};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
+use trusted_server_settings::Nextjs;
 
 /// When batched output is written to the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,26 @@ pub struct FlushPolicy {
     pub threshold: usize,
     /// Also write and flush at the end of every pushed chunk, so nothing waits for more input.
     pub every_chunk: bool,
+}
+
+/// Everything a pipeline needs besides the body's own plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineOptions {
+    /// When output reaches the sink.
+    pub flush: FlushPolicy,
+    /// How Next.js payloads are handled (`[integrations.nextjs]`).
+    pub nextjs: Nextjs,
+}
+
+impl Default for PipelineOptions {
+    fn default() -> Self {
+        PipelineOptions {
+            flush: FlushPolicy::default(),
+            nextjs: trusted_server_settings::Settings::DEFAULT
+                .integrations
+                .nextjs,
+        }
+    }
 }
 
 impl Default for FlushPolicy {
@@ -71,27 +93,44 @@ impl std::error::Error for PipelineError {
 enum Stage {
     Html(Box<HtmlStage>),
     Text(Box<StreamReplacer>),
+    Flight(Box<FlightStage>),
 }
 
 impl Stage {
+    fn new(rewrite: Rewrite, rule: UrlRule, nextjs: &Nextjs) -> Self {
+        let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
+        match rewrite {
+            Rewrite::Html(encoding) => {
+                Stage::Html(Box::new(HtmlStage::new(rule, encoding, flight_limit)))
+            }
+            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
+            Rewrite::Flight => Stage::Flight(Box::new(FlightStage::new(
+                rule,
+                nextjs.max_held_bytes as usize,
+            ))),
+        }
+    }
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         match self {
             Stage::Html(h) => h.write(input, out),
             Stage::Text(r) => r.write(input, out),
+            Stage::Flight(f) => f.write(input, out),
         }
     }
 
-    fn finish(self, out: &mut Vec<u8>) -> Option<String> {
+    /// Ends the body; reports lol_html's bail-out, if any, and what the RSC rewriting did.
+    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport) {
         match self {
             Stage::Html(h) => {
                 let reason = h.bail_out_reason().map(str::to_owned);
-                h.finish(out);
-                reason
+                (reason, h.finish(out))
             }
             Stage::Text(r) => {
                 r.finish(out);
-                None
+                (None, RscReport::default())
             }
+            Stage::Flight(f) => (None, f.finish(out)),
         }
     }
 }
@@ -107,6 +146,8 @@ pub struct PipelineReport {
     pub writes: u64,
     /// Set when lol_html gave up and the rest of the document passed through as-is.
     pub html_bail_out: Option<String>,
+    /// What the Next.js payload rewriting did: bytes held at most, and whether it degraded.
+    pub rsc: RscReport,
 }
 
 /// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
@@ -166,7 +207,7 @@ impl<W: Write> Downstream<W> {
                 Some(direct) => direct,
                 None => &mut self.plain,
             };
-            self.report.html_bail_out = stage.finish(out);
+            (self.report.html_bail_out, self.report.rsc) = stage.finish(out);
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;
@@ -230,13 +271,11 @@ impl<W: Write> BodyPipeline<W> {
         codec: Codec,
         rewrite: Rewrite,
         rule: UrlRule,
-        policy: FlushPolicy,
+        options: &PipelineOptions,
         sink: W,
     ) -> Self {
-        let stage = match rewrite {
-            Rewrite::Html(encoding) => Stage::Html(Box::new(HtmlStage::new(rule, encoding))),
-            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
-        };
+        let stage = Stage::new(rewrite, rule, &options.nextjs);
+        let policy = options.flush;
         let downstream = Downstream {
             stage: Some(stage),
             encoder: Encoder::new(codec),
@@ -301,6 +340,13 @@ mod tests {
         UrlRule::new("origin.example.com", "http", "127.0.0.1:7676")
     }
 
+    fn with_flush(flush: FlushPolicy) -> PipelineOptions {
+        PipelineOptions {
+            flush,
+            ..PipelineOptions::default()
+        }
+    }
+
     fn html() -> Rewrite {
         Rewrite::Html(AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap())
     }
@@ -336,7 +382,7 @@ mod tests {
             Codec::Identity,
             html(),
             rule(),
-            FlushPolicy::default(),
+            &PipelineOptions::default(),
             Recorder::default(),
         );
         p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>")
@@ -359,7 +405,13 @@ mod tests {
             threshold: 8192,
             every_chunk: false,
         };
-        let mut p = BodyPipeline::new(Codec::Identity, html(), rule(), policy, Recorder::default());
+        let mut p = BodyPipeline::new(
+            Codec::Identity,
+            html(),
+            rule(),
+            &with_flush(policy),
+            Recorder::default(),
+        );
         for piece in page.as_bytes().chunks(100) {
             p.push(piece).unwrap();
         }
@@ -387,7 +439,7 @@ mod tests {
             Codec::Identity,
             html(),
             rule(),
-            FlushPolicy::default(),
+            &PipelineOptions::default(),
             sink,
         );
         p.push(b"<p>one</p>").unwrap();
@@ -406,7 +458,7 @@ mod tests {
             Codec::Gzip,
             html(),
             rule(),
-            FlushPolicy::default(),
+            &PipelineOptions::default(),
             Vec::new(),
         );
         p.push(&gz[..gz.len() - 4]).unwrap();
@@ -416,7 +468,7 @@ mod tests {
     #[test]
     fn compressed_output_streams_per_chunk() {
         let policy = FlushPolicy::default();
-        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), policy, Vec::new());
+        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), &with_flush(policy), Vec::new());
         let mut enc = Encoder::new(Codec::Gzip);
         enc.write(b"<html><head><title>https://origin.example.com/</title></head>")
             .unwrap();
@@ -442,7 +494,7 @@ mod tests {
             threshold: 1,
             every_chunk: false,
         };
-        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), policy, sink);
+        let mut p = BodyPipeline::new(Codec::Gzip, html(), rule(), &with_flush(policy), sink);
         let mut enc = Encoder::new(Codec::Gzip);
         enc.write(&b"<p>https://origin.example.com/</p>".repeat(5000))
             .unwrap();

@@ -207,6 +207,16 @@ impl StreamReplacer {
         self.carry.extend_from_slice(&input[kept..]);
     }
 
+    /// The rule this replacer applies.
+    pub fn rule(&self) -> &UrlRule {
+        &self.rule
+    }
+
+    /// Bytes held back for a match that may straddle the next write.
+    pub fn held(&self) -> usize {
+        self.carry.len()
+    }
+
     /// Emits whatever is held as if the input ended here. Used at the end of the stream and
     /// before bytes that must bypass the rule (an RSC payload, a raw bail-out flush).
     pub fn flush(&mut self, out: &mut Vec<u8>) {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError, Rewrite, UrlRule,
+    BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions, Rewrite, UrlRule,
 };
 
 const ORIGIN: &str = "origin.demo-publisher.example";
@@ -91,7 +91,12 @@ fn decode(codec: Codec, data: &[u8]) -> Vec<u8> {
 }
 
 fn rewrite_kind(content_type: &str) -> Rewrite {
-    match BodyPlan::decide(200, Some(content_type), None) {
+    match BodyPlan::decide(
+        200,
+        Some(content_type),
+        None,
+        &PipelineOptions::default().nextjs,
+    ) {
         BodyPlan::Rewrite { rewrite, .. } => rewrite,
         other => panic!("{content_type} is not rewritten: {other:?}"),
     }
@@ -109,7 +114,7 @@ fn run(
         codec,
         rewrite,
         rule.clone(),
-        FlushPolicy::default(),
+        &PipelineOptions::default(),
         Vec::new(),
     );
     let mut last = 0;

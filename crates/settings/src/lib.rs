@@ -17,7 +17,7 @@ use std::borrow::Cow;
 mod load;
 
 #[cfg(feature = "load")]
-pub use load::{load, publisher_override_variables, LoadError, PUBLISHER_KEYS};
+pub use load::{load, publisher_override_variables, LoadError, NEXTJS_KEYS, PUBLISHER_KEYS};
 
 /// A string that is `&'static` when embedded and owned while loading.
 pub type Text = Cow<'static, str>;
@@ -101,11 +101,33 @@ pub struct HeaderSetting {
     pub value: Text,
 }
 
+/// Next.js support (`[integrations.nextjs]` section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nextjs {
+    /// `integrations.nextjs.enabled`: rewrite React Server Component payloads, inline in
+    /// `self.__next_f.push(…)` scripts and in `text/x-component` responses (default `true`).
+    /// `false` passes them through untouched, as a page without Next.js would.
+    pub enabled: bool,
+    /// `integrations.nextjs.max_held_bytes`: most bytes held back at once while a Flight text
+    /// row is open (default 10 MiB, 10485760). A row that would need more is passed through
+    /// with its original bytes (still valid, not rewritten) instead of being held.
+    pub max_held_bytes: u32,
+}
+
+/// Optional integrations (`[integrations.*]` sections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Integrations {
+    /// `[integrations.nextjs]`.
+    pub nextjs: Nextjs,
+}
+
 /// All settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// The `[publisher]` section.
     pub publisher: Publisher,
+    /// The `[integrations.*]` sections.
+    pub integrations: Integrations,
     /// The `[response_headers]` section, in file order (environment overrides last).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -128,6 +150,12 @@ impl Settings {
             connect_timeout_ms: 5_000,
             first_byte_timeout_ms: 15_000,
             between_bytes_timeout_ms: 10_000,
+        },
+        integrations: Integrations {
+            nextjs: Nextjs {
+                enabled: true,
+                max_held_bytes: 10 << 20,
+            },
         },
         response_headers: Cow::Borrowed(&[]),
     };
@@ -165,6 +193,12 @@ impl Settings {
         first_byte_timeout_ms: {first_byte},
         between_bytes_timeout_ms: {between},
     }},
+    integrations: ::trusted_server_settings::Integrations {{
+        nextjs: ::trusted_server_settings::Nextjs {{
+            enabled: {nextjs_enabled},
+            max_held_bytes: {nextjs_max_held},
+        }},
+    }},
     response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
 }}",
             domain = s(&p.domain),
@@ -180,6 +214,8 @@ impl Settings {
             connect = p.connect_timeout_ms,
             first_byte = p.first_byte_timeout_ms,
             between = p.between_bytes_timeout_ms,
+            nextjs_enabled = self.integrations.nextjs.enabled,
+            nextjs_max_held = self.integrations.nextjs.max_held_bytes,
             headers = headers.join(", "),
         )
     }

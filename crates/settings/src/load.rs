@@ -74,6 +74,24 @@ where
 fn apply_override(table: &mut Table, path: &str, value: String) -> Result<(), LoadError> {
     let parts: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
     let env_name = format!("{ENV_PREFIX}{path}");
+    if let [integrations, name, key] = parts.as_slice() {
+        if integrations == "integrations" {
+            let section = table
+                .entry("integrations")
+                .or_insert_with(|| Value::Table(Table::new()));
+            let Value::Table(section) = section else {
+                return Err(err("integrations", "expected a table"));
+            };
+            let entry = section
+                .entry(name.clone())
+                .or_insert_with(|| Value::Table(Table::new()));
+            let Value::Table(entry) = entry else {
+                return Err(err(&format!("integrations.{name}"), "expected a table"));
+            };
+            entry.insert(key.clone(), Value::String(value));
+            return Ok(());
+        }
+    }
     let [section, key] = parts.as_slice() else {
         return Err(err(
             &env_name,
@@ -103,6 +121,12 @@ fn from_table(mut table: Table) -> Result<Settings, LoadError> {
         };
         read_publisher(&mut settings, publisher)?;
     }
+    if let Some(integrations) = table.remove("integrations") {
+        let Value::Table(integrations) = integrations else {
+            return Err(err("integrations", "expected a table"));
+        };
+        read_integrations(&mut settings, integrations)?;
+    }
     if let Some(headers) = table.remove("response_headers") {
         let Value::Table(headers) = headers else {
             return Err(err("response_headers", "expected a table"));
@@ -131,12 +155,45 @@ pub const PUBLISHER_KEYS: [&str; 10] = [
     "between_bytes_timeout_ms",
 ];
 
-/// The environment variables that override the `[publisher]` keys
+/// Every `[integrations.nextjs]` key.
+pub const NEXTJS_KEYS: [&str; 2] = ["enabled", "max_held_bytes"];
+
+/// The environment variables that override the `[publisher]` and `[integrations.nextjs]` keys
 /// (`TRUSTED_SERVER__PUBLISHER__ORIGIN_URL`, ...), for build scripts to watch even while unset.
 pub fn publisher_override_variables() -> impl Iterator<Item = String> {
-    PUBLISHER_KEYS
+    let publisher = PUBLISHER_KEYS
         .iter()
-        .map(|k| format!("{ENV_PREFIX}PUBLISHER__{}", k.to_ascii_uppercase()))
+        .map(|k| format!("{ENV_PREFIX}PUBLISHER__{}", k.to_ascii_uppercase()));
+    let nextjs = NEXTJS_KEYS.iter().map(|k| {
+        format!(
+            "{ENV_PREFIX}INTEGRATIONS__NEXTJS__{}",
+            k.to_ascii_uppercase()
+        )
+    });
+    publisher.chain(nextjs)
+}
+
+fn read_integrations(settings: &mut Settings, table: Table) -> Result<(), LoadError> {
+    for (name, value) in table {
+        if name != "nextjs" {
+            return Err(err(&format!("integrations.{name}"), "unknown integration"));
+        }
+        let Value::Table(nextjs) = value else {
+            return Err(err("integrations.nextjs", "expected a table"));
+        };
+        let n = &mut settings.integrations.nextjs;
+        for (key, value) in nextjs {
+            let name = format!("integrations.nextjs.{key}");
+            let name = name.as_str();
+            match key.as_str() {
+                "enabled" => n.enabled = boolean(name, value)?,
+                // At least one kilobyte (a row header and some text), at most 1 GiB.
+                "max_held_bytes" => n.max_held_bytes = integer(name, value, 1024, 1 << 30)?,
+                _ => return Err(err(name, "unknown key")),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn read_publisher(settings: &mut Settings, table: Table) -> Result<(), LoadError> {
@@ -374,6 +431,24 @@ mod tests {
         assert_eq!(s.publisher.flush_threshold, 8192);
         assert!(s.publisher.flush_every_chunk);
         assert!(s.response_headers.is_empty());
+        assert!(s.integrations.nextjs.enabled);
+        assert_eq!(s.integrations.nextjs.max_held_bytes, 10 * 1024 * 1024);
+    }
+
+    #[test]
+    fn nextjs_settings_from_file_and_environment() {
+        let text =
+            format!("{MINIMAL}\n[integrations.nextjs]\nenabled = false\nmax_held_bytes = 4096\n");
+        let s = load(&text, no_env()).unwrap();
+        assert!(!s.integrations.nextjs.enabled);
+        assert_eq!(s.integrations.nextjs.max_held_bytes, 4096);
+        let env = [(
+            "TRUSTED_SERVER__INTEGRATIONS__NEXTJS__MAX_HELD_BYTES",
+            "2048",
+        )];
+        let s = load(&text, env).unwrap();
+        assert_eq!(s.integrations.nextjs.max_held_bytes, 2048);
+        assert!(s.to_rust_expr().contains("max_held_bytes: 2048"));
     }
 
     #[test]
@@ -427,6 +502,11 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN", "com")], "publisher.cookie_domain"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "https://o..example.com")], "publisher.origin_url"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__DOMAIN", "-bad.example.com")], "publisher.domain"),
+            (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__MAX_HELD_BYTES", "10")], "integrations.nextjs.max_held_bytes"),
+            (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__ENABLED", "maybe")], "integrations.nextjs.enabled"),
+            (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__MAX_HELD", "1")], "integrations.nextjs.max_held"),
+            (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__REMIX__ENABLED", "true")], "integrations.remix"),
+            ("[integrations]\nnextjs=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "integrations.nextjs"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -440,11 +520,12 @@ mod tests {
         for var in publisher_override_variables() {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
-                .trim_start_matches("TRUSTED_SERVER__PUBLISHER__")
+                .trim_start_matches("TRUSTED_SERVER__")
+                .replace("__", ".")
                 .to_ascii_lowercase();
             match result {
                 Err(e) => {
-                    assert_eq!(e.key, format!("publisher.{key}"), "{e}");
+                    assert_eq!(e.key, key, "{e}");
                     assert_ne!(e.problem, "unknown key", "{e}");
                 }
                 Ok(_) => panic!("{var} accepted an invalid value"),

@@ -1,0 +1,672 @@
+//! Flight payloads inline in HTML: `<script>self.__next_f.push([1,"…"])</script>`.
+//!
+//! The HTML stage hands this stage the text of every Flight script, in pieces, and says where
+//! each script ends. The browser concatenates the decoded strings of all `[1,…]` pushes (and
+//! the bytes of `[3,"base64"]` pushes) into one Flight stream, so a row may start in one script
+//! and end several scripts later. This stage decodes each string, feeds the one
+//! [`RowRewriter`], and writes the rewritten bytes back into the string in Next.js's escaping.
+//!
+//! **Holding.** Usually the rewriter has nothing held when a string ends, and every byte
+//! streams. When a `T` row (or a possible URL) is still open at the end of a string, its new
+//! length is not known yet: the output stops at that point (the *slot*) and everything after
+//! it (the rest of that script, the HTML between, the next scripts' wrappers) is held. Rows
+//! decoded meanwhile go into the slot, and the later strings stay empty, until a string ends
+//! with nothing open; then the slot is encoded in place and everything held is released. The
+//! browser sees the same concatenated stream, so moving bytes between strings changes nothing
+//! for React. Decisions are only taken where strings end, so the output does not depend on how
+//! the input was split.
+//!
+//! **Degrading.** Over `max_held` bytes held, a push this stage cannot parse, a script that
+//! ends inside its string, or the end of the document: what is held is released as it came
+//! (a `T` row with its original length is still valid), and anything unparsed passes through
+//! as it is.
+
+use base64::Engine as _;
+
+use super::js_string::{Decoded, StringDecoder, StringEncoder};
+use super::rows::RowRewriter;
+use crate::url_rewrite::UrlRule;
+
+/// How a Flight script's text starts, after optional whitespace.
+const CALL: &[u8] = b"self.__next_f.push([";
+
+/// Where in the current script's text this stage is.
+#[derive(Debug)]
+enum Script {
+    /// Before or between scripts.
+    Outside,
+    /// Matching [`CALL`]: this many bytes matched.
+    Call(usize),
+    /// After the call's `[`: `kind` is `b'1'` or `b'3'` once read; `comma_quote` counts the
+    /// bytes of `,"` matched after it.
+    Kind {
+        kind: Option<u8>,
+        comma_quote: usize,
+    },
+    /// Inside a `[1,"…"]` string.
+    Text(StringDecoder),
+    /// Inside a `[3,"…"]` string: base64 characters not yet decoded (fewer than four).
+    Base64(Vec<u8>),
+    /// The rest of the script is copied as it is.
+    Rest,
+}
+
+/// Output held behind the slot.
+#[derive(Debug, Default)]
+struct Hold {
+    /// Rewritten Flight bytes (decoded form) that belong at the slot.
+    slot: Vec<u8>,
+    /// Everything output after the slot.
+    after: Vec<u8>,
+}
+
+/// The inline Flight stage. See the module docs.
+#[derive(Debug)]
+pub(crate) struct InlineFlight {
+    rows: RowRewriter,
+    script: Script,
+    encoder: StringEncoder,
+    hold: Option<Hold>,
+    max_held: usize,
+    peak_held: usize,
+    /// Set once the payload can no longer be followed: later scripts are copied.
+    opaque: bool,
+    degraded: Option<&'static str>,
+    /// Scratch: decoded bytes of the current piece, and their rewrite.
+    decoded: Vec<u8>,
+    rewritten: Vec<u8>,
+}
+
+impl InlineFlight {
+    pub(crate) fn new(rule: UrlRule, max_held: usize) -> Self {
+        InlineFlight {
+            rows: RowRewriter::new(rule, max_held),
+            script: Script::Outside,
+            encoder: StringEncoder::default(),
+            hold: None,
+            max_held,
+            peak_held: 0,
+            opaque: false,
+            degraded: None,
+            decoded: Vec::new(),
+            rewritten: Vec::new(),
+        }
+    }
+
+    /// Where output goes now: behind the slot while holding, else `out`.
+    pub(crate) fn target<'a>(&'a mut self, out: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
+        match &mut self.hold {
+            Some(hold) => &mut hold.after,
+            None => out,
+        }
+    }
+
+    /// Largest number of bytes held at once.
+    pub(crate) fn peak_held(&self) -> usize {
+        self.peak_held
+    }
+
+    /// Why rewriting degraded, the first time it did.
+    pub(crate) fn degraded(&self) -> Option<&'static str> {
+        self.degraded.or(self.rows.degraded())
+    }
+
+    /// A piece of a Flight script's text.
+    pub(crate) fn script_text(&mut self, mut text: &[u8], out: &mut Vec<u8>) {
+        if matches!(self.script, Script::Outside) {
+            self.script = if self.opaque {
+                Script::Rest
+            } else {
+                Script::Call(0)
+            };
+        }
+        while !text.is_empty() {
+            let used = match &self.script {
+                Script::Outside | Script::Rest => {
+                    self.target(out).extend_from_slice(text);
+                    text.len()
+                }
+                &Script::Call(matched) => self.call(text, matched, out),
+                &Script::Kind { kind, comma_quote } => self.kind(text[0], kind, comma_quote, out),
+                Script::Text(_) => self.text(text, out),
+                Script::Base64(_) => self.base64(text, out),
+            };
+            text = &text[used..];
+        }
+        self.enforce_cap(out);
+    }
+
+    /// The current Flight script ended (its end tag starts here).
+    pub(crate) fn script_end(&mut self, out: &mut Vec<u8>) {
+        if matches!(self.script, Script::Text(_) | Script::Base64(_)) {
+            // The browser rejects such a script, so React never sees its bytes: the stream can
+            // no longer be followed.
+            self.stop("a Flight script ended inside its string", out);
+        }
+        self.script = Script::Outside;
+    }
+
+    /// Stops rewriting: what is held is released as it came, the rest of the current script
+    /// and every later one pass through as they are.
+    pub(crate) fn stop(&mut self, why: &'static str, out: &mut Vec<u8>) {
+        self.degraded.get_or_insert(why);
+        self.opaque = true;
+        let mut lone = Vec::new();
+        let mut raw = Vec::new();
+        if let Script::Text(decoder) = &mut self.script {
+            decoder.lone_high(&mut lone);
+            raw.extend_from_slice(decoder.raw_held());
+        }
+        if !lone.is_empty() {
+            self.feed(&lone, out);
+        }
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.slot,
+            None => &mut self.rewritten,
+        };
+        self.rows.give_up(why, target);
+        self.flush_rewritten(out);
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.after,
+            None => &mut *out,
+        };
+        self.encoder.finish(target);
+        self.release(out);
+        // The unfinished escape's own bytes, as they came.
+        out.extend_from_slice(&raw);
+        if !matches!(self.script, Script::Outside) {
+            self.script = Script::Rest;
+        }
+    }
+
+    /// Ends the document.
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+        self.script_end(out);
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.slot,
+            None => &mut self.rewritten,
+        };
+        self.rows.finish(target);
+        self.flush_rewritten(out);
+        self.release(out);
+    }
+
+    fn call(&mut self, text: &[u8], matched: usize, out: &mut Vec<u8>) -> usize {
+        let mut matched = matched;
+        let mut used = 0;
+        for &b in text {
+            if matched == 0 && b.is_ascii_whitespace() {
+                used += 1;
+                continue;
+            }
+            if b != CALL[matched] {
+                // Not a push this stage knows (the HTML stage saw the same marker, so this
+                // cannot happen); copy the rest.
+                self.script = Script::Rest;
+                break;
+            }
+            matched += 1;
+            used += 1;
+            if matched == CALL.len() {
+                self.script = Script::Kind {
+                    kind: None,
+                    comma_quote: 0,
+                };
+                break;
+            }
+        }
+        if let Script::Call(m) = &mut self.script {
+            *m = matched;
+        }
+        self.target(out).extend_from_slice(&text[..used]);
+        used
+    }
+
+    fn kind(&mut self, b: u8, kind: Option<u8>, comma_quote: usize, out: &mut Vec<u8>) -> usize {
+        match kind {
+            None if b == b'1' || b == b'3' => {
+                self.script = Script::Kind {
+                    kind: Some(b),
+                    comma_quote: 0,
+                };
+            }
+            None => {
+                // `[0]`, `[2,…]` (form state) or anything else: not part of the stream.
+                self.script = Script::Rest;
+                return 0;
+            }
+            Some(kind) if b == b",\""[comma_quote] => {
+                self.script = match (comma_quote, kind) {
+                    (0, _) => Script::Kind {
+                        kind: Some(kind),
+                        comma_quote: 1,
+                    },
+                    (_, b'1') => Script::Text(StringDecoder::new()),
+                    _ => {
+                        // The bytes of a base64 push reach the client as they are; what is
+                        // held must go out before them.
+                        self.release_for_binary(out);
+                        Script::Base64(Vec::new())
+                    }
+                };
+            }
+            Some(_) => {
+                self.stop("a Flight push whose payload is not a string", out);
+                return 0;
+            }
+        }
+        self.target(out).push(b);
+        1
+    }
+
+    fn text(&mut self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        let Script::Text(decoder) = &mut self.script else {
+            return 0;
+        };
+        self.decoded.clear();
+        let outcome = decoder.decode(text, &mut self.decoded);
+        let decoded = std::mem::take(&mut self.decoded);
+        self.feed(&decoded, out);
+        self.decoded = decoded;
+        match outcome {
+            Decoded::More => text.len(),
+            Decoded::End(at) => {
+                self.string_end(out);
+                self.script = Script::Rest;
+                at
+            }
+            Decoded::Invalid(at) => {
+                self.stop("a Flight string this stage cannot decode", out);
+                at
+            }
+        }
+    }
+
+    /// Rewrites decoded bytes: into the slot while holding, else encoded into the string.
+    fn feed(&mut self, decoded: &[u8], out: &mut Vec<u8>) {
+        match &mut self.hold {
+            Some(hold) => self.rows.write(decoded, &mut hold.slot),
+            None => {
+                self.rows.write(decoded, &mut self.rewritten);
+                self.flush_rewritten(out);
+            }
+        }
+    }
+
+    /// Encodes rewritten bytes waiting in scratch into the current string.
+    fn flush_rewritten(&mut self, out: &mut Vec<u8>) {
+        if !self.rewritten.is_empty() {
+            let target = match &mut self.hold {
+                Some(hold) => &mut hold.after,
+                None => &mut *out,
+            };
+            self.encoder.encode(&self.rewritten, target);
+            self.rewritten.clear();
+        }
+    }
+
+    /// A `[1,"…"]` string ended: start holding if rows are open, release if none are.
+    fn string_end(&mut self, out: &mut Vec<u8>) {
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.after,
+            None => &mut *out,
+        };
+        self.encoder.finish(target);
+        match (&self.hold, self.rows.is_holding()) {
+            (None, true) => self.hold = Some(Hold::default()),
+            (Some(_), false) => self.release(out),
+            _ => {}
+        }
+    }
+
+    /// Writes the slot in place and everything held after it.
+    fn release(&mut self, out: &mut Vec<u8>) {
+        if let Some(hold) = self.hold.take() {
+            let mut encoder = StringEncoder::default();
+            encoder.encode(&hold.slot, out);
+            encoder.finish(out);
+            out.extend_from_slice(&hold.after);
+        }
+    }
+
+    /// Before a base64 push: release what is held, as it came, so the push's bytes follow it.
+    fn release_for_binary(&mut self, out: &mut Vec<u8>) {
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.slot,
+            None => &mut self.rewritten,
+        };
+        self.rows
+            .release_held("a base64 Flight push inside an open row", target);
+        self.flush_rewritten(out);
+        self.release(out);
+    }
+
+    fn base64(&mut self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        let end = memchr::memchr(b'"', text);
+        let body = &text[..end.unwrap_or(text.len())];
+        self.target(out).extend_from_slice(body);
+        let Script::Base64(pending) = &mut self.script else {
+            return 0;
+        };
+        pending.extend_from_slice(body);
+        let whole = if end.is_some() {
+            pending.len()
+        } else {
+            pending.len() / 4 * 4
+        };
+        let decoded = base64::engine::general_purpose::STANDARD.decode(&pending[..whole]);
+        pending.drain(..whole);
+        match decoded {
+            Ok(bytes) => self.rows.observe(&bytes),
+            Err(_) => {
+                self.stop("a base64 Flight push that is not base64", out);
+                return body.len();
+            }
+        }
+        if end.is_some() {
+            self.script = Script::Rest;
+        }
+        body.len()
+    }
+
+    /// Over the cap, the open row is released as it came rather than held any longer.
+    fn enforce_cap(&mut self, out: &mut Vec<u8>) {
+        let Some(hold) = &mut self.hold else {
+            self.peak_held = self.peak_held.max(self.rows.held());
+            return;
+        };
+        let held = hold.slot.len() + hold.after.len() + self.rows.held();
+        self.peak_held = self.peak_held.max(held);
+        if held > self.max_held {
+            self.rows.release_held(
+                "held output passed integrations.nextjs.max_held_bytes",
+                &mut hold.slot,
+            );
+            self.release(out);
+        }
+    }
+
+    /// Called by the HTML stage after it wrote markup behind the slot.
+    pub(crate) fn after_markup(&mut self, out: &mut Vec<u8>) {
+        if self.hold.is_some() {
+            self.enforce_cap(out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::html::HtmlStage;
+    use crate::url_rewrite::UrlRule;
+    use lol_html::AsciiCompatibleEncoding;
+
+    const ORIGIN: &str = "origin.example.com";
+
+    /// Next.js's escaping of a Flight chunk, written independently of the stage's encoder.
+    fn escape(s: &str) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    fn push(attrs: &str, chunk: &str) -> String {
+        format!(
+            "<script{attrs}>self.__next_f.push([1,\"{}\"])</script>",
+            escape(chunk)
+        )
+    }
+
+    fn run(input: &[u8], host: &str, max_held: usize, cuts: &[usize]) -> Vec<u8> {
+        let rule = UrlRule::new(ORIGIN, "https", host);
+        let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+        let mut stage = HtmlStage::new(rule, utf8, Some(max_held));
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            stage.write(&input[at..cut.max(at)], &mut out);
+            at = cut.max(at);
+        }
+        stage.finish(&mut out);
+        out
+    }
+
+    fn run_chunked(input: &[u8], host: &str, max_held: usize, chunk: usize) -> Vec<u8> {
+        let cuts: Vec<usize> = (chunk..input.len()).step_by(chunk).collect();
+        run(input, host, max_held, &cuts)
+    }
+
+    /// A page whose text row starts in one script and ends two scripts later, and the page as
+    /// it must come out: the whole row in the first string, with its new length.
+    fn crossing_page(host: &str) -> (String, String) {
+        let text = "Visit https://origin.example.com/a — é ✓ 😀 <b>&</b> //origin.example.com/b";
+        let (a, rest) = text.split_at(20);
+        let (b, c) = rest.split_at(rest.len() - 9);
+        let row_start = format!(
+            "0:[\"$\",\"a\",null,{{\"href\":\"https://{ORIGIN}/y\"}}]\n1:T{:x},{a}",
+            text.len()
+        );
+        let input = [
+            format!("<html><body><a href=\"https://{ORIGIN}/x\">x</a>"),
+            "<script>(self.__next_f=self.__next_f||[]).push([0])</script>".to_owned(),
+            push("", &row_start),
+            format!("<div>between https://{ORIGIN}/z</div>"),
+            push(" nonce=\"n0nce\" async", b),
+            push("", &format!("{c}2:\"$L1\"\n")),
+            "</body></html>".to_owned(),
+        ]
+        .concat();
+        let new_text = text.replace(ORIGIN, host);
+        let whole = format!(
+            "0:[\"$\",\"a\",null,{{\"href\":\"https://{host}/y\"}}]\n1:T{:x},{new_text}2:\"$L1\"\n",
+            new_text.len()
+        );
+        let expected = [
+            format!("<html><body><a href=\"https://{host}/x\">x</a>"),
+            "<script>(self.__next_f=self.__next_f||[]).push([0])</script>".to_owned(),
+            push("", &whole),
+            format!("<div>between https://{host}/z</div>"),
+            push(" nonce=\"n0nce\" async", ""),
+            push("", ""),
+            "</body></html>".to_owned(),
+        ]
+        .concat();
+        (input, expected)
+    }
+
+    #[test]
+    fn a_text_row_across_scripts_gets_its_new_length_at_every_split() {
+        for host in ["p.test", "www.a-much-longer-first-party-host.example"] {
+            let (input, expected) = crossing_page(host);
+            let input = input.as_bytes();
+            for cut in 0..=input.len() {
+                let out = run(input, host, 1 << 20, &[cut]);
+                assert_eq!(String::from_utf8_lossy(&out), expected, "{host} cut {cut}");
+            }
+            for chunk in [1, 2, 3, 7] {
+                let out = run_chunked(input, host, 1 << 20, chunk);
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    expected,
+                    "{host} chunk {chunk}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn output_before_an_open_row_streams_and_only_the_rest_is_held() {
+        let (input, _) = crossing_page("p.test");
+        let rule = UrlRule::new(ORIGIN, "https", "p.test");
+        let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+        let mut stage = HtmlStage::new(rule, utf8, Some(1 << 20));
+        let mut out = Vec::new();
+        let first_end = input.find("</script><div>").unwrap() + "</script><div>between".len();
+        stage.write(&input.as_bytes()[..first_end], &mut out);
+        let out = String::from_utf8(out).unwrap();
+        // Everything up to the open row went out, rewritten; the row itself did not.
+        assert!(out.ends_with("\\\"https://p.test/y\\\"}]\\n1:T"), "{out}");
+    }
+
+    #[test]
+    fn a_row_over_the_cap_comes_out_byte_identical() {
+        let text = format!("https://{ORIGIN}/ ").repeat(200);
+        let input = [
+            push("", &format!("1:T{:x},{}", text.len(), &text[..1000])),
+            format!("<p>https://{ORIGIN}/</p>"),
+            push("", &format!("{}0:\"https://{ORIGIN}/\"\n", &text[1000..])),
+        ]
+        .concat();
+        let expected = [
+            push("", &format!("1:T{:x},{}", text.len(), &text[..1000])),
+            "<p>https://p.test/</p>".to_owned(),
+            push("", &format!("{}0:\"https://p.test/\"\n", &text[1000..])),
+        ]
+        .concat();
+        for chunk in [1, 5, 4096] {
+            let out = run_chunked(input.as_bytes(), "p.test", 1024, chunk);
+            assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn held_markup_over_the_cap_releases_the_original_row() {
+        let text = format!("https://{ORIGIN}/ ").repeat(4);
+        let filler = "<p>filler</p>".repeat(200);
+        let input = [
+            push("", &format!("1:T{:x},{}", text.len(), &text[..10])),
+            filler.clone(),
+            push("", &text[10..]),
+        ]
+        .concat();
+        let out = run_chunked(input.as_bytes(), "p.test", 1024, 512);
+        let out = String::from_utf8(out).unwrap();
+        // Released as it came: the original length and text, then the rest unheld.
+        assert!(
+            out.starts_with(&push("", &format!("1:T{:x},{}", text.len(), &text[..10]))),
+            "{out}"
+        );
+        assert!(out.contains(&filler));
+        assert!(out.ends_with(&push("", &text[10..])), "{out}");
+    }
+
+    #[test]
+    fn damage_neither_panics_nor_loses_a_byte() {
+        let good = push("", &format!("0:\"https://{ORIGIN}/\"\n"));
+        let good_out = push("", "0:\"https://p.test/\"\n");
+        // (damaged script, how it comes out): bytes decided before the damage keep their
+        // rewrite; from the damage on, everything Flight passes through as it came.
+        let cases = [
+            // A bad hex length.
+            (
+                format!("<script>self.__next_f.push([1,\"1:Tzz,https://{ORIGIN}/\"])</script>"),
+                None,
+            ),
+            // A truncated escape, after a URL that was already decided.
+            (
+                format!(
+                    "<script>self.__next_f.push([1,\"1:\\\"https://{ORIGIN}/\\u00\"])</script>"
+                ),
+                Some("<script>self.__next_f.push([1,\"1:\\\"https://p.test/\\u00\"])</script>"),
+            ),
+            // An escape JSON does not have.
+            (
+                format!("<script>self.__next_f.push([1,\"1:\\x41 https://{ORIGIN}/\"])</script>"),
+                None,
+            ),
+            // A push whose payload is not a string.
+            (
+                format!("<script>self.__next_f.push([1,foo(\"https://{ORIGIN}/\")])</script>"),
+                None,
+            ),
+            // A base64 push that is not base64.
+            (
+                "<script>self.__next_f.push([3,\"!!!!\"])</script>".to_owned(),
+                None,
+            ),
+            // A script that ends inside its string, inside an open text row.
+            (
+                format!("<script>self.__next_f.push([1,\"1:T50,https://{ORIGIN}/ \\u00</script>"),
+                None,
+            ),
+        ];
+        for (damaged, damaged_out) in cases {
+            let input = format!("{good}{damaged}{good}");
+            let expected = format!("{good_out}{}{good}", damaged_out.unwrap_or(&damaged));
+            for chunk in [1, 3, 4096] {
+                let out = run_chunked(input.as_bytes(), "p.test", 1 << 20, chunk);
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    expected,
+                    "{damaged} chunk {chunk}"
+                );
+            }
+            // The document may also end right there.
+            let input = format!("{good}{damaged}");
+            let out = run_chunked(input.as_bytes(), "p.test", 1 << 20, 2);
+            let expected = format!("{good_out}{}", damaged_out.unwrap_or(&damaged));
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                expected,
+                "{damaged} at the end"
+            );
+        }
+    }
+
+    #[test]
+    fn form_state_and_unknown_pushes_leave_the_stream_alone() {
+        let input = [
+            push("", "0:\"a\"\n1:T3,"),
+            "<script>self.__next_f.push([2,{\"k\":\"https://origin.example.com/\"}])</script>"
+                .to_owned(),
+            "<script>self.__next_f.push([0])</script>".to_owned(),
+            push("", "abc2:\"https://origin.example.com/\"\n"),
+        ]
+        .concat();
+        let expected = [
+            push("", "0:\"a\"\n1:T3,abc2:\"https://p.test/\"\n"),
+            "<script>self.__next_f.push([2,{\"k\":\"https://origin.example.com/\"}])</script>"
+                .to_owned(),
+            "<script>self.__next_f.push([0])</script>".to_owned(),
+            push("", ""),
+        ]
+        .concat();
+        for chunk in [1, 4, 4096] {
+            let out = run_chunked(input.as_bytes(), "p.test", 1 << 20, chunk);
+            assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn base64_pushes_pass_through_and_keep_the_framing() {
+        use base64::Engine as _;
+        // A binary row carried in base64, then text rows in strings.
+        let binary = base64::engine::general_purpose::STANDARD.encode(b"3:o5,\x00\xff\n\x01:");
+        let input = [
+            push("", "0:\"https://origin.example.com/\"\n1:T3,ab"),
+            format!("<script>self.__next_f.push([3,\"{binary}\"])</script>"),
+            push("", "2:\"https://origin.example.com/\"\n"),
+        ]
+        .concat();
+        // The open row cannot wait across the binary push: it goes out as it came.
+        let expected = [
+            push("", "0:\"https://p.test/\"\n1:T3,ab"),
+            format!("<script>self.__next_f.push([3,\"{binary}\"])</script>"),
+            push("", "2:\"https://p.test/\"\n"),
+        ]
+        .concat();
+        for chunk in [1, 6, 4096] {
+            let out = run_chunked(input.as_bytes(), "p.test", 1 << 20, chunk);
+            assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
+        }
+    }
+}

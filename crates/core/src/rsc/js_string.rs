@@ -1,0 +1,481 @@
+//! The string literal inside `self.__next_f.push([1,"…"])`: decoded incrementally to the bytes
+//! the browser feeds to React, and encoded back the way Next.js writes it.
+//!
+//! Next.js writes each Flight chunk with `JSON.stringify` and then escapes `<`, `>`, `&`,
+//! U+2028 and U+2029 as `\u003c`, `\u003e`, `\u0026`, `\u2028` and `\u2029`, so a payload can
+//! never close its `<script>` or break a JavaScript parser. The browser turns the string back
+//! into bytes with `TextEncoder`: UTF-8, a lone surrogate becoming U+FFFD. [`StringDecoder`]
+//! does the same, one input slice at a time (an escape may be split anywhere), and
+//! [`StringEncoder`] writes bytes back in Next.js's style, so an unchanged chunk comes out
+//! byte for byte as it went in.
+
+/// U+FFFD, what `TextEncoder` makes of a lone surrogate.
+const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
+
+/// What [`StringDecoder::decode`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decoded {
+    /// All input was consumed; the string goes on.
+    More,
+    /// The closing quote is at this index of the input; the bytes after it are not the string's.
+    End(usize),
+    /// Not a JSON string: an escape that JSON does not have, or a raw line break. The input
+    /// before this index was consumed; see [`StringDecoder::decode`] for how to lose nothing.
+    Invalid(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Plain,
+    /// After a backslash.
+    Escape,
+    /// After `\u`, with this many hex digits read.
+    Unicode(u8),
+}
+
+/// Decodes the body of a JSON string (after its opening quote) into UTF-8 bytes.
+#[derive(Debug)]
+pub(crate) struct StringDecoder {
+    state: State,
+    /// The code unit being read by a `\u` escape.
+    unit: u16,
+    /// A high surrogate waiting for its low half.
+    high: Option<u16>,
+    /// The raw bytes of the escape in progress (at most `\uXXXX`), so a failure loses nothing.
+    raw: Vec<u8>,
+}
+
+impl StringDecoder {
+    pub(crate) fn new() -> Self {
+        StringDecoder {
+            state: State::Plain,
+            unit: 0,
+            high: None,
+            raw: Vec::with_capacity(6),
+        }
+    }
+
+    /// The raw bytes of an escape begun in earlier input and not finished: after
+    /// [`Decoded::Invalid`], or when the input ends inside the string.
+    pub(crate) fn raw_held(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// Decodes `input` into `out`.
+    ///
+    /// On [`Decoded::Invalid(at)`](Decoded::Invalid), `input[at..]` was not consumed, and the
+    /// failed escape's bytes are [`raw_held`](Self::raw_held) (held from earlier input or from
+    /// this one): emit those, then `input[at..]`, to lose nothing.
+    pub(crate) fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Decoded {
+        let mut i = 0;
+        while i < input.len() {
+            match self.state {
+                State::Plain => {
+                    let run = memchr::memchr3(b'"', b'\\', b'\n', &input[i..])
+                        .map_or(input.len(), |n| i + n);
+                    if run > i {
+                        self.lone_high(out);
+                        out.extend_from_slice(&input[i..run]);
+                        i = run;
+                        continue;
+                    }
+                    match input[i] {
+                        b'"' => {
+                            self.lone_high(out);
+                            return Decoded::End(i);
+                        }
+                        b'\\' => {
+                            self.raw.clear();
+                            self.raw.push(b'\\');
+                            self.state = State::Escape;
+                        }
+                        _ => {
+                            // A raw line break cannot be inside a string literal.
+                            self.lone_high(out);
+                            return Decoded::Invalid(i);
+                        }
+                    }
+                    i += 1;
+                }
+                State::Escape => {
+                    let b = input[i];
+                    self.raw.push(b);
+                    i += 1;
+                    let simple = match b {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            self.state = State::Unicode(0);
+                            self.unit = 0;
+                            continue;
+                        }
+                        _ => {
+                            self.lone_high(out);
+                            return Decoded::Invalid(i);
+                        }
+                    };
+                    self.lone_high(out);
+                    out.push(simple);
+                    self.raw.clear();
+                    self.state = State::Plain;
+                }
+                State::Unicode(n) => {
+                    let b = input[i];
+                    self.raw.push(b);
+                    i += 1;
+                    let Some(digit) = (b as char).to_digit(16) else {
+                        self.lone_high(out);
+                        return Decoded::Invalid(i);
+                    };
+                    // Four hex digits fit a u16; `digit` < 16.
+                    self.unit = (self.unit << 4) | digit as u16;
+                    if n < 3 {
+                        self.state = State::Unicode(n + 1);
+                        continue;
+                    }
+                    self.unit_done(out);
+                    self.raw.clear();
+                    self.state = State::Plain;
+                }
+            }
+        }
+        Decoded::More
+    }
+
+    fn unit_done(&mut self, out: &mut Vec<u8>) {
+        let unit = self.unit;
+        match (self.high.take(), unit) {
+            (Some(high), 0xdc00..=0xdfff) => {
+                let c = 0x10000 + ((u32::from(high) - 0xd800) << 10) + (u32::from(unit) - 0xdc00);
+                push_char(c, out);
+            }
+            (previous, 0xd800..=0xdbff) => {
+                if previous.is_some() {
+                    out.extend_from_slice(&REPLACEMENT);
+                }
+                self.high = Some(unit);
+            }
+            (previous, _) => {
+                if previous.is_some() {
+                    out.extend_from_slice(&REPLACEMENT);
+                }
+                push_char(u32::from(unit), out);
+            }
+        }
+    }
+
+    /// A high surrogate followed by anything but its low half stands alone. Also called when
+    /// the input ends inside the string.
+    pub(crate) fn lone_high(&mut self, out: &mut Vec<u8>) {
+        if self.high.take().is_some() {
+            out.extend_from_slice(&REPLACEMENT);
+        }
+    }
+}
+
+/// Appends code point `c` as UTF-8 (a lone low surrogate as U+FFFD).
+fn push_char(c: u32, out: &mut Vec<u8>) {
+    match char::from_u32(c) {
+        Some(ch) => {
+            let mut buf = [0; 4];
+            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+        }
+        None => out.extend_from_slice(&REPLACEMENT),
+    }
+}
+
+/// Which bytes need an escape: 0 = none, 1 = a two-byte escape, 2 = `\u00XX`, 3 = a lead byte
+/// that may start U+2028/U+2029.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = 2;
+        b += 1;
+    }
+    t[0x08] = 1;
+    t[0x09] = 1;
+    t[0x0a] = 1;
+    t[0x0c] = 1;
+    t[0x0d] = 1;
+    t[b'"' as usize] = 1;
+    t[b'\\' as usize] = 1;
+    t[b'<' as usize] = 2;
+    t[b'>' as usize] = 2;
+    t[b'&' as usize] = 2;
+    t[0xe2] = 3;
+    t
+};
+
+/// Encodes bytes as the body of a string literal, in Next.js's escaping style.
+///
+/// Bytes may arrive split anywhere, even inside a character: the first bytes of a possible
+/// U+2028/U+2029 wait for the next call or for [`finish`](Self::finish).
+#[derive(Debug, Default)]
+pub(crate) struct StringEncoder {
+    /// `E2` or `E2 80`, waiting to see whether U+2028/U+2029 follows.
+    partial: Vec<u8>,
+}
+
+impl StringEncoder {
+    /// Encodes `bytes` into `out`.
+    pub(crate) fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        let mut bytes = bytes;
+        if !self.partial.is_empty() {
+            let need = 3 - self.partial.len();
+            let take = need.min(bytes.len());
+            self.partial.extend_from_slice(&bytes[..take]);
+            if self.partial.len() < 3 {
+                // Still incomplete; decide only if it can no longer be U+2028/U+2029.
+                if self.partial[..] != [0xe2, 0x80][..self.partial.len()] {
+                    out.extend_from_slice(&self.partial);
+                    self.partial.clear();
+                }
+                return;
+            }
+            let partial = std::mem::take(&mut self.partial);
+            encode_line_separator_or_raw(&partial, out);
+            bytes = &bytes[take..];
+        }
+        let mut start = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let class = ESCAPE[b as usize];
+            if class == 0 {
+                i += 1;
+                continue;
+            }
+            out.extend_from_slice(&bytes[start..i]);
+            match class {
+                1 => {
+                    out.push(b'\\');
+                    out.push(match b {
+                        0x08 => b'b',
+                        0x09 => b't',
+                        0x0a => b'n',
+                        0x0c => b'f',
+                        0x0d => b'r',
+                        other => other, // `"` and `\`
+                    });
+                    i += 1;
+                }
+                2 => {
+                    push_u_escape(u16::from(b), out);
+                    i += 1;
+                }
+                _ => {
+                    let rest = &bytes[i..];
+                    if rest.len() < 3 {
+                        if rest[..] == [0xe2, 0x80][..rest.len()] {
+                            self.partial.extend_from_slice(rest);
+                        } else {
+                            out.extend_from_slice(rest);
+                        }
+                        return;
+                    }
+                    encode_line_separator_or_raw(&rest[..3], out);
+                    i += 3;
+                }
+            }
+            start = i;
+        }
+        out.extend_from_slice(&bytes[start..]);
+    }
+
+    /// Emits a held partial character as it is: the string ends here.
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.partial);
+    }
+}
+
+/// `E2 80 A8` / `E2 80 A9` become `\u2028` / `\u2029`; any other three bytes starting with
+/// `E2` are copied.
+fn encode_line_separator_or_raw(three: &[u8], out: &mut Vec<u8>) {
+    match three {
+        [0xe2, 0x80, 0xa8] => push_u_escape(0x2028, out),
+        [0xe2, 0x80, 0xa9] => push_u_escape(0x2029, out),
+        _ => out.extend_from_slice(three),
+    }
+}
+
+fn push_u_escape(unit: u16, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[usize::from((unit >> shift) & 0xf)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Decodes a whole string body given in `pieces`; returns the bytes and the outcome.
+    fn decode_pieces(pieces: &[&[u8]]) -> (Vec<u8>, Decoded) {
+        let mut d = StringDecoder::new();
+        let mut out = Vec::new();
+        let mut last = Decoded::More;
+        for piece in pieces {
+            last = d.decode(piece, &mut out);
+            if last != Decoded::More {
+                break;
+            }
+        }
+        (out, last)
+    }
+
+    fn encode_all(bytes: &[u8]) -> Vec<u8> {
+        let mut e = StringEncoder::default();
+        let mut out = Vec::new();
+        e.encode(bytes, &mut out);
+        e.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn decodes_every_json_escape_like_text_encoder() {
+        let body =
+            r#"a\"b\\c\/d\b\f\n\r\t\u0026\u003c\u003e\u00e9\u2713\ud83d\ude00\u2028é✓😀"tail"#
+                .as_bytes();
+        let (out, end) = decode_pieces(&[body]);
+        let expected = "a\"b\\c/d\u{8}\u{c}\n\r\t&<>é✓😀\u{2028}é✓😀";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        assert_eq!(end, Decoded::End(body.len() - 5));
+    }
+
+    #[test]
+    fn lone_surrogates_become_the_replacement_character() {
+        for (body, expected) in [
+            (&br#"\ud83dx""#[..], "\u{fffd}x"),
+            (br#"\ud83d\u0041""#, "\u{fffd}A"),
+            (br#"\ude00""#, "\u{fffd}"),
+            (br#"\ud83d\ud83d\ude00""#, "\u{fffd}😀"),
+            (br#"\ud83d\n""#, "\u{fffd}\n"),
+            (br#"\ud83d""#, "\u{fffd}"),
+        ] {
+            let (out, _) = decode_pieces(&[body]);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn an_escape_split_anywhere_decodes_the_same() {
+        let body = br#"x\u00e9\ud83d\ude00\"\\y""#;
+        let (whole, _) = decode_pieces(&[body]);
+        for a in 0..body.len() {
+            for b in a..body.len() {
+                let (out, end) = decode_pieces(&[&body[..a], &body[a..b], &body[b..]]);
+                assert_eq!(out, whole, "split at {a},{b}");
+                assert!(matches!(end, Decoded::End(_)));
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_escapes_report_where_and_keep_their_bytes() {
+        let mut d = StringDecoder::new();
+        let mut out = Vec::new();
+        assert_eq!(d.decode(br"ab\u00", &mut out), Decoded::More);
+        assert_eq!(d.decode(b"zq", &mut out), Decoded::Invalid(1));
+        assert_eq!(out, b"ab");
+        assert_eq!(d.raw_held(), br"\u00z");
+
+        let mut d = StringDecoder::new();
+        let mut out = Vec::new();
+        assert_eq!(d.decode(br"ab\x41", &mut out), Decoded::Invalid(4));
+        assert_eq!(d.raw_held(), br"\x");
+        let mut d = StringDecoder::new();
+        assert_eq!(d.decode(b"a\nb", &mut out), Decoded::Invalid(1));
+        assert!(d.raw_held().is_empty());
+    }
+
+    #[test]
+    fn encodes_in_next_js_style() {
+        let input = "<a href=\"x\">&amp;</a>\\\n\t\u{1}\u{7f}é✓😀\u{2028}\u{2029}";
+        let expected =
+            r#"\u003ca href=\"x\"\u003e\u0026amp;\u003c/a\u003e\\\n\t\u0001é✓😀\u2028\u2029"#;
+        let got = encode_all(input.as_bytes());
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            expected.replace("\\u0001", "\\u0001\u{7f}")
+        );
+    }
+
+    #[test]
+    fn a_line_separator_split_across_calls_is_still_escaped() {
+        let bytes = "a\u{2028}b\u{2029}\u{2013}".as_bytes();
+        let whole = encode_all(bytes);
+        assert_eq!(
+            whole,
+            br"a\u2028b\u2029"
+                .iter()
+                .chain("\u{2013}".as_bytes())
+                .copied()
+                .collect::<Vec<_>>()
+        );
+        for a in 0..bytes.len() {
+            for b in a..bytes.len() {
+                let mut e = StringEncoder::default();
+                let mut out = Vec::new();
+                for piece in [&bytes[..a], &bytes[a..b], &bytes[b..]] {
+                    e.encode(piece, &mut out);
+                }
+                e.finish(&mut out);
+                assert_eq!(out, whole, "split at {a},{b}");
+            }
+        }
+    }
+
+    /// The escaping Next.js applies, written independently: JSON.stringify's rules plus the
+    /// HTML-safe replacements.
+    fn next_js_escape(s: &str) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_any_text_byte_for_byte(s in "\\PC*|[<>&\"\\\\\u{2028}\u{2029}é✓😀\n\t\u{1}a]*", cut in 0usize..64) {
+            let encoded = next_js_escape(&s);
+            prop_assert_eq!(&String::from_utf8(encode_all(s.as_bytes())).unwrap(), &encoded);
+            let mut body = encoded.clone().into_bytes();
+            body.push(b'"');
+            let cut = cut.min(body.len());
+            let (decoded, end) = decode_pieces(&[&body[..cut], &body[cut..]]);
+            prop_assert_eq!(&decoded, &s.as_bytes().to_vec());
+            prop_assert!(matches!(end, Decoded::End(_)));
+        }
+
+        #[test]
+        fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut d = StringDecoder::new();
+            let mut out = Vec::new();
+            let _ = d.decode(&bytes, &mut out);
+            let _ = encode_all(&bytes);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Next.js React Server Components: URLs inside Flight payloads, rewritten as they stream.
+//!
+//! A Next.js page carries its RSC payload as a Flight row stream, inline in
+//! `self.__next_f.push([1,"…"])` scripts ([`InlineFlight`], fed by the HTML stage), and every
+//! client-side navigation fetches the same rows as a `text/x-component` response
+//! ([`FlightStage`]). Both carry origin URLs that React compares with the server HTML during
+//! hydration, so they get the same URL rule as the HTML around them.
+//!
+//! * `js_string`: the push call's string literal, decoded and re-encoded in Next.js's style;
+//! * `rows`: the row parser and rewriter, which fixes `T` row lengths and holds only open
+//!   `T` rows;
+//! * `inline`: the script wrapper, and holding output across scripts while a row is open.
+
+mod inline;
+mod js_string;
+mod rows;
+
+pub(crate) use inline::InlineFlight;
+
+use crate::url_rewrite::UrlRule;
+use rows::RowRewriter;
+
+/// A `text/x-component` body: the row rewriter on the body itself.
+#[derive(Debug)]
+pub(crate) struct FlightStage {
+    rows: RowRewriter,
+}
+
+impl FlightStage {
+    pub(crate) fn new(rule: UrlRule, max_held: usize) -> Self {
+        FlightStage {
+            rows: RowRewriter::new(rule, max_held),
+        }
+    }
+
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        self.rows.write(input, out);
+    }
+
+    pub(crate) fn finish(mut self, out: &mut Vec<u8>) -> RscReport {
+        self.rows.finish(out);
+        RscReport {
+            peak_held: self.rows.peak_held(),
+            degraded: self.rows.degraded(),
+        }
+    }
+}
+
+/// What the RSC rewriting did, for the request log and the benchmark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RscReport {
+    /// Largest number of bytes held back at once.
+    pub peak_held: usize,
+    /// Why rewriting degraded to passing original bytes, the first time it did.
+    pub degraded: Option<&'static str>,
+}
