@@ -1,10 +1,12 @@
 //! Writes a response head plus body, applying the body-shaping knobs:
-//! drip (chunked, slow, optionally stream-compressed), `truncate` (short
-//! body, clean framing) and `die_after` (short body, broken framing).
+//! drip (chunked, slow, optionally stream-compressed), replay of recorded
+//! chunk timing, `truncate` (short body, clean framing) and `die_after`
+//! (short body, broken framing).
 
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::codec::{Encoding, StreamEncoder};
 use crate::http::ResponseHead;
@@ -29,6 +31,41 @@ pub enum Payload {
         /// Drip timing.
         drip: Drip,
     },
+    /// A plain body replayed in recorded pieces: each piece is encoded,
+    /// written as its own chunk and flushed when its time comes.
+    Replay {
+        /// Plain bytes.
+        plain: Arc<Vec<u8>>,
+        /// Content coding to apply while streaming.
+        encoding: Encoding,
+        /// The pieces, in order. Their lengths should add up to the body's;
+        /// bytes beyond them go out as one more piece, and pieces beyond the
+        /// body are cut short.
+        chunks: Arc<Vec<TimedChunk>>,
+        /// Whether to wait for each piece's time (`false`: back to back).
+        timing: bool,
+    },
+}
+
+/// A recorded piece of a body: its length and when it arrived, measured
+/// from the end of the response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedChunk {
+    /// Bytes in this piece.
+    pub len: usize,
+    /// Arrival time after the head.
+    pub at: Duration,
+}
+
+/// When a part of a paced body is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// Right after the previous part.
+    Now,
+    /// After pausing this long.
+    After(Duration),
+    /// At this offset from the moment the head was handed over.
+    At(Duration),
 }
 
 /// Body-shaping limits.
@@ -88,9 +125,61 @@ pub fn send<W: Write>(
                     aborted: false,
                 });
             }
-            send_drip(out, &head, &plain, encoding, drip, limits)
+            let parts = drip_split(&plain, drip.chunks);
+            let paced = parts.iter().enumerate().map(|(i, part)| {
+                let when = if i > 0 && !drip.delay.is_zero() {
+                    When::After(drip.delay)
+                } else {
+                    When::Now
+                };
+                (when, *part)
+            });
+            send_paced(out, &head, paced.collect(), encoding, limits)
+        }
+        Payload::Replay {
+            plain,
+            encoding,
+            chunks,
+            timing,
+        } => {
+            head.add("Transfer-Encoding", "chunked");
+            if head_only {
+                out.write_all(&head.to_bytes())?;
+                out.flush()?;
+                return Ok(Sent {
+                    body_bytes: 0,
+                    aborted: false,
+                });
+            }
+            let paced = replay_split(&plain, &chunks)
+                .into_iter()
+                .map(|(at, part)| (if timing { When::At(at) } else { When::Now }, part))
+                .collect();
+            send_paced(out, &head, paced, encoding, limits)
         }
     }
+}
+
+/// Splits `plain` into the recorded pieces, each with its arrival time.
+/// Bytes beyond the recorded lengths form one last piece (at the last time);
+/// an empty body gives one empty piece.
+pub fn replay_split<'a>(plain: &'a [u8], chunks: &[TimedChunk]) -> Vec<(Duration, &'a [u8])> {
+    let mut parts = Vec::with_capacity(chunks.len() + 1);
+    let mut rest = plain;
+    let mut last = Duration::ZERO;
+    for c in chunks {
+        if rest.is_empty() {
+            break;
+        }
+        let (part, tail) = rest.split_at(c.len.min(rest.len()));
+        parts.push((c.at, part));
+        rest = tail;
+        last = c.at;
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push((last, rest));
+    }
+    parts
 }
 
 fn send_whole<W: Write>(
@@ -115,15 +204,17 @@ fn send_whole<W: Write>(
     })
 }
 
-fn send_drip<W: Write>(
+/// Writes `head`, then each part as one chunk (encoded, flushed) at its
+/// time, then the terminator. The head goes out with the first part unless
+/// that part has to wait.
+fn send_paced<W: Write>(
     out: &mut W,
     head: &ResponseHead,
-    plain: &[u8],
+    parts: Vec<(When, &[u8])>,
     encoding: Encoding,
-    drip: Drip,
     limits: Limits,
 ) -> io::Result<Sent> {
-    let parts = drip_split(plain, drip.chunks);
+    let start = Instant::now();
     let mut encoder = Some(StreamEncoder::new(encoding));
     let mut truncate_left = limits.truncate.unwrap_or(u64::MAX);
     let mut die_left = limits.die_after;
@@ -138,9 +229,19 @@ fn send_drip<W: Write>(
         });
     }
     let last = parts.len() - 1;
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 && !drip.delay.is_zero() {
-            thread::sleep(drip.delay);
+    for (i, (when, part)) in parts.iter().enumerate() {
+        let wait = match *when {
+            When::Now => Duration::ZERO,
+            When::After(pause) => pause,
+            When::At(offset) => offset.saturating_sub(start.elapsed()),
+        };
+        if !wait.is_zero() {
+            if !buf.is_empty() {
+                out.write_all(&buf)?;
+                out.flush()?;
+                buf.clear();
+            }
+            thread::sleep(wait);
         }
         let encoded = match encoder.take() {
             Some(e) if i == last => e.finish(part)?,
@@ -395,6 +496,93 @@ mod tests {
             split_response(&out).1,
             b"d\r\n<head></head>\r\n2\r\nab\r\n0\r\n\r\n"
         );
+    }
+
+    fn timed(spec: &[(usize, u64)]) -> Arc<Vec<TimedChunk>> {
+        Arc::new(
+            spec.iter()
+                .map(|&(len, ms)| TimedChunk {
+                    len,
+                    at: Duration::from_millis(ms),
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn replay_split_follows_the_recorded_lengths() {
+        let chunks = timed(&[(2, 0), (3, 5), (4, 9)]);
+        let parts = replay_split(b"abcdefghi", &chunks);
+        assert_eq!(
+            parts,
+            vec![
+                (Duration::ZERO, &b"ab"[..]),
+                (Duration::from_millis(5), &b"cde"[..]),
+                (Duration::from_millis(9), &b"fghi"[..]),
+            ]
+        );
+        // Extra bytes form one more part; missing bytes shorten the last parts.
+        assert_eq!(replay_split(b"abcdefghijk", &chunks)[3].1, b"jk");
+        let short = replay_split(b"abcd", &chunks);
+        assert_eq!(
+            short.iter().map(|p| p.1).collect::<Vec<_>>(),
+            [&b"ab"[..], b"cd"]
+        );
+        assert_eq!(replay_split(b"", &chunks), vec![(Duration::ZERO, &b""[..])]);
+    }
+
+    #[test]
+    fn replay_writes_each_recorded_chunk_at_its_time() {
+        /// Records when each write happened.
+        struct Clock(Instant, Vec<(Duration, Vec<u8>)>);
+        impl Write for Clock {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.1.push((self.0.elapsed(), b.to_vec()));
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let plain = Arc::new(b"<head></head>abcdefghij".to_vec());
+        let chunks = timed(&[(13, 0), (4, 40), (6, 80)]);
+        for timing in [true, false] {
+            let mut out = Clock(Instant::now(), Vec::new());
+            let payload = Payload::Replay {
+                plain: plain.clone(),
+                encoding: Encoding::Identity,
+                chunks: chunks.clone(),
+                timing,
+            };
+            send(
+                &mut out,
+                ResponseHead::new(200),
+                payload,
+                Limits::default(),
+                false,
+            )
+            .unwrap();
+            let bytes: Vec<u8> = out.1.iter().flat_map(|(_, b)| b.clone()).collect();
+            let (head, body) = split_response(&bytes);
+            assert!(head.contains("Transfer-Encoding: chunked\r\n"));
+            assert_eq!(
+                body,
+                b"d\r\n<head></head>\r\n4\r\nabcd\r\n6\r\nefghij\r\n0\r\n\r\n"
+            );
+            let at = |needle: &[u8]| {
+                out.1
+                    .iter()
+                    .find(|(_, b)| b.windows(needle.len()).any(|w| w == needle))
+                    .unwrap()
+                    .0
+            };
+            if timing {
+                assert!(at(b"abcd") >= Duration::from_millis(40));
+                assert!(at(b"efghij") >= Duration::from_millis(80));
+            } else {
+                assert!(at(b"efghij") < Duration::from_millis(40));
+            }
+        }
     }
 
     #[test]

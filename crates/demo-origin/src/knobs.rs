@@ -49,6 +49,9 @@ pub struct Knobs {
     pub set_cookie: bool,
     /// `redirect`: answer 302 to `https://origin.demo-publisher.example` + path.
     pub redirect: Option<String>,
+    /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
+    /// of at their recorded times.
+    pub nextjs_instant: bool,
 }
 
 impl Knobs {
@@ -99,13 +102,8 @@ impl Knobs {
                     }
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
-                "set_cookie" => {
-                    knobs.set_cookie = match v {
-                        "1" | "true" | "yes" => true,
-                        "0" | "false" | "no" => false,
-                        _ => return Err(format!("set_cookie: expected 1 or 0, got {v:?}")),
-                    }
-                }
+                "set_cookie" => knobs.set_cookie = flag(key, v)?,
+                "nextjs_timing" => knobs.nextjs_instant = !flag(key, v)?,
                 "redirect" => {
                     let ok = v.starts_with('/')
                         && !v.starts_with("//")
@@ -125,6 +123,14 @@ impl Knobs {
             });
         }
         Ok(knobs)
+    }
+}
+
+fn flag(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        _ => Err(format!("{key}: expected 1 or 0, got {value:?}")),
     }
 }
 
@@ -152,7 +158,8 @@ mod tests {
     fn parses_every_knob() {
         let k = Knobs::parse(Some(
             "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
-             &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1",
+             &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
+             &nextjs_timing=0",
         ))
         .unwrap();
         assert_eq!(
@@ -170,6 +177,12 @@ mod tests {
         assert_eq!(k.status, Some(503));
         assert!(k.set_cookie);
         assert_eq!(k.redirect.as_deref(), Some("/news/a.html?x=1"));
+        assert!(k.nextjs_instant);
+        assert!(
+            !Knobs::parse(Some("nextjs_timing=1"))
+                .unwrap()
+                .nextjs_instant
+        );
     }
 
     #[test]
@@ -197,6 +210,7 @@ mod tests {
             "status=600",
             "status=0200",
             "set_cookie=maybe",
+            "nextjs_timing=fast",
             "redirect=https://evil.test/",
             "redirect=//evil.test/",
             "redirect=%2",

@@ -12,6 +12,11 @@
 //!   files answer 404 with a small HTML page.
 //! * `/__gen/<N>kb.html` (1 ≤ N ≤ 16384): a deterministic publisher-style
 //!   page of exactly N KiB, see [`pages`].
+//! * `GET`/`HEAD /next` and below: the captured Next.js app of
+//!   `fixtures/nextjs` (HTML pages, Flight responses selected by the `RSC`,
+//!   `Next-Router-Prefetch` and `Next-Router-Segment-Prefetch` request
+//!   headers, static assets), replayed with the captured status, headers and
+//!   chunk timing, see [`nextjs`].
 //! * `/__echo` (any method) and `POST` to any path: a JSON description of
 //!   the request, see [`routes::echo_json`].
 //! * Other methods answer 405.
@@ -32,6 +37,7 @@
 //! | `status=NNN` | answer with this status (200–599) |
 //! | `set_cookie=1` | add two `Set-Cookie` headers |
 //! | `redirect=/path` | 302 to `https://origin.demo-publisher.example/path` |
+//! | `nextjs_timing=0` | replay a Next.js capture's chunks back to back instead of at their recorded times |
 //!
 //! ```no_run
 //! let server = demo_origin::Server::bind("127.0.0.1:0", demo_origin::default_root())?;
@@ -46,7 +52,9 @@ pub mod body;
 pub mod cache;
 pub mod codec;
 pub mod http;
+pub mod json;
 pub mod knobs;
+pub mod nextjs;
 pub mod pages;
 pub mod routes;
 pub mod server;

@@ -1,19 +1,22 @@
-//! `demo-origin [--addr 127.0.0.1:8080] [--root <dir>] [--quiet]`
+//! `demo-origin [--addr 127.0.0.1:8080] [--root <dir>] [--nextjs <dir>] [--quiet]`
 //!
 //! Binds the given address (default `127.0.0.1:8080`), prints exactly one
 //! line `listening on http://ADDR` to stdout, then serves forever, logging
-//! one line per request to stderr (unless `--quiet`).
+//! one line per request to stderr (unless `--quiet`). `--nextjs` names the
+//! Next.js captures served under `/next` (default `fixtures/nextjs`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: demo-origin [--addr 127.0.0.1:8080] [--root <dir>] [--quiet]";
+const USAGE: &str =
+    "usage: demo-origin [--addr 127.0.0.1:8080] [--root <dir>] [--nextjs <dir>] [--quiet]";
 
 /// Parsed command line.
 struct Cli {
     addr: String,
     root: PathBuf,
+    nextjs: Option<PathBuf>,
     quiet: bool,
 }
 
@@ -21,6 +24,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Cli>, Str
     let mut cli = Cli {
         addr: "127.0.0.1:8080".to_string(),
         root: demo_origin::default_root(),
+        nextjs: None,
         quiet: false,
     };
     let mut args = args.into_iter();
@@ -38,6 +42,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<Cli>, Str
         match flag.as_str() {
             "--addr" => cli.addr = value("--addr")?,
             "--root" => cli.root = PathBuf::from(value("--root")?),
+            "--nextjs" => cli.nextjs = Some(PathBuf::from(value("--nextjs")?)),
             "--quiet" if inline.is_none() => cli.quiet = true,
             "-h" | "--help" => return Ok(None),
             _ => return Err(format!("unknown argument {arg:?}")),
@@ -65,7 +70,18 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let replay = match &cli.nextjs {
+        None => None,
+        Some(dir) => match demo_origin::nextjs::Replay::load(dir) {
+            Ok(replay) => Some(replay),
+            Err(e) => {
+                eprintln!("demo-origin: --nextjs: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let server = match demo_origin::Server::bind(cli.addr.as_str(), &cli.root) {
+        Ok(s) if cli.nextjs.is_some() => s.with_logging(!cli.quiet).with_nextjs(replay),
         Ok(s) => s.with_logging(!cli.quiet),
         Err(e) => {
             eprintln!("demo-origin: cannot bind {}: {e}", cli.addr);
@@ -106,16 +122,25 @@ mod tests {
         let cli = parse(&[]).unwrap().unwrap();
         assert_eq!(cli.addr, "127.0.0.1:8080");
         assert!(cli.root.ends_with("fixtures/site"));
+        assert_eq!(cli.nextjs, None);
         assert!(!cli.quiet);
     }
 
     #[test]
     fn flags_with_space_or_equals() {
-        let cli = parse(&["--addr", "127.0.0.1:0", "--root=/tmp/x", "--quiet"])
-            .unwrap()
-            .unwrap();
+        let cli = parse(&[
+            "--addr",
+            "127.0.0.1:0",
+            "--root=/tmp/x",
+            "--nextjs",
+            "/tmp/n",
+            "--quiet",
+        ])
+        .unwrap()
+        .unwrap();
         assert_eq!(cli.addr, "127.0.0.1:0");
         assert_eq!(cli.root, PathBuf::from("/tmp/x"));
+        assert_eq!(cli.nextjs, Some(PathBuf::from("/tmp/n")));
         assert!(cli.quiet);
         assert!(parse(&["--help"]).unwrap().is_none());
     }

@@ -1,14 +1,18 @@
 //! Maps a request to the resource it names: a file under the site root,
-//! a generated page, the JSON echo, or an error page.
+//! a generated page, a replayed Next.js capture, the JSON echo, or an error
+//! page.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
+use crate::body::TimedChunk;
 use crate::cache::BodyCache;
 use crate::http::{percent_decode, RequestHead};
+use crate::nextjs::{self, Kind, Replay};
 use crate::pages;
 
 /// What to send before knobs and content codings are applied.
@@ -16,8 +20,8 @@ use crate::pages;
 pub struct Resource {
     /// Status code.
     pub status: u16,
-    /// `Content-Type` value.
-    pub content_type: &'static str,
+    /// `Content-Type` value (`None`: no such header, as in some captures).
+    pub content_type: Option<Cow<'static, str>>,
     /// Whether this is a text type that is compressed per `Accept-Encoding`.
     pub text: bool,
     /// Cache key for encoded variants (`None`: do not cache).
@@ -26,6 +30,8 @@ pub struct Resource {
     pub body: Arc<Vec<u8>>,
     /// Additional header fields.
     pub headers: Vec<(String, String)>,
+    /// Recorded chunks of the body with their timing (replayed captures).
+    pub chunks: Option<Arc<Vec<TimedChunk>>>,
 }
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -35,11 +41,12 @@ impl Resource {
     fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
         Resource {
             status,
-            content_type,
+            content_type: Some(Cow::Borrowed(content_type)),
             text: is_text(content_type),
             cache_key: None,
             body: Arc::new(body),
             headers: Vec::new(),
+            chunks: None,
         }
     }
 
@@ -55,8 +62,15 @@ impl Resource {
     }
 }
 
-/// Resolves `head` (with its already-read `body`) against `root`.
-pub fn route(root: &Path, cache: &BodyCache, head: &RequestHead, body: &[u8]) -> Resource {
+/// Resolves `head` (with its already-read `body`) against `root`, and
+/// requests under [`nextjs::BASE_PATH`] against `nextjs` when given.
+pub fn route(
+    root: &Path,
+    nextjs: Option<&Replay>,
+    cache: &BodyCache,
+    head: &RequestHead,
+    body: &[u8],
+) -> Resource {
     if head.path == "/__echo" || head.method == "POST" {
         return Resource::new(200, JSON, echo_json(head, body).into_bytes());
     }
@@ -73,7 +87,50 @@ pub fn route(root: &Path, cache: &BodyCache, head: &RequestHead, body: &[u8]) ->
     if segments.first().map(String::as_str) == Some("__gen") {
         return generated(cache, &segments);
     }
+    if let Some(replay) = nextjs.filter(|_| nextjs::is_under_base(&head.path)) {
+        return next_app(replay, cache, head, &segments);
+    }
     static_file(root, cache, &segments, &head.path)
+}
+
+/// A request under the Next.js base path: the capture its path and headers
+/// select, else a static asset of the app, else 404.
+fn next_app(
+    replay: &Replay,
+    cache: &BodyCache,
+    head: &RequestHead,
+    segments: &[String],
+) -> Resource {
+    let kind = Kind::of_request(head);
+    if let Some(capture) = replay.find(&head.path, &kind) {
+        let content_type = capture.content_type.clone().map(Cow::Owned);
+        return Resource {
+            status: capture.status,
+            text: content_type.as_deref().is_some_and(is_text),
+            content_type,
+            // Replayed chunk by chunk, encoded as it goes: nothing to cache.
+            cache_key: None,
+            body: capture.body.clone(),
+            headers: capture.headers.clone(),
+            chunks: Some(capture.chunks.clone()),
+        };
+    }
+    if kind != Kind::Html {
+        return Resource::html_message(
+            404,
+            "Not Found",
+            &format!("No captured {kind} response for {}", head.path),
+        );
+    }
+    let mut asset = static_file(&replay.static_root(), cache, segments, &head.path);
+    if asset.status == 200 && head.path.starts_with("/next/_next/static/") {
+        // As `next start` sends them: the file names carry content hashes.
+        asset.headers.push((
+            "Cache-Control".to_string(),
+            "public, max-age=31536000, immutable".to_string(),
+        ));
+    }
+    asset
 }
 
 fn generated(cache: &BodyCache, segments: &[String]) -> Resource {
@@ -94,11 +151,12 @@ fn generated(cache: &BodyCache, segments: &[String]) -> Resource {
         .unwrap_or_else(|_| Arc::new(pages::generate(kib)));
     Resource {
         status: 200,
-        content_type: HTML,
+        content_type: Some(Cow::Borrowed(HTML)),
         text: true,
         cache_key: Some(key),
         body,
         headers: Vec::new(),
+        chunks: None,
     }
 }
 
@@ -136,11 +194,12 @@ fn static_file(root: &Path, cache: &BodyCache, segments: &[String], raw_path: &s
     let content_type = content_type_for(&name);
     Resource {
         status: 200,
-        content_type,
+        content_type: Some(Cow::Borrowed(content_type)),
         text: is_text(content_type),
         cache_key: Some(key),
         body,
         headers: Vec::new(),
+        chunks: None,
     }
 }
 

@@ -12,6 +12,7 @@ use crate::cache::BodyCache;
 use crate::codec::{self, Encoding};
 use crate::http::{self, BodyFraming, ReadError, RequestHead, ResponseHead};
 use crate::knobs::Knobs;
+use crate::nextjs::{self, Replay};
 use crate::routes::{self, Resource};
 
 /// Idle keep-alive connections (and stalled request reads) are closed
@@ -30,22 +31,43 @@ pub struct Server {
 
 struct State {
     root: PathBuf,
+    nextjs: Option<Replay>,
     cache: BodyCache,
     log: bool,
 }
 
 impl Server {
     /// Binds `addr` (use port 0 for an ephemeral port) and serves files
-    /// from `root`. Request logging to stderr is on.
+    /// from `root`, and the captured Next.js app from
+    /// [`nextjs::default_dir`] under `/next` when it loads (see
+    /// [`with_nextjs`](Server::with_nextjs)). Request logging to stderr is on.
     pub fn bind<A: ToSocketAddrs>(addr: A, root: impl Into<PathBuf>) -> io::Result<Server> {
+        let default_dir = nextjs::default_dir();
+        let replay = match Replay::load(&default_dir) {
+            Ok(replay) => Some(replay),
+            Err(e) => {
+                if default_dir.exists() {
+                    eprintln!("demo-origin: not serving /next: {e}");
+                }
+                None
+            }
+        };
         Ok(Server {
             listener: TcpListener::bind(addr)?,
             state: State {
                 root: root.into(),
+                nextjs: replay,
                 cache: BodyCache::default(),
                 log: true,
             },
         })
+    }
+
+    /// Serves these Next.js captures under `/next` (`None`: serve `/next`
+    /// from the site root like any other path).
+    pub fn with_nextjs(mut self, replay: Option<Replay>) -> Server {
+        self.state.nextjs = replay;
+        self
     }
 
     /// Enables or disables the one-line-per-request log on stderr.
@@ -175,7 +197,13 @@ fn exchange(
     let started = Instant::now();
     let (knobs, resource) = match Knobs::parse(head.query.as_deref()) {
         Ok(knobs) => {
-            let resource = routes::route(&state.root, &state.cache, &head, &request_body);
+            let resource = routes::route(
+                &state.root,
+                state.nextjs.as_ref(),
+                &state.cache,
+                &head,
+                &request_body,
+            );
             (knobs, resource)
         }
         Err(msg) => (
@@ -242,7 +270,9 @@ fn prepare(
     }
     let status = knobs.status.unwrap_or(resource.status);
     let mut response = ResponseHead::new(status);
-    response.add("Content-Type", resource.content_type);
+    if let Some(content_type) = &resource.content_type {
+        response.add("Content-Type", content_type.as_ref());
+    }
     for (name, value) in &resource.headers {
         response.add(name, value.clone());
     }
@@ -253,7 +283,10 @@ fn prepare(
         );
         response.add("Set-Cookie", "pref=dark; Path=/");
     }
-    if resource.text {
+    let varies_on_coding = resource.headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("vary") && v.to_ascii_lowercase().contains("accept-encoding")
+    });
+    if resource.text && !varies_on_coding {
         response.add("Vary", "Accept-Encoding");
     }
     let encoding = if knobs.lie_encoding.is_some() {
@@ -287,6 +320,19 @@ fn prepare(
             encoding,
             drip,
         }
+    } else if let Some(chunks) = resource.chunks {
+        let pace = if knobs.nextjs_instant {
+            "instant"
+        } else {
+            "timed"
+        };
+        label.push_str(&format!(" replay={}x{pace}", chunks.len()));
+        Payload::Replay {
+            plain: resource.body,
+            encoding,
+            chunks,
+            timing: !knobs.nextjs_instant,
+        }
     } else {
         Payload::Whole(match &resource.cache_key {
             Some(key) => cache.encoded(key, encoding, &resource.body),
@@ -317,7 +363,9 @@ fn fail(
     }
     let page = Resource::html_message(status, http::reason(status), &err.message());
     let mut response = ResponseHead::new(status);
-    response.add("Content-Type", page.content_type);
+    if let Some(content_type) = &page.content_type {
+        response.add("Content-Type", content_type.as_ref());
+    }
     response.add("Connection", "close");
     let sent = body::send(
         writer,
