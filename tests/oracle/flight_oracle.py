@@ -203,7 +203,8 @@ def parse_row(stream: bytes, pos: int, index: int = 0, allow_incomplete: bool = 
             "truncated", f"row #{index} at stream offset {start}: stream ends inside the row id", start
         )
     id_text = stream[start:pos].decode("ascii")
-    if not id_text:
+    # React 19 writes hints with no id at all (`:HL[...]`); any other row needs one.
+    if not id_text and not (pos + 1 < n and stream[pos + 1] == 0x48):  # 'H'
         raise FlightError("bad-id", f"row #{index} at stream offset {start}: empty row id", start)
     pos += 1  # ':'
     if pos >= n:

@@ -5,15 +5,13 @@
 //! URL rule applied to the whole page (the HTML stage only adds structure-awareness for Flight
 //! scripts, which these pages do not have). Arbitrary bytes must never panic.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions, Rewrite, UrlRule,
-};
+use trusted_server_core::Codec;
 
-const ORIGIN: &str = "origin.demo-publisher.example";
+mod support;
+use support::{decode, encode, rewrite_kind, rules, run};
 
 fn fixture(path: &str) -> Vec<u8> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/site");
@@ -29,102 +27,6 @@ const FIXTURES: [(&str, &str); 6] = [
     ("static/app.js", "text/javascript; charset=utf-8"),
     ("api/feed.json", "application/json"),
 ];
-
-/// Two rules: the request host shorter and longer than the origin's (equal lengths would hide
-/// length bugs).
-fn rules() -> [UrlRule; 2] {
-    [
-        UrlRule::new(ORIGIN, "http", "127.0.0.1:7676"),
-        UrlRule::new(
-            ORIGIN,
-            "https",
-            "www.a-much-longer-first-party-host-name.example",
-        ),
-    ]
-}
-
-fn encode(codec: Codec, plain: &[u8]) -> Vec<u8> {
-    match codec {
-        Codec::Identity => plain.to_vec(),
-        Codec::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(plain).unwrap();
-            e.finish().unwrap()
-        }
-        Codec::Deflate => {
-            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(plain).unwrap();
-            e.finish().unwrap()
-        }
-        Codec::Brotli => {
-            let mut out = Vec::new();
-            {
-                let mut e = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
-                e.write_all(plain).unwrap();
-            }
-            out
-        }
-    }
-}
-
-fn decode(codec: Codec, data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    match codec {
-        Codec::Identity => out.extend_from_slice(data),
-        Codec::Gzip => {
-            flate2::read::GzDecoder::new(data)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        Codec::Deflate => {
-            flate2::read::ZlibDecoder::new(data)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        Codec::Brotli => {
-            brotli::Decompressor::new(data, 4096)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-    }
-    out
-}
-
-fn rewrite_kind(content_type: &str) -> Rewrite {
-    match BodyPlan::decide(
-        200,
-        Some(content_type),
-        None,
-        &PipelineOptions::default().nextjs,
-    ) {
-        BodyPlan::Rewrite { rewrite, .. } => rewrite,
-        other => panic!("{content_type} is not rewritten: {other:?}"),
-    }
-}
-
-/// Pushes `input` split at `cuts` and returns the raw output.
-fn run(
-    codec: Codec,
-    rewrite: Rewrite,
-    rule: &UrlRule,
-    input: &[u8],
-    cuts: &[usize],
-) -> Result<Vec<u8>, PipelineError> {
-    let mut p = BodyPipeline::new(
-        codec,
-        rewrite,
-        rule.clone(),
-        &PipelineOptions::default(),
-        Vec::new(),
-    );
-    let mut last = 0;
-    for &cut in cuts {
-        p.push(&input[last..cut])?;
-        last = cut;
-    }
-    p.push(&input[last..])?;
-    Ok(p.finish()?.0)
-}
 
 fn cut_points(len: usize, picks: &[prop::sample::Index]) -> Vec<usize> {
     let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(len + 1)).collect();

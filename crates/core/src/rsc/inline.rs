@@ -103,7 +103,7 @@ impl InlineFlight {
 
     /// Largest number of bytes held at once.
     pub(crate) fn peak_held(&self) -> usize {
-        self.peak_held
+        self.peak_held.max(self.rows.peak_held())
     }
 
     /// Why rewriting degraded, the first time it did.
