@@ -26,6 +26,13 @@ log "native unit and property tests"
 cargo test --locked -p trusted-server-settings --features load
 cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench
 
+log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
+cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
+
+log "independent Flight oracle on the rewriter's output for every captured Next.js response"
+cargo build --locked --release -p trusted-server-core --example rewrite
+TS_REWRITE="$ROOT/target/release/examples/rewrite" python3 -m pytest -q tests/oracle
+
 log "adapter tests under Viceroy"
 cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
 

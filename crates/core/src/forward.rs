@@ -231,6 +231,23 @@ mod tests {
     }
 
     #[test]
+    fn next_js_router_headers_reach_the_origin_unchanged() {
+        // Next.js answers HTML or Flight depending on these; losing one mixes them up.
+        let rsc = [
+            ("rsc", "1"),
+            ("next-router-state-tree", "%5B%22%22%2C%7B%7D%5D"),
+            ("next-router-prefetch", "1"),
+            ("next-router-segment-prefetch", "/_tree"),
+            ("next-url", "/about"),
+            ("next-action", "7f3a9c"),
+        ];
+        let out = forward(&rsc);
+        for (name, value) in rsc {
+            assert_eq!(get(&out, name), [value], "{name}");
+        }
+    }
+
+    #[test]
     fn hop_by_hop_and_host_are_dropped() {
         let out = forward(&[
             ("host", "www.pub.test"),
