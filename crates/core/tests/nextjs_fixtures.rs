@@ -79,38 +79,55 @@ fn leaks(output: &[u8]) -> usize {
         .count()
 }
 
-#[test]
-fn every_split_of_every_capture_gives_the_same_bytes() {
-    let stride = stride();
-    for capture in captures() {
-        let rewrite = rewrite_kind(&capture.content_type);
-        let body = &capture.body;
-        for rule in rules() {
-            let label = format!("{} ({:?})", capture.name, rule);
-            let whole = run(Codec::Identity, rewrite, &rule, body, &[]).expect("no error");
-            if body.windows(ORIGIN.len()).any(|w| w == ORIGIN.as_bytes()) {
-                assert_ne!(&whole, body, "{label}: nothing was rewritten");
-            }
-            assert_eq!(leaks(&whole), 0, "{label}: origin URLs left");
-            let bytes: Vec<usize> = (1..body.len()).collect();
-            let one_byte = run(Codec::Identity, rewrite, &rule, body, &bytes).unwrap();
-            assert!(one_byte == whole, "{label}: 1-byte chunks differ");
-            for cut in (0..=body.len()).step_by(stride) {
-                let split = run(Codec::Identity, rewrite, &rule, body, &[cut]).unwrap();
-                assert!(split == whole, "{label}: split at {cut} differs");
-            }
-            for codec in [Codec::Gzip, Codec::Brotli] {
-                let encoded = encode(codec, body);
-                for cut in (0..=encoded.len()).step_by(stride) {
-                    let out = run(codec, rewrite, &rule, &encoded, &[cut]).unwrap();
-                    assert!(
-                        decode(codec, &out) == whole,
-                        "{label}: {codec:?} split at {cut} differs"
-                    );
-                }
+/// Checks one capture; see the module docs.
+fn check_every_split(capture: &Capture, stride: usize) {
+    let rewrite = rewrite_kind(&capture.content_type);
+    let body = &capture.body;
+    for rule in rules() {
+        let label = format!("{} ({:?})", capture.name, rule);
+        let whole = run(Codec::Identity, rewrite, &rule, body, &[]).expect("no error");
+        if body.windows(ORIGIN.len()).any(|w| w == ORIGIN.as_bytes()) {
+            assert_ne!(&whole, body, "{label}: nothing was rewritten");
+        }
+        assert_eq!(leaks(&whole), 0, "{label}: origin URLs left");
+        let bytes: Vec<usize> = (1..body.len()).collect();
+        let one_byte = run(Codec::Identity, rewrite, &rule, body, &bytes).unwrap();
+        assert!(one_byte == whole, "{label}: 1-byte chunks differ");
+        for cut in (0..=body.len()).step_by(stride) {
+            let split = run(Codec::Identity, rewrite, &rule, body, &[cut]).unwrap();
+            assert!(split == whole, "{label}: split at {cut} differs");
+        }
+        for codec in [Codec::Gzip, Codec::Brotli] {
+            let encoded = encode(codec, body);
+            for cut in (0..=encoded.len()).step_by(stride) {
+                let out = run(codec, rewrite, &rule, &encoded, &[cut]).unwrap();
+                assert!(
+                    decode(codec, &out) == whole,
+                    "{label}: {codec:?} split at {cut} differs"
+                );
             }
         }
     }
+}
+
+#[test]
+fn every_split_of_every_capture_gives_the_same_bytes() {
+    let stride = stride();
+    let captures = captures();
+    // Largest first, spread over the available cores.
+    let mut order: Vec<&Capture> = captures.iter().collect();
+    order.sort_by_key(|c| std::cmp::Reverse(c.body.len()));
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(capture) = order.get(i) else { break };
+                check_every_split(capture, stride);
+            });
+        }
+    });
 }
 
 /// The largest length a `T` row header in `body` declares (`:T<hex>,`, escaped or not).
