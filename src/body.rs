@@ -11,7 +11,7 @@ use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
     origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError,
-    PipelineOptions, ResponseContext, Rewrite, Settings, UrlRule,
+    PipelineOptions, PipelineReport, ResponseContext, Rewrite, Settings, UrlRule,
 };
 
 use crate::client::Client;
@@ -142,17 +142,22 @@ fn stream(response: Response, mut origin_body: Body, job: Job) {
             if let Err(e) = client_body.finish() {
                 eprintln!("client stream did not finish: {e}");
             }
-            if let Some(reason) = report.html_bail_out {
-                eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
-            }
-            if let Some(reason) = report.rsc.degraded {
-                eprintln!(
-                    "next.js payload passed through unrewritten from some point: {reason} (held at most {} bytes)",
-                    report.rsc.peak_held
-                );
-            }
+            log_degraded(&report);
         }
         Err(e) => log_abandon(&e),
+    }
+}
+
+/// Logs, once per response, where rewriting gave way to passing original bytes through.
+fn log_degraded(report: &PipelineReport) {
+    if let Some(reason) = &report.html_bail_out {
+        eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
+    }
+    if let Some(reason) = report.rsc.degraded {
+        eprintln!(
+            "next.js payload passed through unrewritten from some point: {reason} (held at most {} bytes)",
+            report.rsc.peak_held
+        );
     }
 }
 
@@ -175,7 +180,8 @@ fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settin
         BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, Vec::new());
     let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
     match result {
-        Ok((out, _report)) => {
+        Ok((out, report)) => {
+            log_degraded(&report);
             response.set_body(out);
             response.send_to_client();
         }
