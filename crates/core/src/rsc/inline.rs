@@ -30,6 +30,9 @@ use crate::url_rewrite::UrlRule;
 /// How a Flight script's text starts, after optional whitespace.
 const CALL: &[u8] = b"self.__next_f.push([";
 
+/// How a push ends, from its string's closing quote.
+const CLOSE: &[u8] = b"\"])";
+
 /// Where in the current script's text this stage is.
 #[derive(Debug)]
 enum Script {
@@ -47,6 +50,11 @@ enum Script {
     Text(StringDecoder),
     /// Inside a `[3,"…"]` string: base64 characters not yet decoded (fewer than four).
     Base64(Vec<u8>),
+    /// After a string: this many bytes of [`CLOSE`] matched.
+    Close(usize),
+    /// After the push: only whitespace and `;` may follow. Another push would add bytes to
+    /// the stream that this stage did not read.
+    Tail,
     /// The rest of the script is copied as it is.
     Rest,
 }
@@ -130,6 +138,8 @@ impl InlineFlight {
                 &Script::Kind { kind, comma_quote } => self.kind(text[0], kind, comma_quote, out),
                 Script::Text(_) => self.text(text, out),
                 Script::Base64(_) => self.base64(text, out),
+                &Script::Close(matched) => self.close(text, matched, out),
+                Script::Tail => self.tail(text, out),
             };
             text = &text[used..];
         }
@@ -138,10 +148,13 @@ impl InlineFlight {
 
     /// The current Flight script ended (its end tag starts here).
     pub(crate) fn script_end(&mut self, out: &mut Vec<u8>) {
-        if matches!(self.script, Script::Text(_) | Script::Base64(_)) {
+        if matches!(
+            self.script,
+            Script::Text(_) | Script::Base64(_) | Script::Close(_)
+        ) {
             // The browser rejects such a script, so React never sees its bytes: the stream can
             // no longer be followed.
-            self.stop("a Flight script ended inside its string", out);
+            self.stop("a Flight script ended inside its push", out);
         }
         self.script = Script::Outside;
     }
@@ -272,7 +285,7 @@ impl InlineFlight {
             Decoded::More => text.len(),
             Decoded::End(at) => {
                 self.string_end(out);
-                self.script = Script::Rest;
+                self.script = Script::Close(0);
                 at
             }
             Decoded::Invalid(at) => {
@@ -364,9 +377,36 @@ impl InlineFlight {
             }
         }
         if end.is_some() {
-            self.script = Script::Rest;
+            self.script = Script::Close(0);
         }
         body.len()
+    }
+
+    fn close(&mut self, text: &[u8], matched: usize, out: &mut Vec<u8>) -> usize {
+        let n = text.len().min(CLOSE.len() - matched);
+        if text[..n] != CLOSE[matched..matched + n] {
+            self.stop("a Flight push that does not end after its string", out);
+            return 0;
+        }
+        self.target(out).extend_from_slice(&text[..n]);
+        self.script = if matched + n == CLOSE.len() {
+            Script::Tail
+        } else {
+            Script::Close(matched + n)
+        };
+        n
+    }
+
+    fn tail(&mut self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        let n = text
+            .iter()
+            .position(|b| !(b.is_ascii_whitespace() || *b == b';'))
+            .unwrap_or(text.len());
+        self.target(out).extend_from_slice(&text[..n]);
+        if n < text.len() {
+            self.stop("a Flight script with more code after its push", out);
+        }
+        n
     }
 
     /// Over the cap, the open row is released as it came rather than held any longer.
@@ -593,6 +633,13 @@ mod tests {
                 "<script>self.__next_f.push([3,\"!!!!\"])</script>".to_owned(),
                 None,
             ),
+            // Two pushes in one script: the second one's bytes were not read.
+            (
+                format!("<script>self.__next_f.push([1,\"1:T50,https://{ORIGIN}/\"]);self.__next_f.push([1,\"x\"])</script>"),
+                None,
+            ),
+            // A string not followed by the end of the push.
+            (format!("<script>self.__next_f.push([1,\"1:T50,https://{ORIGIN}/\",2])</script>"), None),
             // A script that ends inside its string, inside an open text row.
             (
                 format!("<script>self.__next_f.push([1,\"1:T50,https://{ORIGIN}/ \\u00</script>"),
