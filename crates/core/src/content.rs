@@ -5,7 +5,7 @@
 
 use lol_html::AsciiCompatibleEncoding;
 
-use crate::codec::Codec;
+use crate::body::codec::Codec;
 use trusted_server_settings::Nextjs;
 
 /// How a body is rewritten.

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use http::header::{HeaderName, HeaderValue};
 
-use crate::codec::Codec;
+use crate::body::codec::Codec;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins.
 const HOP_BY_HOP: [&str; 9] = [

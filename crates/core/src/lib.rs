@@ -13,27 +13,25 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod codec;
+mod body;
 mod content;
-mod decode;
 mod forward;
-mod html;
-mod pipeline;
 mod response;
 mod routes;
-mod rsc;
 mod url_rewrite;
 
-pub use codec::Codec;
+pub use body::codec::Codec;
+pub use body::decode::DecodeError;
+pub use body::pipeline::{
+    BodyPipeline, FlushPolicy, PipelineError, PipelineOptions, PipelineReport,
+};
+pub use body::rsc::RscReport;
 pub use content::{BodyPlan, PassReason, Rewrite};
-pub use decode::DecodeError;
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
-pub use pipeline::{BodyPipeline, FlushPolicy, PipelineError, PipelineOptions, PipelineReport};
 pub use response::{
     apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };
 pub use routes::Route;
-pub use rsc::RscReport;
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.

@@ -21,8 +21,8 @@ use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
 
+use crate::body::rsc::{InlineFlight, RscReport};
 use crate::content::charset_allows_rewrite;
-use crate::rsc::{InlineFlight, RscReport};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to

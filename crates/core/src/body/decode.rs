@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use crate::codec::Codec;
+use crate::body::codec::Codec;
 
 /// Error decoding the origin body: it is corrupt, truncated, or not in the declared coding.
 #[derive(Debug)]
@@ -266,7 +266,7 @@ impl<D: Write> Inflate<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::compress;
+    use crate::body::codec::compress;
 
     const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
 

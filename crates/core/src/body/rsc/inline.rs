@@ -436,7 +436,7 @@ impl InlineFlight {
 
 #[cfg(test)]
 mod tests {
-    use crate::html::HtmlStage;
+    use crate::body::html::HtmlStage;
     use crate::url_rewrite::UrlRule;
     use lol_html::AsciiCompatibleEncoding;
 

@@ -12,11 +12,11 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use crate::codec::{Codec, Encoder};
+use crate::body::codec::{Codec, Encoder};
+use crate::body::decode::{DecodeError, Decoder};
+use crate::body::html::HtmlStage;
+use crate::body::rsc::{FlightStage, RscReport};
 use crate::content::Rewrite;
-use crate::decode::{DecodeError, Decoder};
-use crate::html::HtmlStage;
-use crate::rsc::{FlightStage, RscReport};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 use trusted_server_settings::Nextjs;
 

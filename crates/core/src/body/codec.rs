@@ -195,7 +195,7 @@ pub(crate) fn compress(codec: Codec, plain: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::Decoder;
+    use crate::body::decode::Decoder;
     use std::io::Read;
 
     const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
