@@ -52,7 +52,6 @@ pub mod body;
 pub mod cache;
 pub mod codec;
 pub mod http;
-pub mod json;
 pub mod knobs;
 pub mod nextjs;
 pub mod pages;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::body::TimedChunk;
 use crate::http::RequestHead;
-use crate::json::{self, Json};
+use serde_json::Value as Json;
 
 /// The app's `basePath`: everything it serves is under this path.
 pub const BASE_PATH: &str = "/next";
@@ -120,7 +120,7 @@ impl Replay {
         let read_json = |name: &str| -> Result<Json, String> {
             let path = dir.join(name);
             let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+            serde_json::from_str::<Json>(&text).map_err(|e| format!("{}: {e}", path.display()))
         };
         let index = read_json("index.json")?;
         let list = index

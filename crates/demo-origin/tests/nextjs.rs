@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use demo_origin::json::{self, Json};
+use serde_json::Value as Json;
 use demo_origin::nextjs::{self, Kind, Replay};
 use support::{decode, make_site, start, Client};
 
@@ -15,7 +15,7 @@ fn replay() -> Replay {
 
 fn index() -> Json {
     let text = std::fs::read_to_string(nextjs::default_dir().join("index.json")).unwrap();
-    json::parse(&text).unwrap()
+    serde_json::from_str(&text).unwrap()
 }
 
 /// The request headers that select `kind`, as a browser sends them.
