@@ -2,12 +2,14 @@
 # Shared set-up for scripts/serve.sh, scripts/test.sh and scripts/benchmark.sh. Source it.
 # Installs only what is missing: the wasm32-wasip1 target, Viceroy (pinned; building it takes
 # ~14 minutes on 2 cores, so it is skipped when the right version is on PATH) and the Fastly CLI
-# from npm (into .tools/, not globally).
+# from npm (into .tools/, not globally). `setup_all browser` also installs what the browser test
+# needs: Debian's chromium and playwright-core from npm (into .tools/).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VICEROY_VERSION="0.22.0"
 FASTLY_CLI_VERSION="16.1.0"
+PLAYWRIGHT_CORE_VERSION="1.65.1"
 export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -35,11 +37,39 @@ ensure_fastly_cli() {
   npm install --silent --no-audit --no-fund --prefix "$ROOT/.tools" "@fastly/cli@${FASTLY_CLI_VERSION}" >&2
 }
 
+# For crates/e2e/tests/browser.rs (tests/browser/nextjs.mjs): Debian's /usr/bin/chromium, and
+# playwright-core (pinned) in .tools/node_modules, where the script looks for it.
+ensure_browser() {
+  if [[ ! -x /usr/bin/chromium ]]; then
+    log "installing Debian's chromium"
+    local sudo=()
+    if [[ "$(id -u)" -ne 0 ]]; then sudo=(sudo); fi
+    "${sudo[@]}" apt-get update -qq >&2
+    "${sudo[@]}" apt-get install -y chromium >&2
+  fi
+  if ! grep -qs "\"version\": \"${PLAYWRIGHT_CORE_VERSION}\"" \
+    "$ROOT/.tools/node_modules/playwright-core/package.json"; then
+    log "installing playwright-core ${PLAYWRIGHT_CORE_VERSION} from npm into .tools/"
+    npm install --silent --no-audit --no-fund --save-exact --prefix "$ROOT/.tools" \
+      "playwright-core@${PLAYWRIGHT_CORE_VERSION}" >&2
+  fi
+}
 
+# Usage: setup_all [browser]. What every script needs, plus the named extras.
 setup_all() {
   ensure_wasm_target
   ensure_viceroy
   ensure_fastly_cli
+  local extra
+  for extra in "$@"; do
+    case "$extra" in
+      browser) ensure_browser ;;
+      *)
+        log "setup_all: unknown extra '${extra}'"
+        return 1
+        ;;
+    esac
+  done
 }
 
 # Prints a free TCP port on 127.0.0.1 (the kernel picks it; a small race is acceptable).

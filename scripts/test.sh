@@ -4,7 +4,7 @@
 # on loopback, started and stopped by the tests themselves). Does its own set-up first.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
-setup_all
+setup_all browser
 
 # Build scripts must not pick up a developer's overrides: the tests set their own.
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^TRUSTED_SERVER__' || true)
