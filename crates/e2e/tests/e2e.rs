@@ -108,6 +108,22 @@ fn main() {
             "redirects and cookies are made first-party",
             redirects_and_cookies,
         ),
+        (
+            "Next.js RSC request headers reach the origin unchanged",
+            rsc_request_headers_reach_origin,
+        ),
+        (
+            "the origin's Vary reaches the client on Flight and HTML responses",
+            vary_reaches_client,
+        ),
+        (
+            "a text/x-component navigation is rewritten with its row structure intact",
+            flight_navigation_rewritten,
+        ),
+        (
+            "a Next.js HTML page streams through the proxy, identity and gzip",
+            nextjs_page_streams,
+        ),
         ("a slow origin gets a 504", slow_origin_gets_504),
         (
             "a dead origin gets a 502 with the standard headers",
@@ -605,6 +621,312 @@ fn redirects_and_cookies(w: &World) -> Outcome {
                 .all(|c| !c.to_ascii_lowercase().contains("domain=")),
         || format!("cookies {cookies:?}"),
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Next.js (React Server Components): the captured app the demo origin replays under /next
+// (fixtures/nextjs/README.md).
+
+/// The `Next-Router-State-Tree` a browser sent with its client-side navigation from `/next` to
+/// About (fixtures/nextjs/about.rsc.meta.json).
+const ABOUT_STATE_TREE: &str = "%5B%22%22%2C%7B%22children%22%3A%5B%22about%22%2C%7B%22children%22%3A%5B%22__PAGE__%22%2C%7B%7D%2Cnull%2C%22refetch%22%2C0%5D%7D%2Cnull%2Cnull%2C4%5D%7D%2Cnull%2Cnull%2C24%5D";
+/// What Next.js puts in `Vary` on its pages and Flight responses (before `Accept-Encoding`).
+const NEXT_VARY: &str =
+    "rsc, next-router-state-tree, next-router-prefetch, next-router-segment-prefetch";
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// No origin URL is left, in plain or JSON-escaped form, and some URL names `host`.
+fn no_origin_urls(label: &str, body: &[u8], host: &str) -> Outcome {
+    for leak in [format!("//{ORIGIN_HOST}"), format!("\\/\\/{ORIGIN_HOST}")] {
+        check(!contains(body, leak.as_bytes()), || {
+            format!("{label}: still contains {leak}")
+        })?;
+    }
+    check(contains(body, format!("//{host}/").as_bytes()), || {
+        format!("{label}: no URL points at {host}")
+    })
+}
+
+/// Runs the independent Flight oracle (tests/oracle/flight_oracle.py) on what the proxy sent
+/// for the capture `original`, rewritten for `host` over http.
+fn flight_oracle(w: &World, original: &str, proxied: &[u8], host: &str, kind: &str) -> Outcome {
+    let dir = w.root.join("target/e2e/rsc");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join(format!("{original}.proxied"));
+    std::fs::write(&file, proxied).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut cmd = std::process::Command::new("python3");
+    cmd.current_dir(&w.root)
+        .args(["tests/oracle/flight_oracle.py", "check", "--original"])
+        .arg(format!("fixtures/nextjs/{original}"))
+        .arg("--rewritten")
+        .arg(&file)
+        .args(["--origin", ORIGIN_HOST, "--scheme", "http", "--host", host])
+        .args(["--kind", kind]);
+    if kind == "html" {
+        // The HTML outside the Flight scripts must be the URL rule applied, too.
+        cmd.arg("--check-html");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("flight oracle (python3): {e}"))?;
+    check(out.status.success(), || {
+        format!(
+            "flight oracle rejects the proxied {original} ({}):\n{}{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn vary_of(r: &Timed) -> Vec<&str> {
+    r.headers
+        .iter()
+        .filter(|(n, _)| n == "vary")
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+fn rsc_request_headers_reach_origin(w: &World) -> Outcome {
+    // Named as Next.js's client sends them; the echo shows names as the origin got them.
+    let sent = [
+        ("RSC", "1"),
+        ("Next-Router-State-Tree", ABOUT_STATE_TREE),
+        ("Next-Router-Prefetch", "1"),
+        ("Next-Router-Segment-Prefetch", "/_tree"),
+        ("Next-Url", "/about"),
+        ("Next-Action", "7f3c2a9d0e41b5c6a7d8e9f00112233445566778"),
+    ];
+    // Navigations and prefetches are GETs, server actions POSTs: both must carry them.
+    for (method, body) in [("GET", &b""[..]), ("POST", &b"[\"tram\"]"[..])] {
+        let mut headers = vec![identity(), ("Accept", "text/x-component")];
+        headers.extend(sent);
+        if method == "POST" {
+            headers.push(("Content-Type", "text/plain;charset=UTF-8"));
+        }
+        let r = e2e::send(
+            w.streaming,
+            method,
+            "/__echo?_rsc=1x2y3&nextjs=1",
+            &headers,
+            body,
+            TIMEOUT,
+        )
+        .map_err(|e| format!("{method} /__echo: {e}"))?;
+        check(r.status == 200, || format!("{method}: status {}", r.status))?;
+        let echo = String::from_utf8_lossy(&r.body);
+        check(echo.contains("\"query\":\"_rsc=1x2y3&nextjs=1\""), || {
+            format!("{method}: the origin did not get the query: {echo}")
+        })?;
+        for (name, value) in sent {
+            let pair = format!("[\"{}\",\"{value}\"]", name.to_ascii_lowercase());
+            let seen = echo.matches(&pair).count();
+            let named = echo
+                .matches(&format!("[\"{}\",", name.to_ascii_lowercase()))
+                .count();
+            check(seen == 1 && named == 1, || {
+                format!("{method}: the origin saw {named} {name} header(s), {seen} equal to {value:?}: {echo}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn vary_reaches_client(w: &World) -> Outcome {
+    let host = w.streaming.to_string();
+    let flight: &[(&str, &str)] = &[("rsc", "1")];
+    let prefetch: &[(&str, &str)] = &[("rsc", "1"), ("next-router-prefetch", "1")];
+    // (what, path, request headers beyond accept-encoding and host)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 4] = [
+        ("HTML page", "/next/about?nextjs_timing=0", &[]),
+        // The edge runtime's page: Next's Vary lacks Accept-Encoding, the origin adds its own.
+        ("edge-runtime HTML page", "/next/live?nextjs_timing=0", &[]),
+        (
+            "Flight navigation",
+            "/next/about?_rsc=a1&nextjs_timing=0",
+            flight,
+        ),
+        (
+            "Flight prefetch",
+            "/next/about?_rsc=b2&nextjs_timing=0",
+            prefetch,
+        ),
+    ];
+    for (label, path, extra) in cases {
+        for enc in ["identity", "gzip"] {
+            let mut headers = vec![("accept-encoding", enc), ("host", host.as_str())];
+            headers.extend_from_slice(extra);
+            let direct = fetch(w.origin_addr, path, &headers)?;
+            let want = vary_of(&direct);
+            check(
+                direct.status == 200 && want.first().is_some_and(|v| v.starts_with(NEXT_VARY)),
+                || {
+                    format!(
+                        "{label} ({enc}): the origin sent {} with Vary {want:?}",
+                        direct.status
+                    )
+                },
+            )?;
+            for (build, addr) in [("streaming", w.streaming), ("buffered", w.buffered)] {
+                let r = fetch(addr, path, &headers)?;
+                check(r.status == 200 && vary_of(&r) == want, || {
+                    format!(
+                        "{label} ({enc}, {build}): status {}, Vary {:?}, origin's {want:?}",
+                        r.status,
+                        vary_of(&r)
+                    )
+                })?;
+                check(
+                    r.header("content-type") == direct.header("content-type"),
+                    || {
+                        format!(
+                            "{label} ({enc}, {build}): content-type {:?}",
+                            r.header("content-type")
+                        )
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn flight_navigation_rewritten(w: &World) -> Outcome {
+    let host = w.streaming.to_string();
+    // The request a click on About's next/link makes (fixtures/nextjs/README.md).
+    let nav = |enc| {
+        vec![
+            ("accept-encoding", enc),
+            ("accept", "*/*"),
+            ("rsc", "1"),
+            ("next-router-state-tree", ABOUT_STATE_TREE),
+            ("next-url", "/"),
+        ]
+    };
+    let path = "/next/about?_rsc=kbjVg6WzCIn1t0Fs&nextjs_timing=0";
+    let r = fetch(w.streaming, path, &nav("identity"))?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {} complete {}", r.status, r.complete)
+    })?;
+    check(
+        r.header("content-type")
+            .is_some_and(|c| c.starts_with("text/x-component")),
+        || format!("content-type {:?}", r.header("content-type")),
+    )?;
+    check(r.header("content-length").is_none(), || {
+        "a rewritten Flight body kept its Content-Length".into()
+    })?;
+    no_origin_urls("Flight body", &r.body, &host)?;
+    flight_oracle(w, "about.rsc.body", &r.body, &host, "flight")?;
+
+    // gzip, the buffered build and the captured timing give the same bytes.
+    let g = fetch(w.streaming, path, &nav("gzip"))?;
+    check(
+        g.header("content-encoding") == Some("gzip") && g.complete,
+        || format!("gzip: content-encoding {:?}", g.header("content-encoding")),
+    )?;
+    same_bytes("gzip Flight body, decoded", &gunzip(&g.body)?, &r.body)?;
+    let mut buffered_headers = nav("identity");
+    buffered_headers.push(("host", &host));
+    let b = fetch(w.buffered, path, &buffered_headers)?;
+    same_bytes("buffered Flight body", &b.body, &r.body)?;
+    // Timed: the first rows (3,031 bytes at once) come before the 400 ms boundary.
+    let t = fetch(
+        w.streaming,
+        "/next/about?_rsc=kbjVg6WzCIn1t0Fs",
+        &nav("identity"),
+    )?;
+    same_bytes("timed Flight body", &t.body, &r.body)?;
+    let first = t.first_body_at.ok_or("timed: no body")?;
+    check(
+        first < Duration::from_millis(250) && t.last_at >= Duration::from_millis(350),
+        || {
+            format!(
+                "timed: first body byte at {first:?}, last at {:?} (origin: rows at 0 and ~400 ms)",
+                t.last_at
+            )
+        },
+    )?;
+    println!(
+        "    Flight navigation: {} bytes (origin {}), oracle ok; timed: first body byte {first:?}, last {:?}",
+        r.body.len(),
+        nextjs_fixture(w, "about.rsc.body").len(),
+        t.last_at
+    );
+    Ok(())
+}
+
+fn nextjs_fixture(w: &World, name: &str) -> Vec<u8> {
+    std::fs::read(w.root.join("fixtures/nextjs").join(name)).expect("Next.js fixture exists")
+}
+
+fn nextjs_page_streams(w: &World) -> Outcome {
+    // /next/live: 25 KB leave the origin at once, the rest at ~280, ~480, ~630 and ~785 ms.
+    const LAST_CHUNK: Duration = Duration::from_millis(785);
+    const EARLY: Duration = Duration::from_millis(600);
+    let host = w.streaming.to_string();
+    let r = fetch(w.streaming, "/next/live", &[identity()])?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {} complete {}", r.status, r.complete)
+    })?;
+    no_origin_urls("live page", &r.body, &host)?;
+    flight_oracle(w, "live.body", &r.body, &host, "html")?;
+    let first = r.first_body_at.ok_or("no body")?;
+    let early = r.body_bytes_by(EARLY);
+    check(first < Duration::from_millis(250), || {
+        format!("first body byte at {first:?}; the origin's last chunk leaves at ~785 ms")
+    })?;
+    check(early * 2 >= r.body.len(), || {
+        format!("only {early} of {} body bytes by {EARLY:?}", r.body.len())
+    })?;
+    check(r.last_at >= LAST_CHUNK - Duration::from_millis(50), || {
+        format!(
+            "last byte at {:?}: the origin's timing was not replayed?",
+            r.last_at
+        )
+    })?;
+
+    let g = fetch(w.streaming, "/next/live", &[("accept-encoding", "gzip")])?;
+    check(
+        g.status == 200 && g.complete && g.header("content-encoding") == Some("gzip"),
+        || {
+            format!(
+                "gzip: status {} complete {} content-encoding {:?}",
+                g.status,
+                g.complete,
+                g.header("content-encoding")
+            )
+        },
+    )?;
+    same_bytes("gzip live page, decoded", &gunzip(&g.body)?, &r.body)?;
+    let g_first = g.first_body_at.ok_or("gzip: no body")?;
+    let g_early = gunzip_prefix(&g.body[..g.body_bytes_by(EARLY)]);
+    check(
+        g_first < Duration::from_millis(250)
+            && g_early.len() * 2 >= r.body.len()
+            && r.body.starts_with(&g_early),
+        || {
+            format!(
+                "gzip: first body byte at {g_first:?}, {} of {} bytes decodable by {EARLY:?}",
+                g_early.len(),
+                r.body.len()
+            )
+        },
+    )?;
+    let direct = fetch(w.origin_addr, "/next/live", &[identity()])?;
+    println!(
+        "    live page: proxy first body byte {first:?}, {}% by {EARLY:?}, last byte {:?}; gzip first body byte {g_first:?}, {}% by {EARLY:?}; direct first body byte {:?}, last byte {:?}",
+        early * 100 / r.body.len(),
+        r.last_at,
+        g_early.len() * 100 / r.body.len(),
+        direct.first_body_at.unwrap_or_default(),
+        direct.last_at
+    );
+    Ok(())
 }
 
 fn slow_origin_gets_504(w: &World) -> Outcome {
