@@ -2,8 +2,10 @@
 //!
 //! [`throughput`] is platform-free and is compiled both natively and for `wasm32-wasip1` (run
 //! under `viceroy run`), so the two can be compared on identical inputs. The side-by-side
-//! latency, streamed-fraction and load run lives in the native `bench` binary.
+//! latency, streamed-fraction and load run lives in the native `bench` binary. [`flight`] is
+//! an independent reader of Next.js Flight payloads the checks on the RSC pages use.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod flight;
 pub mod throughput;

@@ -2,7 +2,11 @@
 //!
 //! Both sides get the same bytes in the same chunks. Before anything is timed, each side's
 //! output is checked: bare lol_html (no handlers) must return the input unchanged, and the
-//! pipeline must return exactly the URL rule applied to the input. Rounds are interleaved
+//! pipeline must return exactly the URL rule applied to the input. On the captured Next.js
+//! pages ([`rsc_pages`]) a plain replacement is not the right answer (`T` row lengths change),
+//! so there the pipeline's output is checked row by row with the independent reader in
+//! [`crate::flight`], and must not depend on how the input was split; its digest is printed so
+//! the caller can check that native and wasm outputs are identical. Rounds are interleaved
 //! (bare, pipeline, bare, pipeline, ...) so drift hits both sides alike; medians and min–max are
 //! reported.
 
@@ -17,6 +21,14 @@ pub const CHUNK: usize = 8 * 1024;
 const ORIGIN: &str = "origin.demo-publisher.example";
 const HOMEPAGE: &[u8] = include_bytes!("../../../fixtures/site/index.html");
 const ARTICLE: &[u8] = include_bytes!("../../../fixtures/site/news/article.html");
+const NEXT_INDEX: &[u8] = include_bytes!("../../../fixtures/nextjs/index.body");
+const NEXT_LIVE: &[u8] = include_bytes!("../../../fixtures/nextjs/live.body");
+const NEXT_ABOUT: &[u8] = include_bytes!("../../../fixtures/nextjs/about.body");
+const NEXT_NONCE: &[u8] = include_bytes!("../../../fixtures/nextjs/nonce.body");
+const NEXT_LIVE_FLIGHT: &[u8] = include_bytes!("../../../fixtures/nextjs/live.rsc.body");
+
+const HTML: &str = "text/html; charset=utf-8";
+const FLIGHT: &str = "text/x-component";
 
 /// A named input page.
 #[derive(Debug, Clone)]
@@ -25,6 +37,35 @@ pub struct Page {
     pub name: &'static str,
     /// The page's bytes.
     pub bytes: Vec<u8>,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// A captured Next.js response, checked with [`crate::flight`] instead of a plain
+    /// replacement.
+    pub rsc: bool,
+}
+
+impl Page {
+    fn plain(name: &'static str, bytes: Vec<u8>) -> Page {
+        Page {
+            name,
+            bytes,
+            content_type: HTML,
+            rsc: false,
+        }
+    }
+
+    fn rsc(name: &'static str, bytes: &[u8], content_type: &'static str) -> Page {
+        Page {
+            name,
+            bytes: bytes.to_vec(),
+            content_type,
+            rsc: true,
+        }
+    }
+
+    fn is_html(&self) -> bool {
+        self.content_type.starts_with("text/html")
+    }
 }
 
 /// The benchmark pages: the homepage (~35 KB), the article (~42 KB) and a ~1 MB page made of
@@ -35,19 +76,30 @@ pub fn pages() -> Vec<Page> {
         big.extend_from_slice(ARTICLE);
     }
     vec![
-        Page {
-            name: "homepage",
-            bytes: HOMEPAGE.to_vec(),
-        },
-        Page {
-            name: "article",
-            bytes: ARTICLE.to_vec(),
-        },
-        Page {
-            name: "1mb",
-            bytes: big,
-        },
+        Page::plain("homepage", HOMEPAGE.to_vec()),
+        Page::plain("article", ARTICLE.to_vec()),
+        Page::plain("1mb", big),
     ]
+}
+
+/// The captured Next.js responses (`fixtures/nextjs`), named as the latency cases that fetch
+/// them: the four HTML pages with inline Flight scripts (20–71 KB), and the `/next/live`
+/// Flight navigation (`RSC: 1`, `text/x-component`).
+pub fn rsc_pages() -> Vec<Page> {
+    vec![
+        Page::rsc("next", NEXT_INDEX, HTML),
+        Page::rsc("next_live", NEXT_LIVE, HTML),
+        Page::rsc("next_about", NEXT_ABOUT, HTML),
+        Page::rsc("next_nonce", NEXT_NONCE, HTML),
+        Page::rsc("next_live_rsc", NEXT_LIVE_FLIGHT, FLIGHT),
+    ]
+}
+
+/// Every page the tool measures: [`pages`], then [`rsc_pages`].
+pub fn all_pages() -> Vec<Page> {
+    let mut all = pages();
+    all.extend(rsc_pages());
+    all
 }
 
 fn rule() -> UrlRule {
@@ -69,26 +121,23 @@ pub fn run_bare(input: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The full pipeline (identity coding, HTML stage, URL rule, batched output).
-pub fn run_pipeline(input: &[u8]) -> Vec<u8> {
-    let BodyPlan::Rewrite { rewrite, .. } = BodyPlan::decide(
-        200,
-        Some("text/html; charset=utf-8"),
-        None,
-        &PipelineOptions::default().nextjs,
-    ) else {
-        unreachable!("HTML is always rewritten");
+/// The full pipeline (identity coding, the stage `page`'s content type selects, URL rule,
+/// batched output), fed in [`CHUNK`]-byte chunks.
+pub fn run_pipeline(page: &Page) -> Vec<u8> {
+    run_pipeline_split(page, CHUNK)
+}
+
+fn run_pipeline_split(page: &Page, chunk: usize) -> Vec<u8> {
+    let options = PipelineOptions::default();
+    let BodyPlan::Rewrite { rewrite, .. } =
+        BodyPlan::decide(200, Some(page.content_type), None, &options.nextjs)
+    else {
+        unreachable!("HTML and Flight bodies are always rewritten");
     };
-    let sink = Vec::with_capacity(input.len());
-    let mut p = BodyPipeline::new(
-        Codec::Identity,
-        rewrite,
-        rule(),
-        &PipelineOptions::default(),
-        sink,
-    );
-    for chunk in input.chunks(CHUNK) {
-        p.push(chunk).expect("in-memory pipeline cannot fail");
+    let sink = Vec::with_capacity(page.bytes.len() + page.bytes.len() / 8);
+    let mut p = BodyPipeline::new(Codec::Identity, rewrite, rule(), &options, sink);
+    for piece in page.bytes.chunks(chunk) {
+        p.push(piece).expect("in-memory pipeline cannot fail");
     }
     p.finish().expect("in-memory pipeline cannot fail").0
 }
@@ -101,9 +150,24 @@ pub fn verify(page: &Page) -> Result<(), String> {
     if run_bare(&page.bytes) != page.bytes {
         return Err(format!("{}: bare lol_html changed the page", page.name));
     }
-    if run_pipeline(&page.bytes) != rule().rewrite_all(&page.bytes) {
+    let out = run_pipeline(page);
+    if !page.rsc {
+        if out != rule().rewrite_all(&page.bytes) {
+            return Err(format!(
+                "{}: pipeline output differs from the URL rule",
+                page.name
+            ));
+        }
+        return Ok(());
+    }
+    crate::flight::check_rewrite(page.is_html(), &page.bytes, &out, &rule())
+        .map_err(|e| format!("{}: pipeline output: {e}", page.name))?;
+    if out == page.bytes {
+        return Err(format!("{}: the pipeline rewrote nothing", page.name));
+    }
+    if run_pipeline_split(page, page.bytes.len()) != out {
         return Err(format!(
-            "{}: pipeline output differs from the URL rule",
+            "{}: pipeline output depends on how the input is split",
             page.name
         ));
     }
@@ -148,7 +212,7 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
     let mut pipeline = Vec::with_capacity(rounds);
     // Warm-up.
     std::hint::black_box(run_bare(&page.bytes));
-    std::hint::black_box(run_pipeline(&page.bytes));
+    std::hint::black_box(run_pipeline(page));
     for _ in 0..rounds {
         let t = Instant::now();
         for _ in 0..reps {
@@ -157,7 +221,7 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
         bare.push(t.elapsed() / reps as u32);
         let t = Instant::now();
         for _ in 0..reps {
-            std::hint::black_box(run_pipeline(std::hint::black_box(&page.bytes)));
+            std::hint::black_box(run_pipeline(std::hint::black_box(page)));
         }
         pipeline.push(t.elapsed() / reps as u32);
     }
@@ -167,14 +231,20 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
     }
 }
 
-/// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s.
+/// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s,
+/// `<page>.bytes`, and for the RSC pages `<page>.digest` (FNV-1a of the pipeline's output, in
+/// hex).
 ///
 /// # Errors
 /// If an output check fails.
 pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
-    for page in pages() {
+    for page in all_pages() {
         verify(&page)?;
+        if page.rsc {
+            let digest = crate::flight::digest(&run_pipeline(&page));
+            lines.push(format!("{}.digest={digest:016x}", page.name));
+        }
         let r = measure(&page, rounds);
         for (side, rate) in [("bare", r.bare), ("pipeline", r.pipeline)] {
             lines.push(format!("{}.{side}.median={:.2}", page.name, rate.median));
@@ -192,7 +262,7 @@ mod tests {
 
     #[test]
     fn both_sides_verify_on_every_page() {
-        for page in pages() {
+        for page in all_pages() {
             verify(&page).unwrap();
         }
     }
@@ -201,6 +271,19 @@ mod tests {
     fn verification_catches_a_wrong_output() {
         // A page whose URLs the rule changes: the pipeline must not equal the bare output.
         let page = &pages()[1];
-        assert_ne!(run_pipeline(&page.bytes), run_bare(&page.bytes));
+        assert_ne!(run_pipeline(page), run_bare(&page.bytes));
+    }
+
+    #[test]
+    fn a_plain_replacement_is_wrong_on_the_rsc_pages() {
+        // The reason these pages get the Flight check: the URL rule changes `T` row lengths.
+        for page in rsc_pages() {
+            let plain = rule().rewrite_all(&page.bytes);
+            assert!(
+                crate::flight::check_rewrite(page.is_html(), &page.bytes, &plain, &rule()).is_err(),
+                "{}",
+                page.name
+            );
+        }
     }
 }

@@ -4,12 +4,19 @@
 
 fn main() {
     if let Ok(side) = std::env::var("TS_BENCH_PROFILE") {
-        // Run one side in a loop, for a profiler: `TS_BENCH_PROFILE=pipeline|bare`.
-        let page = &ts_bench::throughput::pages()[2];
-        for _ in 0..200 {
+        // Run one side in a loop, for a profiler: `TS_BENCH_PROFILE=pipeline|bare`, on the 1 MB
+        // page or on `TS_BENCH_PAGE=<name>` (e.g. `next_live`).
+        let name = std::env::var("TS_BENCH_PAGE").unwrap_or_else(|_| "1mb".into());
+        let pages = ts_bench::throughput::all_pages();
+        let Some(page) = pages.iter().find(|p| p.name == name) else {
+            eprintln!("throughput: no page named {name:?}");
+            std::process::exit(2);
+        };
+        let reps = (200 << 20) / page.bytes.len();
+        for _ in 0..reps {
             let out = match side.as_str() {
                 "bare" => ts_bench::throughput::run_bare(&page.bytes),
-                _ => ts_bench::throughput::run_pipeline(&page.bytes),
+                _ => ts_bench::throughput::run_pipeline(page),
             };
             std::hint::black_box(out);
         }

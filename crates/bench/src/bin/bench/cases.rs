@@ -11,55 +11,82 @@ pub struct Case {
     pub encoding: &'static str,
     /// Interleaved rounds.
     pub rounds: usize,
+    /// Extra request headers (`RSC: 1` for a Flight navigation).
+    pub headers: &'static [(&'static str, &'static str)],
+    /// For a replayed Next.js page: the capture in `fixtures/nextjs` the origin answers with.
+    /// Such a page is checked against the core pipeline run natively, not a plain replacement.
+    pub capture: Option<&'static str>,
 }
 
-/// All cases. Dripped pages take ~2 s per request, so they get fewer rounds.
+impl Case {
+    fn page(name: &'static str, path: &'static str, encoding: &'static str, rounds: usize) -> Case {
+        Case {
+            name,
+            path,
+            encoding,
+            rounds,
+            headers: &[],
+            capture: None,
+        }
+    }
+
+    fn next(name: &'static str, path: &'static str, capture: &'static str, rounds: usize) -> Case {
+        Case {
+            capture: Some(capture),
+            headers: if capture.ends_with(".rsc") {
+                &[("rsc", "1")]
+            } else {
+                &[]
+            },
+            ..Case::page(name, path, "identity", rounds)
+        }
+    }
+
+    /// Whether this is a replayed Next.js (RSC) page.
+    pub fn is_rsc(&self) -> bool {
+        self.capture.is_some()
+    }
+}
+
+/// All cases. Dripped pages take ~2 s per request and the replayed Next.js pages 0.4–0.8 s, so
+/// they get fewer rounds.
 pub fn all(quick: bool) -> Vec<Case> {
     let (fast, slow) = if quick { (15, 5) } else { (41, 15) };
-    vec![
-        Case {
-            name: "small",
-            path: "/embed/poll.html",
-            encoding: "identity",
-            rounds: fast,
-        },
-        Case {
-            name: "110kb",
-            path: "/__gen/110kb.html",
-            encoding: "identity",
-            rounds: fast,
-        },
-        Case {
-            name: "110kb_gzip",
-            path: "/__gen/110kb.html",
-            encoding: "gzip",
-            rounds: fast,
-        },
-        Case {
-            name: "1mb",
-            path: "/__gen/1024kb.html",
-            encoding: "identity",
-            rounds: fast,
-        },
+    let mut cases = vec![
+        Case::page("small", "/embed/poll.html", "identity", fast),
+        Case::page("110kb", "/__gen/110kb.html", "identity", fast),
+        Case::page("110kb_gzip", "/__gen/110kb.html", "gzip", fast),
+        Case::page("1mb", "/__gen/1024kb.html", "identity", fast),
         // Head at once, the rest in 10 parts 200 ms apart (~2 s).
-        Case {
-            name: "drip",
-            path: "/news/article.html?drip_ms=200&drip_chunks=10",
-            encoding: "identity",
-            rounds: slow,
-        },
-        Case {
-            name: "drip_gzip",
-            path: "/news/article.html?drip_ms=200&drip_chunks=10",
-            encoding: "gzip",
-            rounds: slow,
-        },
+        Case::page(
+            "drip",
+            "/news/article.html?drip_ms=200&drip_chunks=10",
+            "identity",
+            slow,
+        ),
+        Case::page(
+            "drip_gzip",
+            "/news/article.html?drip_ms=200&drip_chunks=10",
+            "gzip",
+            slow,
+        ),
         // The 1 MB page from an origin that takes ~1 s to send it, as real origins do.
-        Case {
-            name: "1mb_paced",
-            path: "/__gen/1024kb.html?drip_ms=50&drip_chunks=20",
-            encoding: "identity",
-            rounds: slow,
-        },
-    ]
+        Case::page(
+            "1mb_paced",
+            "/__gen/1024kb.html?drip_ms=50&drip_chunks=20",
+            "identity",
+            slow,
+        ),
+    ];
+    // The captured Next.js 16 app, replayed with its recorded chunk timing (Suspense
+    // boundaries resolving 0.3–0.8 s after the head): four HTML pages with inline Flight
+    // scripts, and the Flight response of a client-side navigation to /next/live.
+    cases.extend([
+        Case::next("next", "/next", "index", slow),
+        Case::next("next_live", "/next/live", "live", slow),
+        Case::next("next_about", "/next/about", "about", slow),
+        Case::next("next_nonce", "/next/nonce", "nonce", slow),
+        Case::next("next_live_rsc", "/next/live", "live.rsc", slow),
+    ]);
+    cases
 }

@@ -6,8 +6,9 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use demo_origin::nextjs::Replay;
 use e2e::{get, Timed};
-use trusted_server_core::UrlRule;
+use trusted_server_core::{PipelineOptions, UrlRule};
 
 use crate::cases::Case;
 use crate::Servers;
@@ -15,7 +16,8 @@ use crate::Servers;
 /// The `Host` every proxy request carries, so both proxy builds rewrite to the same authority
 /// and their outputs can be compared byte for byte.
 pub const PUBLIC_HOST: &str = "bench.first-party.example";
-const ORIGIN_HOST: &str = "origin.demo-publisher.example";
+/// The authority the origin's pages use in absolute URLs (the proxy's `origin_host`).
+pub const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Who answers a request.
@@ -84,6 +86,7 @@ fn fetch(
     let sep = if case.path.contains('?') { '&' } else { '?' };
     let path = format!("{}{sep}rid={rid}", case.path);
     let mut headers = vec![("accept-encoding", case.encoding)];
+    headers.extend_from_slice(case.headers);
     if side != Side::Direct {
         headers.push(("host", PUBLIC_HOST));
     }
@@ -115,16 +118,56 @@ fn decoded(r: &Timed) -> Result<Vec<u8>, String> {
     }
 }
 
+/// What the proxy must return for a replayed Next.js page: the core pipeline run natively, with
+/// the proxy's settings and URL rule, over the origin's bytes in the capture's chunks. The
+/// direct response must be the capture itself.
+fn rsc_reference(
+    case: &Case,
+    capture: &str,
+    direct: &Timed,
+    replay: &Replay,
+    options: &PipelineOptions,
+    rule: &UrlRule,
+) -> Result<Vec<u8>, String> {
+    let c = replay
+        .captures()
+        .iter()
+        .find(|c| c.name == capture)
+        .ok_or_else(|| format!("{}: no capture named {capture}", case.name))?;
+    let body = decoded(direct)?;
+    if body != *c.body || direct.header("content-type") != c.content_type.as_deref() {
+        return Err(format!(
+            "{}: the origin did not answer with the {capture} capture",
+            case.name
+        ));
+    }
+    let lens: Vec<usize> = c.chunks.iter().map(|ch| ch.len).collect();
+    let (want, _) = crate::rsc::reference(c.content_type.as_deref(), &body, &lens, rule, options)
+        .map_err(|e| format!("{}: {e}", case.name))?;
+    Ok(want)
+}
+
 /// Before timing anything: the streaming and buffered proxies must return exactly the
-/// origin's page with the URL rule applied, in the same content coding.
+/// origin's page with the URL rule applied, in the same content coding, and the same bytes.
+/// For a replayed Next.js page the expected output is the core pipeline's, run natively
+/// ([`crate::rsc::reference`]); a plain replacement would get `T` row lengths wrong.
 ///
 /// # Errors
 /// A message naming the case and side that differ.
-pub fn verify_outputs(servers: &Servers, cases: &[Case]) -> Result<(), String> {
+pub fn verify_outputs(
+    servers: &Servers,
+    cases: &[Case],
+    replay: &Replay,
+    options: &PipelineOptions,
+) -> Result<(), String> {
     let rule = UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST);
     for case in cases {
         let (direct, _) = fetch(Side::Direct, servers, case, 0)?;
-        let want = rule.rewrite_all(&decoded(&direct)?);
+        let want = match case.capture {
+            Some(capture) => rsc_reference(case, capture, &direct, replay, options, &rule)?,
+            None => rule.rewrite_all(&decoded(&direct)?),
+        };
+        let mut outputs = Vec::new();
         for side in [Side::Streaming, Side::Buffered] {
             let (r, _) = fetch(side, servers, case, 0)?;
             if r.header("content-encoding") != direct.header("content-encoding") {
@@ -134,18 +177,33 @@ pub fn verify_outputs(servers: &Servers, cases: &[Case]) -> Result<(), String> {
                     side.name()
                 ));
             }
-            if decoded(&r)? != want {
+            let got = decoded(&r)?;
+            if got != want {
                 return Err(format!(
-                    "{}: {} output differs from the origin's page with the URL rule applied",
+                    "{}: {} output differs from the origin's page with the URL rule applied{}",
                     case.name,
-                    side.name()
+                    side.name(),
+                    if case.is_rsc() {
+                        " (by the core pipeline, run natively)"
+                    } else {
+                        ""
+                    }
                 ));
             }
+            outputs.push(got);
+        }
+        if outputs[0] != outputs[1] {
+            return Err(format!("{}: streaming and buffered differ", case.name));
         }
         eprintln!(
-            "bench: verified {} ({} bytes): direct, streaming and buffered agree",
+            "bench: verified {} ({} bytes): direct, streaming and buffered agree{}",
             case.name,
-            want.len()
+            want.len(),
+            if case.is_rsc() {
+                "; the proxy's Flight output is the native pipeline's"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

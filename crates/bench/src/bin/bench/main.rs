@@ -13,6 +13,12 @@
 //! 3. **throughput**: pipeline vs bare lol_html, native vs wasm (`viceroy run`), interleaved;
 //! 4. **load**: `wrk` against the proxy and the origin at two concurrency levels.
 //!
+//! The latency cases include the captured Next.js app the demo origin replays with its
+//! recorded chunk timing (`/next/...`, and a Flight navigation with `RSC: 1`). For those, the
+//! expected proxy output is the core pipeline run natively, and [`rsc`] also reports the most
+//! bytes the pipeline held at once on each capture fed in its captured chunks, next to the
+//! largest `T` row and the origin's own streamed fraction (the ceiling).
+//!
 //! It prints a table, writes an SVG chart of the latency distributions, and ends with a
 //! `---RESULTS---` block of `key=value` lines.
 
@@ -20,6 +26,7 @@ mod cases;
 mod latency;
 mod load;
 mod report;
+mod rsc;
 mod throughput;
 
 use std::path::PathBuf;
@@ -127,15 +134,19 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
+    let root = workspace_root();
+    let pipeline_options = rsc::proxy_options();
+    let replay = rsc::load(&root)?;
+    let captures = rsc::analyze(&replay, &pipeline_options)?;
     let servers = start_servers(&options.out)?;
     let cases = cases::all(options.quick);
-    latency::verify_outputs(&servers, &cases)?;
+    latency::verify_outputs(&servers, &cases, &replay, &pipeline_options)?;
     let latency = latency::measure(&servers, &cases)?;
     let load = load::run(&servers, options)?;
     drop(servers);
     let machine = report::machine();
-    let results = report::results(&latency, &throughput, &load);
-    report::print_tables(&latency, &throughput, &load);
+    let results = report::results(&latency, &throughput, &load, &captures);
+    report::print_tables(&latency, &throughput, &load, &captures);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::latency::{CaseResult, Sample, Side};
 use crate::load::LoadResult;
-use crate::throughput::{ThroughputResult, PAGES};
+use crate::rsc::CaptureReport;
+use crate::throughput::{Rates, ThroughputResult, PAGES, RSC_HTML_PAGES, RSC_PAGES};
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -53,6 +54,56 @@ fn find<'a>(latency: &'a [CaseResult], name: &str) -> Option<&'a CaseResult> {
     latency.iter().find(|r| r.case.name == name)
 }
 
+/// MB/s over a set of pages as one workload: all their bytes over the sum of their median
+/// times (each page processed once).
+fn aggregate_rate(
+    rates: &Rates,
+    bytes: &std::collections::HashMap<String, f64>,
+    pages: &[&str],
+    side: &str,
+) -> f64 {
+    let mut total = 0.0;
+    let mut seconds = 0.0;
+    for page in pages {
+        let (Some(b), Some(r)) = (bytes.get(*page), rates.get(&format!("{page}.{side}"))) else {
+            return f64::NAN;
+        };
+        total += b;
+        seconds += b / r;
+    }
+    total / seconds
+}
+
+/// The result-key suffix of a capture: its latency case's name (`live` → `next_live`,
+/// `live.rsc` → `next_live_rsc`, `index` → `next`).
+pub fn capture_key(name: &str) -> String {
+    let (base, flight) = match name.strip_suffix(".rsc") {
+        Some(base) => (base, "_rsc"),
+        None => (name, ""),
+    };
+    let base = if base == "index" {
+        "next".to_owned()
+    } else {
+        format!("next_{}", base.replace('.', "_"))
+    };
+    format!("{base}{flight}")
+}
+
+/// The capture behind an RSC latency case.
+fn capture_of<'a>(r: &CaseResult, captures: &'a [CaptureReport]) -> Option<&'a CaptureReport> {
+    let name = r.case.capture?;
+    captures.iter().find(|c| c.name == name)
+}
+
+/// Median share of the streaming proxy's output that left before the origin's last byte.
+fn streamed(r: &CaseResult, side: Side) -> f64 {
+    median(field(r, side, |s| s.streamed_fraction.unwrap_or(f64::NAN)))
+}
+
+fn geometric_mean(v: &[f64]) -> f64 {
+    (v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
+}
+
 fn fmt(v: f64) -> String {
     if v.is_nan() {
         "na".into()
@@ -66,6 +117,7 @@ pub fn results(
     latency: &[CaseResult],
     tp: &ThroughputResult,
     load: &[LoadResult],
+    captures: &[CaptureReport],
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| out.push((k.to_owned(), v));
@@ -77,13 +129,14 @@ pub fn results(
             fmt(ratio(drip, Side::Streaming, Side::Buffered, first).0),
         );
     }
-    // Geometric mean over every page and coding; each page's own ratio is listed below.
+    // Geometric mean over every non-RSC page and coding (the same 7 pages as before the RSC
+    // pages were added, so runs stay comparable); each page's own ratio is listed below.
     let ratios: Vec<f64> = latency
         .iter()
+        .filter(|r| !r.case.is_rsc())
         .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
         .collect();
-    let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
-    put("ttlb_stream_over_buffered", fmt(geo));
+    put("ttlb_stream_over_buffered", fmt(geometric_mean(&ratios)));
     put(
         "ttlb_stream_over_buffered_worst",
         fmt(ratios.iter().copied().fold(f64::NAN, f64::max)),
@@ -111,8 +164,66 @@ pub fn results(
         "throughput_wasm_over_native",
         fmt(wasm_pipeline / native_pipeline),
     );
-    // No captured Next.js pages exist yet; the key stays so runs remain comparable.
-    put("rsc_streamed_fraction", "na".into());
+    // The replayed Next.js pages.
+    let rsc_cases: Vec<&CaseResult> = latency.iter().filter(|r| r.case.is_rsc()).collect();
+    let min_over =
+        |f: &dyn Fn(&CaseResult) -> f64| rsc_cases.iter().map(|r| f(r)).fold(f64::NAN, f64::min);
+    put(
+        "rsc_streamed_fraction",
+        fmt(min_over(&|r| streamed(r, Side::Streaming))),
+    );
+    put(
+        "rsc_origin_fraction",
+        fmt(min_over(&|r| {
+            capture_of(r, captures).map_or(f64::NAN, |c| c.origin_fraction)
+        })),
+    );
+    put(
+        "rsc_max_held_bytes",
+        captures
+            .iter()
+            .map(|c| c.peak_held)
+            .max()
+            .unwrap_or(0)
+            .to_string(),
+    );
+    put(
+        "rsc_largest_t_row_bytes",
+        captures
+            .iter()
+            .map(|c| c.largest_text_row)
+            .max()
+            .unwrap_or(0)
+            .to_string(),
+    );
+    put(
+        "rsc_degraded",
+        captures
+            .iter()
+            .filter(|c| c.degraded.is_some())
+            .count()
+            .to_string(),
+    );
+    let rsc_ttlb: Vec<f64> = rsc_cases
+        .iter()
+        .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+        .collect();
+    put(
+        "ttlb_stream_over_buffered_rsc",
+        fmt(geometric_mean(&rsc_ttlb)),
+    );
+    for (suffix, rates) in [("", &tp.native), ("_wasm", &tp.wasm)] {
+        let pipeline = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "pipeline");
+        let bare = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "bare");
+        put(
+            &format!("throughput_rsc_pipeline_mb_s{suffix}"),
+            format!("{pipeline:.0}"),
+        );
+        put(
+            &format!("throughput_rsc_pipeline_over_bare_lolhtml{suffix}"),
+            fmt(pipeline / bare),
+        );
+    }
     let over_origin = |target: &str, c: u32| {
         let rps = |t: &str| {
             load.iter()
@@ -152,11 +263,31 @@ pub fn results(
             );
         }
         for side in Side::ALL {
-            let f = median(field(r, side, |s| s.streamed_fraction.unwrap_or(f64::NAN)));
-            put(&format!("streamed_fraction_{}_{n}", side.name()), fmt(f));
+            put(
+                &format!("streamed_fraction_{}_{n}", side.name()),
+                fmt(streamed(r, side)),
+            );
+        }
+        if let Some(c) = capture_of(r, captures) {
+            put(
+                &format!("rsc_streamed_fraction_{n}"),
+                fmt(streamed(r, Side::Streaming)),
+            );
+            put(&format!("rsc_origin_fraction_{n}"), fmt(c.origin_fraction));
         }
     }
-    for page in PAGES {
+    for c in captures
+        .iter()
+        .filter(|c| c.kind == "html" || c.kind == "rsc")
+    {
+        let k = capture_key(&c.name);
+        put(&format!("rsc_max_held_bytes_{k}"), c.peak_held.to_string());
+        put(
+            &format!("rsc_largest_t_row_bytes_{k}"),
+            c.largest_text_row.to_string(),
+        );
+    }
+    for page in PAGES.iter().chain(&RSC_PAGES) {
         put(
             &format!("throughput_pipeline_over_bare_lolhtml_{page}"),
             fmt(pipeline_over_bare(&tp.native, page)),
@@ -203,7 +334,12 @@ pub fn results(
 }
 
 /// Human-readable tables.
-pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadResult]) {
+pub fn print_tables(
+    latency: &[CaseResult],
+    tp: &ThroughputResult,
+    load: &[LoadResult],
+    captures: &[CaptureReport],
+) {
     println!("\nLatency (ms; median [min–max] over interleaved rounds)");
     println!(
         "{:<11} {:<10} {:>6} {:>22} {:>24} {:>9}",
@@ -242,13 +378,14 @@ pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadR
             r.case.encoding
         );
     }
+    print_rsc_tables(latency, captures);
     println!("\nThroughput (MB/s, 8 KiB chunks; median of run medians [min–max])");
     println!(
-        "{:<9} {:<9} {:>22} {:>22} {:>7}",
+        "{:<9} {:<13} {:>22} {:>22} {:>7}",
         "platform", "page", "pipeline", "bare lol_html", "ratio"
     );
     for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
-        for page in PAGES {
+        for page in PAGES.iter().chain(&RSC_PAGES) {
             let show = |side: &str| {
                 let v = rates
                     .get(&format!("{page}.{side}"))
@@ -263,11 +400,18 @@ pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadR
             };
             let r = pipeline_over_bare(rates, page);
             println!(
-                "{platform:<9} {page:<9} {:>22} {:>22} {r:>7.3}",
+                "{platform:<9} {page:<13} {:>22} {:>22} {r:>7.3}",
                 show("pipeline"),
                 show("bare")
             );
         }
+        let pipeline = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "pipeline");
+        let bare = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "bare");
+        println!(
+            "{platform:<9} {:<13} {pipeline:>22.0} {bare:>22.0} {:>7.3}",
+            "4 RSC HTML",
+            pipeline / bare
+        );
     }
     println!("\nLoad (wrk, {} uncompressed)", crate::load::PATH);
     println!(
@@ -278,6 +422,79 @@ pub fn print_tables(latency: &[CaseResult], tp: &ThroughputResult, load: &[LoadR
         println!(
             "{:<15} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>7}",
             l.target, l.connections, l.rps, l.p50_ms, l.p99_ms, l.errors
+        );
+    }
+}
+
+fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
+    println!(
+        "\nRSC pages (replayed Next.js captures with their chunk timing). streamed = share of the \
+         proxy's output that reached the client before the origin sent its last byte, median \
+         [min–max] over rounds; ceiling = share the origin sends before its last chunk (chunks \
+         recorded at the same moment as the last count as last); times are medians in ms, \
+         direct/streaming/buffered"
+    );
+    println!(
+        "{:<14} {:>20} {:>8} {:>9} {:>9} {:>20} {:>20}",
+        "page", "streamed", "ceiling", "max held", "largest T", "first body byte", "last byte"
+    );
+    for r in latency.iter().filter(|r| r.case.is_rsc()) {
+        let c = capture_of(r, captures);
+        let triple = |f: fn(&Sample) -> f64| {
+            format!(
+                "{:.1}/{:.1}/{:.1}",
+                med(r, Side::Direct, f),
+                med(r, Side::Streaming, f),
+                med(r, Side::Buffered, f)
+            )
+        };
+        let fractions = field(r, Side::Streaming, |s| {
+            s.streamed_fraction.unwrap_or(f64::NAN)
+        });
+        let lo = fractions.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = fractions.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "{:<14} {:>20} {:>7.1}% {:>9} {:>9} {:>20} {:>20}",
+            r.case.name,
+            format!(
+                "{:.1}% [{:.0}–{:.0}%]",
+                streamed(r, Side::Streaming) * 100.0,
+                lo * 100.0,
+                hi * 100.0
+            ),
+            c.map_or(f64::NAN, |c| c.origin_fraction) * 100.0,
+            c.map_or("-".into(), |c| c.peak_held.to_string()),
+            c.map_or("-".into(), |c| c.largest_text_row.to_string()),
+            triple(|s| s.first_body_ms),
+            triple(|s| s.last_ms),
+        );
+    }
+    println!("\nHeld bytes per capture (core pipeline, native, fed the captured chunks)");
+    println!(
+        "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8} {:>8}  degraded",
+        "capture",
+        "kind",
+        "bytes",
+        "chunks",
+        "T rows",
+        "largest T",
+        "max held",
+        "last ms",
+        "ceiling"
+    );
+    for c in captures {
+        println!(
+            "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8.1} {:>7.1}%  {}",
+            c.name,
+            c.kind,
+            c.bytes,
+            c.chunks,
+            c.text_rows,
+            c.largest_text_row,
+            c.peak_held,
+            c.last_chunk_ms,
+            c.origin_fraction * 100.0,
+            c.degraded.unwrap_or("-")
         );
     }
 }
@@ -441,4 +658,43 @@ pub fn compare(out: &Path, name: &str, results: &[(String, String)]) -> Result<(
         println!("{k:<55} {before:>12} {v:>12} {change:>9}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keys_are_the_latency_case_names() {
+        assert_eq!(capture_key("index"), "next");
+        assert_eq!(capture_key("live"), "next_live");
+        assert_eq!(capture_key("live.rsc"), "next_live_rsc");
+        assert_eq!(capture_key("index.rsc"), "next_rsc");
+        let names: Vec<&str> = crate::cases::all(true)
+            .iter()
+            .filter_map(|c| c.capture.map(|cap| (c.name, cap)))
+            .inspect(|(name, cap)| assert_eq!(capture_key(cap), *name))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(names, crate::throughput::RSC_PAGES);
+    }
+
+    #[test]
+    fn aggregate_rate_is_total_bytes_over_total_time() {
+        let rates: Rates = [
+            ("a.pipeline".to_owned(), 100.0),
+            ("b.pipeline".to_owned(), 300.0),
+        ]
+        .into_iter()
+        .collect();
+        let bytes = [("a".to_owned(), 100.0), ("b".to_owned(), 300.0)]
+            .into_iter()
+            .collect();
+        // 1 s + 1 s for 400 bytes.
+        assert_eq!(
+            aggregate_rate(&rates, &bytes, &["a", "b"], "pipeline"),
+            200.0
+        );
+        assert!(aggregate_rate(&rates, &bytes, &["a", "c"], "pipeline").is_nan());
+    }
 }

@@ -1,5 +1,6 @@
 //! Throughput: the `throughput` tool natively and as wasm under `viceroy run`, alternating
-//! (native, wasm, native, wasm, ...). Each run verifies both sides' outputs before timing.
+//! (native, wasm, native, wasm, ...). Each run verifies both sides' outputs before timing; on
+//! the RSC pages every run's pipeline output must also have the same digest, native or wasm.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -20,17 +21,50 @@ pub struct ThroughputResult {
     pub wasm: Rates,
     /// Min and max of the per-run medians, per `platform.page.side`.
     pub spread: HashMap<String, (f64, f64)>,
+    /// Body bytes per page.
+    pub bytes: HashMap<String, f64>,
 }
 
 /// Pages measured by the tool, in report order.
 pub const PAGES: [&str; 3] = ["homepage", "article", "1mb"];
 
-fn parse(text: &str) -> Rates {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .filter(|(k, _)| k.ends_with(".median"))
-        .filter_map(|(k, v)| Some((k.trim_end_matches(".median").to_owned(), v.parse().ok()?)))
-        .collect()
+/// The captured Next.js pages, named as their latency cases: four HTML pages, then the
+/// `/next/live` Flight response.
+pub const RSC_PAGES: [&str; 5] = [
+    "next",
+    "next_live",
+    "next_about",
+    "next_nonce",
+    "next_live_rsc",
+];
+
+/// The RSC pages whose baseline is bare lol_html on the same HTML (the Flight response is not
+/// HTML, so it is listed but left out of the RSC ratio).
+pub const RSC_HTML_PAGES: [&str; 4] = ["next", "next_live", "next_about", "next_nonce"];
+
+/// One run's output.
+struct Run {
+    rates: Rates,
+    bytes: HashMap<String, f64>,
+    digests: Vec<(String, String)>,
+}
+
+fn parse(text: &str) -> Run {
+    let pairs = || text.lines().filter_map(|l| l.split_once('='));
+    let suffixed = |suffix: &str| -> HashMap<String, f64> {
+        pairs()
+            .filter_map(|(k, v)| Some((k.strip_suffix(suffix)?.to_owned(), v.parse().ok()?)))
+            .collect()
+    };
+    let mut digests: Vec<(String, String)> = pairs()
+        .filter_map(|(k, v)| Some((k.strip_suffix(".digest")?.to_owned(), v.to_owned())))
+        .collect();
+    digests.sort();
+    Run {
+        rates: suffixed(".median"),
+        bytes: suffixed(".bytes"),
+        digests,
+    }
 }
 
 /// Builds the tool for both platforms and runs it alternately.
@@ -72,17 +106,41 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
                 .arg(rounds),
         )?);
     }
+    // Each run already checked its own outputs; the RSC pages' outputs must also be the same
+    // bytes on both platforms and in every run.
+    let reference = &native_runs[0].digests;
+    if reference.len() != RSC_PAGES.len() {
+        return Err(format!(
+            "the throughput tool reported {} RSC output digests, expected {}",
+            reference.len(),
+            RSC_PAGES.len()
+        ));
+    }
+    for (i, run) in native_runs.iter().chain(&wasm_runs).enumerate() {
+        if &run.digests != reference {
+            return Err(format!(
+                "throughput: the pipeline's output on the RSC pages differs between runs \
+                 (run {i}: {:?}, first native run: {reference:?})",
+                run.digests
+            ));
+        }
+    }
+    eprintln!("bench: throughput: native and wasm pipeline outputs on the RSC pages are identical");
     let mut spread = HashMap::new();
-    let native = combine("native", &native_runs, &mut spread);
-    let wasm = combine("wasm", &wasm_runs, &mut spread);
+    let bytes = native_runs[0].bytes.clone();
+    let native: Vec<Rates> = native_runs.into_iter().map(|r| r.rates).collect();
+    let wasm: Vec<Rates> = wasm_runs.into_iter().map(|r| r.rates).collect();
+    let native = combine("native", &native, &mut spread);
+    let wasm = combine("wasm", &wasm, &mut spread);
     Ok(ThroughputResult {
         native,
         wasm,
         spread,
+        bytes,
     })
 }
 
-fn capture(cmd: &mut Command) -> Result<Rates, String> {
+fn capture(cmd: &mut Command) -> Result<Run, String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
