@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::Value as Json;
 use demo_origin::nextjs::{self, Kind, Replay};
+use serde_json::Value as Json;
 use support::{decode, make_site, start, Client};
 
 fn replay() -> Replay {
