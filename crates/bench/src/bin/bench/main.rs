@@ -36,7 +36,7 @@ use e2e::{build_and_start_demo_origin, start_service_pair, workspace_root, Child
 
 /// Command-line options.
 pub struct Options {
-    /// At most ~5 minutes: fewer rounds, shorter load runs.
+    /// About 7 minutes on 2 cores: fewer rounds, shorter load runs.
     pub quick: bool,
     /// Store this run's results under this name.
     pub save: Option<String>,
