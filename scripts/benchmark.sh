@@ -6,7 +6,7 @@
 #
 #   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
 #
-# --quick takes at most ~5 minutes on a 2-core machine once the tools are built.
+# --quick takes about 7 minutes on a 2-core machine once the tools are built (full run: ~10).
 # Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this
 # run's results in bench-results/runs/NAME.results for a later --compare NAME.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
