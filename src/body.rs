@@ -38,10 +38,18 @@ pub fn prepare(
     let status = response.get_status().as_u16();
     // What a GET would do with this body. HEAD sends no body but must describe the same
     // representation (no Content-Length, weak ETag) as the GET.
+    // `get_header_str` panics on a value that is not UTF-8 (any origin can send one). Such a
+    // value is unknown: as a type it plans a pass-through, and as a coding it must too, so
+    // it is replaced by a name no coding has rather than dropped (absent means identity).
+    let text = |name: &str| {
+        response
+            .get_header(name)
+            .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
+    };
     let get_plan = BodyPlan::decide(
         status,
-        response.get_header_str("content-type"),
-        response.get_header_str("content-encoding"),
+        text("content-type"),
+        text("content-encoding"),
         &settings.integrations.nextjs,
     );
     let plan = if is_head {

@@ -21,7 +21,9 @@ pub struct Client {
 /// Reads the client facts from the request. Only the platform's own observations are used
 /// (TLS state, peer address); client-supplied forwarding headers are ignored.
 pub fn observe(request: &Request, settings: &Settings) -> Client {
-    let authority = client_authority(request.get_header_str("host"), &settings.publisher.domain);
+    // `get_header_str` panics on a value that is not UTF-8; such a Host is treated as absent.
+    let host = request.get_header("host").and_then(|v| v.to_str().ok());
+    let authority = client_authority(host, &settings.publisher.domain);
     let scheme = if request.get_tls_protocol_bytes().is_some() {
         "https"
     } else {
