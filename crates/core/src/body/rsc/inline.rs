@@ -68,6 +68,23 @@ struct Hold {
     after: Vec<u8>,
 }
 
+/// Where held output goes: behind the slot while holding, else `live`.
+fn after_or<'a>(hold: &'a mut Option<Hold>, live: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
+    match hold {
+        Some(hold) => &mut hold.after,
+        None => live,
+    }
+}
+
+/// Where rewritten Flight bytes go: into the slot while holding, else `live` (to be encoded
+/// into the current string).
+fn slot_or<'a>(hold: &'a mut Option<Hold>, live: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
+    match hold {
+        Some(hold) => &mut hold.slot,
+        None => live,
+    }
+}
+
 /// The inline Flight stage. See the module docs.
 #[derive(Debug)]
 pub(crate) struct InlineFlight {
@@ -79,7 +96,6 @@ pub(crate) struct InlineFlight {
     peak_held: usize,
     /// Set once the payload can no longer be followed: later scripts are copied.
     opaque: bool,
-    degraded: Option<&'static str>,
     /// Scratch: decoded bytes of the current piece, and their rewrite.
     decoded: Vec<u8>,
     rewritten: Vec<u8>,
@@ -95,7 +111,6 @@ impl InlineFlight {
             max_held,
             peak_held: 0,
             opaque: false,
-            degraded: None,
             decoded: Vec::new(),
             rewritten: Vec::new(),
         }
@@ -103,10 +118,7 @@ impl InlineFlight {
 
     /// Where output goes now: behind the slot while holding, else `out`.
     pub(crate) fn target<'a>(&'a mut self, out: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
-        match &mut self.hold {
-            Some(hold) => &mut hold.after,
-            None => out,
-        }
+        after_or(&mut self.hold, out)
     }
 
     /// Largest number of bytes held at once.
@@ -116,7 +128,7 @@ impl InlineFlight {
 
     /// Why rewriting degraded, the first time it did.
     pub(crate) fn degraded(&self) -> Option<&'static str> {
-        self.degraded.or(self.rows.degraded())
+        self.rows.degraded()
     }
 
     /// A piece of a Flight script's text.
@@ -162,7 +174,6 @@ impl InlineFlight {
     /// Stops rewriting: what is held is released as it came, the rest of the current script
     /// and every later one pass through as they are.
     pub(crate) fn stop(&mut self, why: &'static str, out: &mut Vec<u8>) {
-        self.degraded.get_or_insert(why);
         self.opaque = true;
         let mut lone = Vec::new();
         let mut raw = Vec::new();
@@ -173,16 +184,10 @@ impl InlineFlight {
         if !lone.is_empty() {
             self.feed(&lone, out);
         }
-        let target = match &mut self.hold {
-            Some(hold) => &mut hold.slot,
-            None => &mut self.rewritten,
-        };
+        let target = slot_or(&mut self.hold, &mut self.rewritten);
         self.rows.give_up(why, target);
         self.flush_rewritten(out);
-        let target = match &mut self.hold {
-            Some(hold) => &mut hold.after,
-            None => &mut *out,
-        };
+        let target = after_or(&mut self.hold, out);
         self.encoder.finish(target);
         self.release(out);
         // The unfinished escape's own bytes, as they came.
@@ -195,10 +200,7 @@ impl InlineFlight {
     /// Ends the document.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         self.script_end(out);
-        let target = match &mut self.hold {
-            Some(hold) => &mut hold.slot,
-            None => &mut self.rewritten,
-        };
+        let target = slot_or(&mut self.hold, &mut self.rewritten);
         self.rows.finish(target);
         self.flush_rewritten(out);
         self.release(out);
@@ -297,22 +299,15 @@ impl InlineFlight {
 
     /// Rewrites decoded bytes: into the slot while holding, else encoded into the string.
     fn feed(&mut self, decoded: &[u8], out: &mut Vec<u8>) {
-        match &mut self.hold {
-            Some(hold) => self.rows.write(decoded, &mut hold.slot),
-            None => {
-                self.rows.write(decoded, &mut self.rewritten);
-                self.flush_rewritten(out);
-            }
-        }
+        self.rows
+            .write(decoded, slot_or(&mut self.hold, &mut self.rewritten));
+        self.flush_rewritten(out);
     }
 
     /// Encodes rewritten bytes waiting in scratch into the current string.
     fn flush_rewritten(&mut self, out: &mut Vec<u8>) {
         if !self.rewritten.is_empty() {
-            let target = match &mut self.hold {
-                Some(hold) => &mut hold.after,
-                None => &mut *out,
-            };
+            let target = after_or(&mut self.hold, out);
             self.encoder.encode(&self.rewritten, target);
             self.rewritten.clear();
         }
@@ -320,10 +315,7 @@ impl InlineFlight {
 
     /// A `[1,"…"]` string ended: start holding if rows are open, release if none are.
     fn string_end(&mut self, out: &mut Vec<u8>) {
-        let target = match &mut self.hold {
-            Some(hold) => &mut hold.after,
-            None => &mut *out,
-        };
+        let target = after_or(&mut self.hold, out);
         self.encoder.finish(target);
         match (&self.hold, self.rows.is_holding()) {
             (None, true) => self.hold = Some(Hold::default()),
@@ -344,10 +336,7 @@ impl InlineFlight {
 
     /// Before a base64 push: release what is held, as it came, so the push's bytes follow it.
     fn release_for_binary(&mut self, out: &mut Vec<u8>) {
-        let target = match &mut self.hold {
-            Some(hold) => &mut hold.slot,
-            None => &mut self.rewritten,
-        };
+        let target = slot_or(&mut self.hold, &mut self.rewritten);
         self.rows
             .release_held("a base64 Flight push inside an open row", target);
         self.flush_rewritten(out);
