@@ -431,22 +431,8 @@ mod tests {
 
     const ORIGIN: &str = "origin.example.com";
 
-    /// Next.js's escaping of a Flight chunk, written independently of the stage's encoder.
-    fn escape(s: &str) -> String {
-        let mut out = String::new();
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                }
-                c => out.push(c),
-            }
-        }
-        out
-    }
+    // Next.js's escaping, written independently of the stage's encoder.
+    use crate::body::rsc::js_string::tests::next_js_escape as escape;
 
     fn push(attrs: &str, chunk: &str) -> String {
         format!(

@@ -314,7 +314,7 @@ fn push_u_escape(unit: u16, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -436,7 +436,7 @@ mod tests {
 
     /// The escaping Next.js applies, written independently: JSON.stringify's rules plus the
     /// HTML-safe replacements.
-    fn next_js_escape(s: &str) -> String {
+    pub(crate) fn next_js_escape(s: &str) -> String {
         let mut out = String::new();
         for c in s.chars() {
             match c {
