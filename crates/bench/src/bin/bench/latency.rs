@@ -142,8 +142,9 @@ fn rsc_reference(
         ));
     }
     let lens: Vec<usize> = c.chunks.iter().map(|ch| ch.len).collect();
-    let (want, _) = crate::rsc::reference(c.content_type.as_deref(), &body, &lens, rule, options)
-        .map_err(|e| format!("{}: {e}", case.name))?;
+    let (want, _, _) =
+        crate::rsc::reference(c.content_type.as_deref(), &body, &lens, rule, options)
+            .map_err(|e| format!("{}: {e}", case.name))?;
     Ok(want)
 }
 

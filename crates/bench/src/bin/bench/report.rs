@@ -187,6 +187,16 @@ pub fn results(
             .unwrap_or(0)
             .to_string(),
     );
+    // The pipeline's own share, free of network races: what it had written before it was
+    // given the origin's last chunks, over the origin's share (every 200 capture it rewrites).
+    put(
+        "rsc_pipeline_streamed_over_origin",
+        fmt(captures
+            .iter()
+            .map(|c| c.pipeline_fraction / c.origin_fraction)
+            .filter(|r| r.is_finite())
+            .fold(f64::NAN, f64::min)),
+    );
     put(
         "rsc_largest_t_row_bytes",
         captures
@@ -285,6 +295,10 @@ pub fn results(
         put(
             &format!("rsc_largest_t_row_bytes_{k}"),
             c.largest_text_row.to_string(),
+        );
+        put(
+            &format!("rsc_pipeline_fraction_{k}"),
+            fmt(c.pipeline_fraction),
         );
     }
     for page in PAGES.iter().chain(&RSC_PAGES) {
@@ -471,7 +485,7 @@ fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
     }
     println!("\nHeld bytes per capture (core pipeline, native, fed the captured chunks)");
     println!(
-        "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8} {:>8}  degraded",
+        "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8} {:>8} {:>8}  degraded",
         "capture",
         "kind",
         "bytes",
@@ -480,11 +494,12 @@ fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
         "largest T",
         "max held",
         "last ms",
-        "ceiling"
+        "ceiling",
+        "pipeline"
     );
     for c in captures {
         println!(
-            "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8.1} {:>7.1}%  {}",
+            "{:<26} {:<18} {:>7} {:>6} {:>6} {:>9} {:>9} {:>8.1} {:>7.1}% {:>7.1}%  {}",
             c.name,
             c.kind,
             c.bytes,
@@ -494,6 +509,7 @@ fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
             c.peak_held,
             c.last_chunk_ms,
             c.origin_fraction * 100.0,
+            c.pipeline_fraction * 100.0,
             c.degraded.unwrap_or("-")
         );
     }

@@ -8,9 +8,15 @@
 //! * [`analyze`]: per capture, the most bytes the pipeline held at once
 //!   (`PipelineReport::rsc.peak_held`) when fed the **captured chunks**, the largest `T` row,
 //!   and the origin's own streamed fraction: the share of the body it sent before its last
-//!   chunk, which bounds what any proxy can stream before the origin's last byte.
+//!   chunk, which bounds what any proxy can stream before the origin's last byte, and the
+//!   pipeline's own share: the output it had written before it was given those last chunks.
+//!   The second is free of network races, so it shows whether the rewriter itself holds
+//!   anything back that the origin had already sent.
 
+use std::cell::Cell;
+use std::io::Write;
 use std::path::Path;
+use std::rc::Rc;
 
 use demo_origin::nextjs::{Kind, Replay};
 use trusted_server_core::{
@@ -28,6 +34,8 @@ pub fn proxy_options() -> PipelineOptions {
 
 /// Runs the core pipeline natively over `body` pushed in pieces of `chunks` bytes.
 ///
+/// Returns the output, the report, and the output length after each push.
+///
 /// # Errors
 /// If the content type is not rewritten, the chunks do not add up, or the output fails the
 /// independent Flight check.
@@ -37,7 +45,7 @@ pub fn reference(
     chunks: &[usize],
     rule: &UrlRule,
     options: &PipelineOptions,
-) -> Result<(Vec<u8>, PipelineReport), String> {
+) -> Result<(Vec<u8>, PipelineReport, Vec<usize>), String> {
     let BodyPlan::Rewrite { codec, rewrite } =
         BodyPlan::decide(200, content_type, None, &options.nextjs)
     else {
@@ -49,17 +57,42 @@ pub fn reference(
     if chunks.iter().sum::<usize>() != body.len() {
         return Err("the chunk lengths do not add up to the body".into());
     }
-    let mut p = BodyPipeline::new(codec, rewrite, rule.clone(), options, Vec::new());
+    let written = Rc::new(Cell::new(0));
+    let sink = CountingSink {
+        out: Vec::new(),
+        written: Rc::clone(&written),
+    };
+    let mut p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
     let mut at = 0;
+    let mut written_after = Vec::with_capacity(chunks.len());
     for &len in chunks {
         p.push(&body[at..at + len]).map_err(|e| e.to_string())?;
+        written_after.push(written.get());
         at += len;
     }
-    let (out, report) = p.finish().map_err(|e| e.to_string())?;
+    let (CountingSink { out, .. }, report) = p.finish().map_err(|e| e.to_string())?;
     let html = content_type.is_some_and(|t| t.starts_with("text/html"));
     ts_bench::flight::check_rewrite(html, body, &out, rule)
         .map_err(|e| format!("the core pipeline's output fails the Flight check: {e}"))?;
-    Ok((out, report))
+    Ok((out, report, written_after))
+}
+
+/// A `Vec` sink that also publishes its length, so the caller can read it between pushes.
+struct CountingSink {
+    out: Vec<u8>,
+    written: Rc<Cell<usize>>,
+}
+
+impl Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.extend_from_slice(buf);
+        self.written.set(self.out.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What one capture does to the pipeline.
@@ -84,6 +117,10 @@ pub struct CaptureReport {
     /// Share of the body the origin sends before its last chunk (chunks recorded at the same
     /// moment as the last one count as last).
     pub origin_fraction: f64,
+    /// Share of the pipeline's output written before it was given the chunks of the last
+    /// moment. Equal to `origin_fraction` (up to the rewritten hosts' length) when the
+    /// rewriter holds nothing that the origin had already sent.
+    pub pipeline_fraction: f64,
     /// When the last chunk is sent, ms after the head.
     pub last_chunk_ms: f64,
 }
@@ -119,8 +156,9 @@ pub fn analyze(replay: &Replay, options: &PipelineOptions) -> Result<Vec<Capture
             continue;
         }
         let lens: Vec<usize> = c.chunks.iter().map(|ch| ch.len).collect();
-        let (_, report) = reference(content_type, &c.body, &lens, &rule, options)
-            .map_err(|e| format!("{}: {e}", c.name))?;
+        let (output, report, written_after) =
+            reference(content_type, &c.body, &lens, &rule, options)
+                .map_err(|e| format!("{}: {e}", c.name))?;
         let html = c.kind == Kind::Html;
         let stream =
             ts_bench::flight::stream(html, &c.body).map_err(|e| format!("{}: {e}", c.name))?;
@@ -136,6 +174,10 @@ pub fn analyze(replay: &Replay, options: &PipelineOptions) -> Result<Vec<Capture
             text_rows,
             largest_text_row,
             origin_fraction: origin_fraction(c.chunks.iter().map(|ch| (ch.len, ch.at))),
+            pipeline_fraction: pipeline_fraction(
+                c.chunks.iter().map(|ch| ch.at).zip(written_after),
+                output.len(),
+            ),
             last_chunk_ms: c
                 .chunks
                 .last()
@@ -162,6 +204,27 @@ fn origin_fraction(chunks: impl Iterator<Item = (usize, std::time::Duration)> + 
     }
 }
 
+/// The share of `total` output bytes written before the last moment's chunks were pushed,
+/// given each chunk's moment and the output length after it.
+fn pipeline_fraction(
+    written_after: impl Iterator<Item = (std::time::Duration, usize)> + Clone,
+    total: usize,
+) -> f64 {
+    let Some(last) = written_after.clone().map(|(at, _)| at).max() else {
+        return 1.0;
+    };
+    let before = written_after
+        .filter(|(at, _)| *at < last)
+        .map(|(_, written)| written)
+        .max()
+        .unwrap_or(0);
+    if total == 0 {
+        1.0
+    } else {
+        before as f64 / total as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +239,14 @@ mod tests {
     }
 
     #[test]
+    fn pipeline_fraction_reads_the_output_before_the_last_moment() {
+        let ms = |m: u64| Duration::from_millis(m);
+        let written = [(ms(0), 10), (ms(5), 40), (ms(9), 45), (ms(9), 50)];
+        assert!((pipeline_fraction(written.iter().copied(), 50) - 0.8).abs() < 1e-12);
+        assert_eq!(pipeline_fraction([(ms(3), 7)].iter().copied(), 7), 0.0);
+    }
+
+    #[test]
     fn the_live_page_is_held_no_more_than_its_rows_need() {
         let root = e2e::workspace_root();
         let options = proxy_options();
@@ -186,5 +257,15 @@ mod tests {
         // Held: about the largest open row and what streams behind it, never the page.
         assert!(live.peak_held < live.bytes / 2, "{live:?}");
         assert!(reports.iter().any(|r| r.name == "live.rsc"));
+        // The rewriter writes out what the origin has sent; only open rows wait.
+        for r in &reports {
+            assert!(
+                r.pipeline_fraction > r.origin_fraction - 0.05,
+                "{}: pipeline {} origin {}",
+                r.name,
+                r.pipeline_fraction,
+                r.origin_fraction
+            );
+        }
     }
 }
