@@ -38,18 +38,12 @@ pub fn prepare(
     let status = response.get_status().as_u16();
     // What a GET would do with this body. HEAD sends no body but must describe the same
     // representation (no Content-Length, weak ETag) as the GET.
-    // `get_header_str` panics on a value that is not UTF-8 (any origin can send one). Such a
-    // value is unknown: as a type it plans a pass-through, and as a coding it must too, so
-    // it is replaced by a name no coding has rather than dropped (absent means identity).
-    let text = |name: &str| {
-        response
-            .get_header(name)
-            .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
-    };
+    let content_type = header_text(&response, "content-type");
+    let content_encoding = header_text(&response, "content-encoding");
     let get_plan = BodyPlan::decide(
         status,
-        text("content-type"),
-        text("content-encoding"),
+        content_type.as_deref(),
+        content_encoding.as_deref(),
         &settings.integrations.nextjs,
     );
     let plan = if is_head {
@@ -83,6 +77,20 @@ pub fn prepare(
         plan,
         rule: client.rule,
     }
+}
+
+/// A response header as text, for planning: several lines are one comma-separated list (two
+/// `Content-Encoding` lines are two codings, which the pipeline does not stack, so the body
+/// passes through). `get_header_str` would panic on a value that is not UTF-8, and any origin
+/// can send one: such a value is unknown. As a type that plans a pass-through, and as a coding
+/// it must too, so it becomes a name no coding has rather than disappearing (absent means
+/// identity).
+fn header_text(response: &Response, name: &str) -> Option<String> {
+    let lines: Vec<&str> = response
+        .get_header_all(name)
+        .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(", "))
 }
 
 /// The body phase.
@@ -176,19 +184,40 @@ fn log_abandon(error: &PipelineError) {
     }
 }
 
+/// Largest origin body, and largest rewritten body, that buffered mode holds in memory. The
+/// guest's memory is bounded (about 128 MiB under Viceroy, with the input, the output and their
+/// growth at once), so a larger page is refused with a 502 instead of trapping the instance.
+/// Streaming mode has no such limit.
+pub const BUFFERED_MAX_BYTES: usize = 16 * 1024 * 1024;
+
 /// Buffered mode: the same pipeline into memory, then one response with a `Content-Length`.
 /// Nothing has been sent yet when something fails, so failures become a clean 502.
 fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settings) {
     let mut encoded = Vec::new();
-    if let Err(e) = origin_body.into_handle().read_to_end(&mut encoded) {
-        eprintln!("origin body failed: {e}");
-        return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+    let limit = BUFFERED_MAX_BYTES as u64 + 1;
+    match origin_body
+        .into_handle()
+        .take(limit)
+        .read_to_end(&mut encoded)
+    {
+        Ok(n) if n > BUFFERED_MAX_BYTES => {
+            eprintln!(
+                "origin body is larger than the buffered-mode cap of {BUFFERED_MAX_BYTES} bytes"
+            );
+            return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+        }
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("origin body failed: {e}");
+            return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+        }
     }
-    let mut pipeline =
-        BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, Vec::new());
+    let sink = CappedVec(Vec::new());
+    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
     let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
+    drop(encoded);
     match result {
-        Ok((out, report)) => {
+        Ok((CappedVec(out), report)) => {
             log_degraded(&report);
             response.set_body(out);
             response.send_to_client();
@@ -197,6 +226,26 @@ fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settin
             eprintln!("buffered body failed: {e}");
             reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
         }
+    }
+}
+
+/// The buffered output, refusing to grow past [`BUFFERED_MAX_BYTES`] (a small compressed page
+/// can decode to far more).
+struct CappedVec(Vec<u8>);
+
+impl std::io::Write for CappedVec {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > BUFFERED_MAX_BYTES {
+            return Err(std::io::Error::other(format!(
+                "rewritten body is larger than the buffered-mode cap of {BUFFERED_MAX_BYTES} bytes"
+            )));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -255,6 +304,54 @@ mod tests {
             Some("1234")
         );
         assert_eq!(prepared.response.get_header_str("etag"), Some("\"v1\""));
+    }
+
+    #[test]
+    fn stacked_or_unreadable_codings_and_types_pass_through() {
+        let plan = |response: Response| prepare(response, client(), false, &crate::SETTINGS).plan;
+        // Two lines are two codings (br over gzip): not something the pipeline undoes.
+        let mut stacked = origin_response("text/html");
+        stacked.append_header("content-encoding", "gzip");
+        stacked.append_header("content-encoding", "br");
+        assert!(!plan(stacked).changes_body());
+        let mut twice = origin_response("text/html");
+        twice.append_header("content-encoding", "gzip");
+        twice.append_header("content-encoding", "gzip");
+        assert!(!plan(twice).changes_body());
+        // Values that are not UTF-8 are unknown, never unwrapped.
+        let mut bad_type = origin_response("text/html");
+        bad_type.set_header(
+            "content-type",
+            HeaderValue::from_bytes(b"text/html; charset=\xe9t\xe9").unwrap(),
+        );
+        assert!(!plan(bad_type).changes_body());
+        let mut bad_coding = origin_response("text/html");
+        bad_coding.set_header(
+            "content-encoding",
+            HeaderValue::from_bytes(b"gzip\xff").unwrap(),
+        );
+        let prepared = prepare(bad_coding, client(), false, &crate::SETTINGS);
+        assert!(!prepared.plan.changes_body());
+        assert_eq!(
+            prepared
+                .response
+                .get_header("content-encoding")
+                .unwrap()
+                .as_bytes(),
+            b"gzip\xff"
+        );
+        let mut single = origin_response("text/html");
+        single.set_header("content-encoding", "gzip");
+        assert!(plan(single).changes_body());
+    }
+
+    #[test]
+    fn the_buffered_output_refuses_to_grow_past_the_cap() {
+        use std::io::Write;
+        let mut sink = CappedVec(Vec::new());
+        sink.write_all(&vec![b'a'; BUFFERED_MAX_BYTES]).unwrap();
+        assert!(sink.write_all(b"b").is_err());
+        assert_eq!(sink.0.len(), BUFFERED_MAX_BYTES);
     }
 
     #[test]

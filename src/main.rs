@@ -35,6 +35,16 @@ fn proxy(request: Request) {
         Ok(response) => response,
         Err(failure) => return reply::origin_failure(&failure, &SETTINGS).send_to_client(),
     };
+    if origin_response.get_status().is_informational() {
+        // 100 and 103 are interim and consumed by the platform; a 1xx that reaches us as the
+        // final answer (101 Switching Protocols, 102) cannot be relayed: the platform refuses
+        // to send it and there is no body to stream.
+        let failure = origin::OriginFailure::Unavailable(format!(
+            "origin answered {} as its final response",
+            origin_response.get_status()
+        ));
+        return reply::origin_failure(&failure, &SETTINGS).send_to_client();
+    }
     let prepared = body::prepare(origin_response, client, is_head, &SETTINGS);
     body::send(prepared, &SETTINGS);
 }

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
 use fastly::http::request::SendErrorCause;
+use fastly::http::Version;
 use fastly::{Backend, Request, Response};
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
 use trusted_server_settings::Scheme;
@@ -74,6 +75,9 @@ fn build_request(mut request: Request, client: &Client, settings: &Settings) -> 
     for (name, value) in headers {
         request.append_header(name, value);
     }
+    // Always HTTP/1.1 to the origin, whatever the client spoke: the client's HTTP/2 is not a
+    // version the backend connection speaks, and HTTP/1.0 would lose chunked framing.
+    request.set_version(Version::HTTP_11);
     request.set_url(format!(
         "{}://{}{}",
         p.origin_scheme.as_str(),
@@ -140,6 +144,19 @@ mod tests {
         assert_eq!(out.get_header("connection"), None);
         // No client IP in a synthetic request: the spoofed value must be gone, not kept.
         assert_ne!(out.get_header_str("x-forwarded-for"), Some("6.6.6.6"));
+        assert_eq!(out.get_version(), Version::HTTP_11);
         assert_eq!(out.take_body_str(), "form=1");
+    }
+
+    #[test]
+    fn origin_requests_are_http_1_1_whatever_the_client_spoke() {
+        for version in [Version::HTTP_10, Version::HTTP_2, Version::HTTP_3] {
+            let mut incoming =
+                Request::get("http://www.pub.test/").with_header("host", "www.pub.test");
+            incoming.set_version(version);
+            let client = client::observe(&incoming, &crate::SETTINGS);
+            let out = build_request(incoming, &client, &crate::SETTINGS);
+            assert_eq!(out.get_version(), Version::HTTP_11, "client {version:?}");
+        }
     }
 }

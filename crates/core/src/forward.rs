@@ -23,11 +23,13 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// Headers through which a client could claim an identity or steer how the origin builds
-/// URLs; dropped (the proxy rebuilds the ones it vouches for). Every `x-forwarded-*` header is
-/// dropped too, see [`is_spoofable`].
-const SPOOFABLE: [&str; 13] = [
+/// Headers through which a client could claim an identity, or steer how the origin builds
+/// URLs or which method it runs; dropped (the proxy rebuilds the ones it vouches for). Every
+/// `x-forwarded-*` header is dropped too, see [`is_spoofable`].
+pub const SPOOFABLE: [&str; 20] = [
     "forwarded",
+    "forwarded-for",
+    "x-forwarded",
     "x-real-ip",
     "true-client-ip",
     "fastly-client-ip",
@@ -35,11 +37,16 @@ const SPOOFABLE: [&str; 13] = [
     "x-client-ip",
     "cf-connecting-ip",
     "x-cluster-client-ip",
+    "x-originating-ip",
+    "x-remote-ip",
+    "x-remote-addr",
     "x-original-url",
     "x-original-host",
     "x-rewrite-url",
     "x-host",
+    "x-http-method",
     "x-http-method-override",
+    "x-method-override",
 ];
 
 fn is_spoofable(name: &str) -> bool {
@@ -60,9 +67,11 @@ pub struct ClientInfo<'a> {
 /// The origin request's headers, built from the client's.
 ///
 /// Drops hop-by-hop headers (including those named in `Connection`), `Host`, framing headers
-/// (the platform frames the forwarded body) and every client-supplied forwarding header; limits
-/// `Accept-Encoding` to codings the pipeline can decode; sets `Host` to `origin_host` and
-/// `X-Forwarded-Host`/`-Proto`/`-For` and `Forwarded` from `client`.
+/// (the platform frames the forwarded body) and every client-supplied forwarding header; always
+/// sends one `Accept-Encoding`, limited to codings the pipeline can decode (`identity` when the
+/// client offered none of them, or no header at all, since a missing header means "any
+/// coding"; a client's `Connection: accept-encoding` cannot remove it); sets `Host` to
+/// `origin_host` and `X-Forwarded-Host`/`-Proto`/`-For` and `Forwarded` from `client`.
 pub fn origin_request_headers<'h>(
     client_headers: impl IntoIterator<Item = (&'h HeaderName, &'h HeaderValue)>,
     client: &ClientInfo<'_>,
@@ -75,9 +84,15 @@ pub fn origin_request_headers<'h>(
         .filter_map(|(_, v)| v.to_str().ok())
         .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
         .collect();
-    let mut out = Vec::with_capacity(client_headers.len() + 5);
+    let mut out = Vec::with_capacity(client_headers.len() + 6);
+    let mut accepted: Vec<&HeaderValue> = Vec::new();
     for (name, value) in client_headers {
         let n = name.as_str();
+        if n == "accept-encoding" {
+            // Decided by the proxy, not the client: collected here, sent once below.
+            accepted.push(value);
+            continue;
+        }
         let dropped = HOP_BY_HOP.contains(&n)
             || is_spoofable(n)
             || connection_listed.iter().any(|c| c == n)
@@ -86,15 +101,13 @@ pub fn origin_request_headers<'h>(
         if dropped {
             continue;
         }
-        if n == "accept-encoding" {
-            // With nothing we can decode left, ask for identity: no header would mean "any".
-            let filtered =
-                supported_accept_encoding(value).unwrap_or(HeaderValue::from_static("identity"));
-            out.push((name.clone(), filtered));
-            continue;
-        }
         out.push((name.clone(), value.clone()));
     }
+    // With nothing we can decode left, ask for identity: no header would mean "any".
+    out.push((
+        http::header::ACCEPT_ENCODING,
+        supported_accept_encoding(&accepted).unwrap_or(HeaderValue::from_static("identity")),
+    ));
     let mut add = |name: &'static str, value: String| {
         // Values built from a validated host, a scheme and an IP are always valid header values;
         // skip rather than panic if a platform ever hands us something odd.
@@ -117,12 +130,13 @@ pub fn origin_request_headers<'h>(
     out
 }
 
-/// The client's `Accept-Encoding` restricted to codings the pipeline decodes (with their
-/// q-values). `None` when nothing is left: the origin then sends identity.
-fn supported_accept_encoding(value: &HeaderValue) -> Option<HeaderValue> {
-    let value = value.to_str().ok()?;
-    let kept: Vec<&str> = value
-        .split(',')
+/// The client's `Accept-Encoding` lines restricted to codings the pipeline decodes (with
+/// their q-values). `None` when nothing is left: the origin then sends identity.
+fn supported_accept_encoding(values: &[&HeaderValue]) -> Option<HeaderValue> {
+    let kept: Vec<&str> = values
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
         .map(str::trim)
         .filter(|item| {
             let coding = item
@@ -279,6 +293,45 @@ mod tests {
         assert_eq!(get(&out, "accept-encoding"), ["br;q=1.0, gzip;q=0.8"]);
         let out = forward(&[("accept-encoding", "zstd")]);
         assert_eq!(get(&out, "accept-encoding"), ["identity"]);
+        // Several lines are one list; the origin gets one header.
+        let out = forward(&[("accept-encoding", "zstd, gzip"), ("accept-encoding", "br")]);
+        assert_eq!(get(&out, "accept-encoding"), ["gzip, br"]);
+    }
+
+    #[test]
+    fn accept_encoding_is_always_sent() {
+        // No header means "any coding" to the origin, which could then pick one the pipeline
+        // cannot decode; a client must not be able to remove it through `Connection`.
+        assert_eq!(get(&forward(&[]), "accept-encoding"), ["identity"]);
+        let out = forward(&[
+            ("connection", "accept-encoding"),
+            ("accept-encoding", "gzip"),
+        ]);
+        assert_eq!(get(&out, "accept-encoding"), ["gzip"]);
+    }
+
+    #[test]
+    fn method_and_address_claims_never_reach_the_origin() {
+        let claims = [
+            "x-forwarded",
+            "forwarded-for",
+            "x-originating-ip",
+            "x-remote-ip",
+            "x-remote-addr",
+            "x-http-method",
+            "x-http-method-override",
+            "x-method-override",
+            "X-Forwarded-Anything",
+        ];
+        let list: Vec<(&str, &str)> = claims.iter().map(|n| (*n, "6.6.6.6")).collect();
+        let out = forward(&list);
+        for name in claims {
+            let name = name.to_ascii_lowercase();
+            assert!(
+                !get(&out, &name).contains(&"6.6.6.6"),
+                "{name} reached the origin"
+            );
+        }
     }
 
     #[test]

@@ -91,19 +91,11 @@ pub fn origin_response_headers(
             continue;
         }
         if n == "set-cookie" {
-            // Bytes, not `to_str`: cookie values may carry non-ASCII bytes browsers accept.
-            let text = String::from_utf8_lossy(value.as_bytes());
-            let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
-            let sanitized = if lossless {
-                sanitize_set_cookie(&text, ctx.origin_host_name, ctx.cookie_domain).and_then(|v| {
-                    HeaderValue::from_str(&v)
-                        .or_else(|_| HeaderValue::from_bytes(v.as_bytes()))
-                        .ok()
-                })
-            } else {
-                // Not UTF-8: nothing here names a domain we could parse; keep it as it was.
-                Some(value.clone())
-            };
+            // Bytes, not `to_str`: cookie values may carry bytes that are not UTF-8, and such a
+            // cookie must lose an origin `Domain` like any other.
+            let sanitized =
+                sanitize_set_cookie(value.as_bytes(), ctx.origin_host_name, ctx.cookie_domain)
+                    .and_then(|v| HeaderValue::from_bytes(&v).ok());
             if let Some(v) = sanitized {
                 out.push((name, v));
             }
@@ -148,7 +140,7 @@ fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
     }
 }
 
-/// Sanitizes one `Set-Cookie` value from the origin.
+/// Sanitizes one `Set-Cookie` value from the origin, as bytes (a value need not be UTF-8).
 ///
 /// * A cookie whose value or attributes hold control characters is dropped (`None`).
 /// * A `Domain` naming the origin's own domain (or a parent of it) would be rejected by the
@@ -156,37 +148,50 @@ fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
 ///   cookie) when `cookie_domain` is empty.
 /// * Everything else is kept byte for byte.
 pub fn sanitize_set_cookie(
-    value: &str,
+    value: &[u8],
     origin_host_name: &str,
     cookie_domain: &str,
-) -> Option<String> {
-    if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+) -> Option<Vec<u8>> {
+    if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         return None;
     }
-    let mut parts = value.split(';');
+    let mut parts = value.split(|&b| b == b';');
     let pair = parts.next()?;
-    if !pair.contains('=') || pair.trim().starts_with('=') {
+    if !pair.contains(&b'=') || pair.trim_ascii_start().starts_with(b"=") {
         return None;
     }
     let origin = origin_host_name.to_ascii_lowercase();
-    let mut out = pair.to_owned();
+    let mut out = pair.to_vec();
     for attr in parts {
-        let (key, val) = attr.split_once('=').unwrap_or((attr, ""));
-        if key.trim().eq_ignore_ascii_case("domain") {
-            let domain = val.trim().trim_start_matches('.').to_ascii_lowercase();
-            let names_origin = origin == domain || origin.ends_with(&format!(".{domain}"));
-            if names_origin {
-                if !cookie_domain.is_empty() {
-                    out.push_str("; Domain=");
-                    out.push_str(cookie_domain);
-                }
-                continue;
+        let (key, val) = match attr.iter().position(|&b| b == b'=') {
+            Some(i) => (&attr[..i], &attr[i + 1..]),
+            None => (attr, &b""[..]),
+        };
+        if key.trim_ascii().eq_ignore_ascii_case(b"domain") && names_origin(val, &origin) {
+            if !cookie_domain.is_empty() {
+                out.extend_from_slice(b"; Domain=");
+                out.extend_from_slice(cookie_domain.as_bytes());
             }
+            continue;
         }
-        out.push(';');
-        out.push_str(attr);
+        out.push(b';');
+        out.extend_from_slice(attr);
     }
     Some(out)
+}
+
+/// Whether a cookie's `Domain` value is `origin` (lowercase) or a parent domain of it.
+fn names_origin(domain: &[u8], origin: &str) -> bool {
+    let domain = domain.trim_ascii();
+    let domain = domain
+        .strip_prefix(b".")
+        .unwrap_or(domain)
+        .to_ascii_lowercase();
+    let origin = origin.as_bytes();
+    origin == domain
+        || (origin.len() > domain.len()
+            && origin.ends_with(&domain)
+            && origin[origin.len() - domain.len() - 1] == b'.')
 }
 
 #[cfg(test)]
@@ -286,33 +291,33 @@ mod tests {
 
     #[test]
     fn origin_cookie_domains_are_rewritten_and_bad_cookies_dropped() {
+        let sanitize = |v: &str, domain: &str| {
+            sanitize_set_cookie(v.as_bytes(), "origin.pub.test", domain)
+                .map(|out| String::from_utf8(out).unwrap())
+        };
         assert_eq!(
-            sanitize_set_cookie(
-                "s=1; Domain=origin.pub.test; Path=/; HttpOnly",
-                "origin.pub.test",
-                ""
-            )
-            .unwrap(),
+            sanitize("s=1; Domain=origin.pub.test; Path=/; HttpOnly", "").unwrap(),
             "s=1; Path=/; HttpOnly"
         );
         assert_eq!(
-            sanitize_set_cookie(
-                "s=1; domain=.pub.test; Secure",
-                "origin.pub.test",
-                ".pub.test"
-            )
-            .unwrap(),
+            sanitize("s=1; domain=.pub.test; Secure", ".pub.test").unwrap(),
             "s=1; Domain=.pub.test; Secure"
         );
         assert_eq!(
-            sanitize_set_cookie("s=1; Domain=other.test", "origin.pub.test", "").unwrap(),
+            sanitize("s=1; Domain=other.test", "").unwrap(),
             "s=1; Domain=other.test"
         );
-        assert_eq!(sanitize_set_cookie("novalue", "origin.pub.test", ""), None);
+        // A suffix that is not a parent domain is another site.
         assert_eq!(
-            sanitize_set_cookie("s=1\u{7f}", "origin.pub.test", ""),
-            None
+            sanitize("s=1; Domain=b.test", "").unwrap(),
+            "s=1; Domain=b.test"
         );
+        assert_eq!(
+            sanitize_set_cookie(b"s=1; Domain=b.test", "origin.pubb.test", ""),
+            Some(b"s=1; Domain=b.test".to_vec())
+        );
+        assert_eq!(sanitize("novalue", ""), None);
+        assert_eq!(sanitize("s=1\u{7f}", ""), None);
         let out = run(
             &[
                 ("set-cookie", "a=1; Domain=origin.pub.test"),
@@ -321,5 +326,29 @@ mod tests {
             false,
         );
         assert_eq!(get(&out, "set-cookie"), ["a=1", "b=2"]);
+    }
+
+    #[test]
+    fn a_cookie_that_is_not_utf8_loses_the_origin_domain_and_keeps_its_bytes() {
+        let value = b"a=\xe9t\xe9; Domain=ORIGIN.pub.test; Path=/\xff";
+        assert_eq!(
+            sanitize_set_cookie(value, "origin.pub.test", "").unwrap(),
+            b"a=\xe9t\xe9; Path=/\xff"
+        );
+        let rule = UrlRule::new("origin.pub.test", "https", "www.pub.test");
+        let ctx = ResponseContext {
+            rule: &rule,
+            origin_host_name: "origin.pub.test",
+            cookie_domain: "",
+            body_changes: false,
+            not_modified: false,
+        };
+        let headers = vec![(
+            HeaderName::from_static("set-cookie"),
+            HeaderValue::from_bytes(value).unwrap(),
+        )];
+        let out = origin_response_headers(headers, &ctx, &Settings::DEFAULT);
+        let cookie = out.iter().find(|(n, _)| n == "set-cookie").unwrap();
+        assert_eq!(cookie.1.as_bytes(), b"a=\xe9t\xe9; Path=/\xff");
     }
 }
