@@ -13,13 +13,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod raw_origin;
+
 /// One response, with arrival times measured from the moment the request was written.
 #[derive(Debug, Clone)]
 pub struct Timed {
     /// Status code.
     pub status: u16,
-    /// Headers, names lowercased, in order.
+    /// Headers, names lowercased, in order (bytes that are not UTF-8 replaced; see `head`).
     pub headers: Vec<(String, String)>,
+    /// The raw header section: status line, headers and the empty line that ends them.
+    pub head: Vec<u8>,
+    /// Everything that arrived after the header section, transfer framing included (for a
+    /// `204` or `304`, bytes that must not be there).
+    pub raw_body: Vec<u8>,
     /// The body after transfer decoding (still content-encoded).
     pub body: Vec<u8>,
     /// Whether the framing said the body ended (chunked terminator seen, or Content-Length
@@ -93,9 +100,6 @@ pub fn send(
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<Timed> {
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(timeout))?;
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("host: {addr}\r\n"));
@@ -107,9 +111,27 @@ pub fn send(
         req.push_str(&format!("content-length: {}\r\n", body.len()));
     }
     req.push_str("connection: close\r\n\r\n");
+    let mut raw_request = req.into_bytes();
+    raw_request.extend_from_slice(body);
+    send_raw(addr, &raw_request, method == "HEAD", timeout)
+}
+
+/// Writes `raw_request` exactly as given (any version, any bytes) and reads the response until
+/// the connection closes; `head_only` for a `HEAD`, whose response has no body.
+///
+/// # Errors
+/// As [`get`].
+pub fn send_raw(
+    addr: SocketAddr,
+    raw_request: &[u8],
+    head_only: bool,
+    timeout: Duration,
+) -> io::Result<Timed> {
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(timeout))?;
     let start = Instant::now();
-    stream.write_all(req.as_bytes())?;
-    stream.write_all(body)?;
+    stream.write_all(raw_request)?;
     let mut raw = Vec::new();
     let mut arrivals: Vec<(Duration, usize)> = Vec::new();
     let mut buf = [0u8; 16 * 1024];
@@ -133,11 +155,11 @@ pub fn send(
         if Instant::now() > deadline {
             break;
         }
-        if method == "HEAD" && raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head_only && raw.windows(4).any(|w| w == b"\r\n\r\n") {
             break;
         }
     }
-    parse(&raw, &arrivals, method == "HEAD")
+    parse(&raw, &arrivals, head_only)
 }
 
 fn arrival_of(arrivals: &[(Duration, usize)], offset: usize) -> Duration {
@@ -154,7 +176,8 @@ fn parse(raw: &[u8], arrivals: &[(Duration, usize)], head_only: bool) -> io::Res
         .position(|w| w == b"\r\n\r\n")
         .ok_or_else(|| bad("no complete header section"))?
         + 4;
-    let head = std::str::from_utf8(&raw[..head_end]).map_err(|_| bad("non-UTF-8 headers"))?;
+    // A header value may carry any byte but controls; `head` keeps the exact bytes.
+    let head = String::from_utf8_lossy(&raw[..head_end]);
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or("");
     let status: u16 = status_line
@@ -231,6 +254,8 @@ fn parse(raw: &[u8], arrivals: &[(Duration, usize)], head_only: bool) -> io::Res
     Ok(Timed {
         status,
         headers,
+        head: raw[..head_end].to_vec(),
+        raw_body: body_raw.to_vec(),
         body,
         complete,
         headers_at: arrival_of(arrivals, head_end - 1),
@@ -411,6 +436,16 @@ pub fn run(cmd: &mut Command) -> Result<(), String> {
         .ok_or_else(|| format!("{cmd:?} failed: {status}"))
 }
 
+/// Cargo's target directory for the workspace at `root`: `CARGO_TARGET_DIR` when set (so a
+/// suite can build in its own directory without racing another one over the same module),
+/// else `root/target`.
+pub fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => root.join(dir),
+        _ => root.join("target"),
+    }
+}
+
 /// Builds the service (release, wasm32-wasip1) with `TRUSTED_SERVER__*` overrides and copies
 /// the module to `to`. Settings are compiled in, so a test or benchmark that needs the origin
 /// on a port chosen at run time builds its own service.
@@ -440,7 +475,7 @@ pub fn build_service(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::copy(
-        root.join("target/wasm32-wasip1/release/trusted-server-edge.wasm"),
+        target_dir(root).join("wasm32-wasip1/release/trusted-server-edge.wasm"),
         to,
     )
     .map_err(|e| format!("copy wasm: {e}"))?;
