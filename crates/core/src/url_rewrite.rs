@@ -6,23 +6,81 @@
 //! with the RSC payload during hydration, so a URL rewritten in one place and not in another
 //! breaks the page.
 //!
-//! The rule: an occurrence of the origin authority `A` preceded by `https://`, `http://` or `//`
+//! The rule: an occurrence of the origin authority preceded by `https://`, `http://` or `//`
 //! (or their JSON-escaped forms `https:\/\/`, `http:\/\/`, `\/\/`) and followed by a byte that
 //! cannot continue an authority becomes the same form with the request's scheme and authority.
-//! The scheme is matched case-insensitively; `A` is matched exactly (hosts in pages are
-//! lowercase in practice). `//A.evil.test`, `//A:8443`, `//A@evil.test` and `//Axyz` are not the
-//! origin and are left alone. Every other byte is copied unchanged.
+//! It covers every spelling a browser resolves to the origin, so no origin URL survives:
+//!
+//! * the scheme and the host in any letter case (`HTTPS://Origin.Example.COM/`);
+//! * a trailing dot on the host (`//origin.example.com./`);
+//! * an explicit default port: `:443` after `https:`, `:80` after `http:`, and for the
+//!   scheme-relative forms the default port of the request's scheme, which is what the browser
+//!   resolves them against (up to 5 digits, so `:0443` too). If the origin authority has a port,
+//!   that port is required, unless it is the default one.
+//!
+//! Everything else is left alone, byte for byte: `//origin.example.com.evil.test`,
+//! `//origin.example.com:8443`, `//origin.example.com@evil.test`, `//origin.example.comx`, and
+//! an authority with user info (`//user@origin.example.com`), which no page uses for its own
+//! links.
 
 use memchr::memmem;
 
 /// Longest prefix that can precede the authority: `https:\/\/`.
 const MAX_PREFIX: usize = 10;
 
+/// Longest port suffix that is still followed: `.` then `:` and 5 digits.
+const MAX_SUFFIX: usize = 7;
+
+/// The prefixes, with what replaces them (as [`Form`]).
+const PREFIXES: [(&[u8], Form); 6] = [
+    (b"https://", Form::Absolute(443)),
+    (b"http://", Form::Absolute(80)),
+    (b"//", Form::Relative),
+    (b"https:\\/\\/", Form::AbsoluteEscaped(443)),
+    (b"http:\\/\\/", Form::AbsoluteEscaped(80)),
+    (b"\\/\\/", Form::RelativeEscaped),
+];
+
+/// How a match was written, which decides its replacement and its default port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `scheme://`, with the scheme's default port.
+    Absolute(u16),
+    /// `scheme:\/\/`.
+    AbsoluteEscaped(u16),
+    /// `//`: the default port is the request's scheme's.
+    Relative,
+    /// `\/\/`.
+    RelativeEscaped,
+}
+
+/// The outcome of looking at one host occurrence.
+enum Decision {
+    /// Not a match.
+    No,
+    /// The bytes after the host have not all arrived.
+    NeedMore,
+    /// A match from `start` to `end` (exclusive), replaced by the form's replacement.
+    Match {
+        start: usize,
+        end: usize,
+        form: Form,
+    },
+}
+
 /// The origin → first-party mapping for one request.
 #[derive(Debug, Clone)]
 pub struct UrlRule {
-    origin: Vec<u8>,
-    finder: memmem::Finder<'static>,
+    /// The origin's host, lowercase (an IPv6 literal keeps its brackets).
+    host: Vec<u8>,
+    /// The origin authority's explicit port, if it has one.
+    port: Option<u16>,
+    /// Finds `//`.
+    slashes: memmem::Finder<'static>,
+    /// Finds `\/\/`.
+    escaped_slashes: memmem::Finder<'static>,
+    /// Default port of the request's scheme, for the scheme-relative forms.
+    target_default_port: u16,
     /// `scheme://authority`, with the request's scheme.
     absolute: Vec<u8>,
     /// `scheme:\/\/authority`.
@@ -34,12 +92,20 @@ pub struct UrlRule {
 }
 
 impl UrlRule {
-    /// Maps `origin_authority` (`host[:port]`, lowercase) to `target_scheme://target_authority`.
+    /// Maps `origin_authority` (`host[:port]`) to `target_scheme://target_authority`.
     pub fn new(origin_authority: &str, target_scheme: &str, target_authority: &str) -> Self {
-        let origin = origin_authority.as_bytes().to_vec();
+        let authority = origin_authority.to_ascii_lowercase();
+        let (host, port) = split_authority(&authority);
         UrlRule {
-            finder: memmem::Finder::new(&origin).into_owned(),
-            origin,
+            host: host.as_bytes().to_vec(),
+            port,
+            slashes: memmem::Finder::new(b"//"),
+            escaped_slashes: memmem::Finder::new(b"\\/\\/"),
+            target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
+                443
+            } else {
+                80
+            },
             absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             absolute_escaped: format!("{target_scheme}:\\/\\/{target_authority}").into_bytes(),
             relative: format!("//{target_authority}").into_bytes(),
@@ -49,7 +115,7 @@ impl UrlRule {
 
     /// Longest input span one match can cover.
     fn max_match_len(&self) -> usize {
-        MAX_PREFIX + self.origin.len()
+        MAX_PREFIX + self.host.len() + MAX_SUFFIX
     }
 
     /// Length of the longest suffix of `work` that is the start of a match, or a whole match
@@ -65,20 +131,22 @@ impl UrlRule {
             .map_or(0, |(i, _)| window - i)
     }
 
+    /// Whether `tail` (the end of the input so far) could be the start of a match.
     fn could_start_match(&self, tail: &[u8]) -> bool {
-        const FORMS: [&[u8]; 6] = [
-            b"https://",
-            b"http://",
-            b"//",
-            b"https:\\/\\/",
-            b"http:\\/\\/",
-            b"\\/\\/",
-        ];
-        FORMS.iter().any(|prefix| {
+        let first = tail.first().map(u8::to_ascii_lowercase);
+        PREFIXES.iter().any(|(prefix, _)| {
+            if first != Some(prefix[0]) {
+                return false;
+            }
             let (head, rest) = tail.split_at(tail.len().min(prefix.len()));
-            head.eq_ignore_ascii_case(&prefix[..head.len()])
-                && (rest.is_empty()
-                    || (head.len() == prefix.len() && self.origin.starts_with(rest)))
+            if !head.eq_ignore_ascii_case(&prefix[..head.len()]) {
+                return false;
+            }
+            if rest.len() <= self.host.len() {
+                return rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+            }
+            let (host, suffix) = rest.split_at(self.host.len());
+            host.eq_ignore_ascii_case(&self.host) && could_be_port_suffix(suffix)
         })
     }
 
@@ -93,22 +161,21 @@ impl UrlRule {
     /// `at_end`, all of `work` is decidable.
     fn process(&self, work: &[u8], at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
-        for at in self.finder.find_iter(work) {
-            let end = at + self.origin.len();
-            let next = match work.get(end) {
-                Some(b) => Some(*b),
-                None if at_end => None,
-                // The byte after the authority has not arrived: decide next time.
-                None => break,
-            };
-            if let Some((start, replacement)) = self.classify(work, at, next) {
-                if start < emitted {
-                    // Overlaps bytes already written (cannot happen: authorities hold no '/').
-                    continue;
+        let candidates = host_candidates(work, &self.slashes, &self.escaped_slashes);
+        for at in candidates {
+            match self.classify(work, at, at_end) {
+                Decision::No => {}
+                // The bytes after the host have not arrived: decide next time.
+                Decision::NeedMore => break,
+                Decision::Match { start, end, form } => {
+                    if start < emitted {
+                        // Overlaps bytes already written (cannot happen: hosts hold no '/').
+                        continue;
+                    }
+                    out.extend_from_slice(&work[emitted..start]);
+                    out.extend_from_slice(self.replacement(form));
+                    emitted = end;
                 }
-                out.extend_from_slice(&work[emitted..start]);
-                out.extend_from_slice(replacement);
-                emitted = end;
             }
         }
         let decided = if at_end {
@@ -121,40 +188,141 @@ impl UrlRule {
         decided
     }
 
-    /// If the authority occurrence at `at` is a match, returns (match start, replacement).
-    /// `next` is the byte after the authority, `None` at the end of the input.
-    fn classify(&self, work: &[u8], at: usize, next: Option<u8>) -> Option<(usize, &[u8])> {
-        if next.is_some_and(continues_authority) {
-            return None;
+    fn replacement(&self, form: Form) -> &[u8] {
+        match form {
+            Form::Absolute(_) => &self.absolute,
+            Form::AbsoluteEscaped(_) => &self.absolute_escaped,
+            Form::Relative => &self.relative,
+            Form::RelativeEscaped => &self.relative_escaped,
+        }
+    }
+
+    /// Decides the candidate at `at` (just after a `//` or `\/\/`): the host in any case, a
+    /// prefix before it, then an optional dot and port, then a byte that cannot continue an
+    /// authority.
+    fn classify(&self, work: &[u8], at: usize, at_end: bool) -> Decision {
+        let rest = &work[at..];
+        if rest.len() < self.host.len() {
+            let partial = rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+            return if partial && !at_end {
+                Decision::NeedMore
+            } else {
+                Decision::No
+            };
+        }
+        if self.host.is_empty() || !rest[..self.host.len()].eq_ignore_ascii_case(&self.host) {
+            return Decision::No;
         }
         let before = &work[..at];
-        let (slashes_len, escaped) = if before.ends_with(b"\\/\\/") {
-            (4, true)
-        } else if before.ends_with(b"//") {
-            (2, false)
-        } else {
-            return None;
+        let Some((prefix_len, form)) = PREFIXES
+            .iter()
+            .find(|(prefix, _)| ends_with_ignore_case(before, prefix))
+            .map(|(prefix, form)| (prefix.len(), *form))
+        else {
+            return Decision::No;
         };
-        let before_slashes = &before[..before.len() - slashes_len];
-        let scheme_len = if ends_with_ignore_case(before_slashes, b"https:") {
-            6
-        } else if ends_with_ignore_case(before_slashes, b"http:") {
-            5
-        } else {
-            0
+        let default_port = match form {
+            Form::Absolute(port) | Form::AbsoluteEscaped(port) => port,
+            Form::Relative | Form::RelativeEscaped => self.target_default_port,
         };
-        let start = at - slashes_len - scheme_len;
-        let replacement = match (scheme_len != 0, escaped) {
-            (true, false) => &self.absolute,
-            (true, true) => &self.absolute_escaped,
-            (false, false) => &self.relative,
-            (false, true) => &self.relative_escaped,
+        let after = &work[at + self.host.len()..];
+        let mut i = usize::from(after.first() == Some(&b'.'));
+        let port = match after.get(i) {
+            Some(b':') => {
+                let digits = after[i + 1..]
+                    .iter()
+                    .take(6)
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits == after.len() - i - 1 && !at_end && digits <= 5 {
+                    return Decision::NeedMore;
+                }
+                if digits == 0 || digits > 5 {
+                    return Decision::No;
+                }
+                let value = after[i + 1..i + 1 + digits]
+                    .iter()
+                    .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
+                i += 1 + digits;
+                Some(value)
+            }
+            _ => None,
         };
-        Some((start, replacement))
+        if after.len() == i && !at_end {
+            return Decision::NeedMore;
+        }
+        let port_ok = match (port, self.port) {
+            (None, None) => true,
+            (None, Some(own)) => own == default_port,
+            (Some(p), None) => p == u32::from(default_port),
+            (Some(p), Some(own)) => p == u32::from(own),
+        };
+        if !port_ok {
+            return Decision::No;
+        }
+        match after.get(i) {
+            Some(&b) if continues_authority(b) => Decision::No,
+            _ => Decision::Match {
+                start: at - prefix_len,
+                end: at + self.host.len() + i,
+                form,
+            },
+        }
     }
 }
 
-/// Bytes that would make `A` part of a longer or different authority.
+/// Where a host may start: after every `//` and every `\/\/`, in order. Searching for the
+/// slashes rather than for the host finds it in any letter case, with two SIMD scans for
+/// short, fixed needles.
+fn host_candidates<'a>(
+    work: &'a [u8],
+    slashes: &'a memmem::Finder<'static>,
+    escaped_slashes: &'a memmem::Finder<'static>,
+) -> impl Iterator<Item = usize> + 'a {
+    // Overlapping: in `///host` the host follows the second pair.
+    let from = |finder: &'a memmem::Finder<'static>| {
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            let found = pos + finder.find(&work[pos.min(work.len())..])?;
+            pos = found + 1;
+            Some(found + finder.needle().len())
+        })
+        .peekable()
+    };
+    let mut plain = from(slashes);
+    let mut escaped = from(escaped_slashes);
+    std::iter::from_fn(move || match (plain.peek(), escaped.peek()) {
+        (Some(a), Some(b)) if b < a => escaped.next(),
+        (Some(_), _) => plain.next(),
+        (None, _) => escaped.next(),
+    })
+}
+
+/// Splits a lowercase `host[:port]` (IPv6 literals in brackets). A port that is not a number
+/// stays part of the host, which then never matches a real URL.
+fn split_authority(authority: &str) -> (&str, Option<u16>) {
+    let port_at = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => i,
+        _ => return (authority, None),
+    };
+    match authority[port_at + 1..].parse::<u16>() {
+        Ok(port) => (&authority[..port_at], Some(port)),
+        Err(_) => (authority, None),
+    }
+}
+
+/// Whether `suffix`, the bytes after a host at the end of the input so far, could still be
+/// the start of its optional dot and port: `.`, `:`, `.:` and up to 5 digits after the colon.
+fn could_be_port_suffix(suffix: &[u8]) -> bool {
+    let rest = suffix.strip_prefix(b".").unwrap_or(suffix);
+    match rest.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.len() <= 5 && digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    }
+}
+
+/// Bytes that would make the host part of a longer or different authority.
 fn continues_authority(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'@')
 }
@@ -166,7 +334,7 @@ fn ends_with_ignore_case(haystack: &[u8], suffix: &[u8]) -> bool {
 
 /// Applies a [`UrlRule`] to a byte stream split into arbitrary chunks.
 ///
-/// Output is byte-identical for every split of the input. At most `10 + len(origin)` bytes are
+/// Output is byte-identical for every split of the input. At most `17 + len(host)` bytes are
 /// held back between writes: just enough to decide a match that straddles a boundary.
 #[derive(Debug)]
 pub struct StreamReplacer {
@@ -280,6 +448,71 @@ mod tests {
     }
 
     #[test]
+    fn every_spelling_a_browser_resolves_to_the_origin_is_rewritten() {
+        let cases = [
+            ("HTTPS://ORIGIN.Example.COM/a", "http://127.0.0.1:7676/a"),
+            (
+                "https://origin.example.com:443/a",
+                "http://127.0.0.1:7676/a",
+            ),
+            (
+                "https://origin.example.com:0443/a",
+                "http://127.0.0.1:7676/a",
+            ),
+            ("http://origin.example.com:80", "http://127.0.0.1:7676"),
+            ("https://origin.example.com./a", "http://127.0.0.1:7676/a"),
+            (
+                "https://origin.example.com.:443/a",
+                "http://127.0.0.1:7676/a",
+            ),
+            ("//Origin.Example.Com./x", "//127.0.0.1:7676/x"),
+            // Scheme-relative URLs resolve against the proxied page: http here.
+            ("//origin.example.com:80/x", "//127.0.0.1:7676/x"),
+            (
+                r#""https:\/\/ORIGIN.example.com:443\/api""#,
+                r#""http:\/\/127.0.0.1:7676\/api""#,
+            ),
+            (
+                r#""\/\/origin.example.com.\/""#,
+                r#""\/\/127.0.0.1:7676\/""#,
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(rewrite(input), expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn ports_follow_the_scheme_and_the_origin_authority() {
+        // The default port belongs to the URL's scheme, or for `//` to the request's.
+        for input in [
+            "http://origin.example.com:443/",
+            "https://origin.example.com:80/",
+            "//origin.example.com:443/",
+            "https://origin.example.com:443443/",
+            "https://origin.example.com:/",
+            "https://origin.example.com.:8443/",
+            "https://origin.example.com../",
+        ] {
+            assert_eq!(rewrite(input), input);
+        }
+        let https = UrlRule::new("o.test", "https", "p.test");
+        assert_eq!(https.rewrite_all(b"//o.test:443/"), b"//p.test/");
+        assert_eq!(https.rewrite_all(b"//o.test:80/"), b"//o.test:80/");
+        // An origin on its own port: that port is required, unless it is the default one.
+        let own_port = UrlRule::new("O.test:8080", "https", "p.test");
+        assert_eq!(
+            own_port.rewrite_all(b"http://o.test:8080/ http://o.test/ https://o.test:8080"),
+            b"https://p.test/ http://o.test/ https://p.test"
+        );
+        let default_port = UrlRule::new("o.test:443", "https", "p.test");
+        assert_eq!(
+            default_port.rewrite_all(b"https://o.test/ https://o.test:443/ http://o.test/"),
+            b"https://p.test/ https://p.test/ http://o.test/"
+        );
+    }
+
+    #[test]
     fn leaves_other_authorities_alone() {
         for input in [
             "https://origin.example.com.evil.test/",
@@ -291,6 +524,7 @@ mod tests {
             "origin.example.com without a scheme",
             "https:/origin.example.com",
             "https://origin.example.co",
+            "//user@origin.example.com/",
         ] {
             assert_eq!(rewrite(input), input);
         }
@@ -349,6 +583,12 @@ mod tests {
             Just(":8443".to_owned()),
             Just("/path é✓😀 ".to_owned()),
             Just("HTTPS:".to_owned()),
+            Just("//ORIGIN.example.COM".to_owned()),
+            Just(".".to_owned()),
+            Just(":443".to_owned()),
+            Just(":80".to_owned()),
+            Just(":44".to_owned()),
+            Just(":".to_owned()),
             "[a-z/:. \\\\\"]{0,12}",
         ]
     }
