@@ -1335,8 +1335,42 @@ struct World {
     origin: RawOrigin,
     streaming: SocketAddr,
     buffered: SocketAddr,
+    /// The Viceroy logs of the two builds: a guest panic after the headers looks like an
+    /// abandoned transfer to the client, so the log is where it shows.
+    streaming_log: LogWatch,
+    buffered_log: LogWatch,
     scratch: PathBuf,
     _servers: Vec<e2e::ChildGuard>,
+}
+
+/// Reads what a log file gained since the last look.
+struct LogWatch {
+    path: PathBuf,
+    seen: std::cell::Cell<usize>,
+}
+
+impl LogWatch {
+    fn new(path: PathBuf) -> Self {
+        LogWatch {
+            path,
+            seen: std::cell::Cell::new(0),
+        }
+    }
+
+    fn news(&self) -> String {
+        let all = std::fs::read(&self.path).unwrap_or_default();
+        let from = self.seen.get().min(all.len());
+        self.seen.set(all.len());
+        String::from_utf8_lossy(&all[from..]).into_owned()
+    }
+
+    /// A panic reported since the last look, if any.
+    fn panic(&self) -> Option<String> {
+        let news = self.news();
+        news.lines()
+            .find(|l| l.contains("panicked"))
+            .map(str::to_owned)
+    }
 }
 
 fn set_up() -> Result<World, String> {
@@ -1354,20 +1388,27 @@ fn set_up() -> Result<World, String> {
         ),
     ];
     let pair = start_service_pair(&root, &scratch, origin.addr(), &timeouts)?;
+    // The file names start_service_pair gives the logs.
+    let streaming_log = LogWatch::new(scratch.join("viceroy-streaming.log"));
+    let buffered_log = LogWatch::new(scratch.join("viceroy-buffered.log"));
+    streaming_log.news();
+    buffered_log.news();
     Ok(World {
         origin,
         streaming: pair.streaming,
         buffered: pair.buffered,
+        streaming_log,
+        buffered_log,
         scratch,
         _servers: pair.guards,
     })
 }
 
 fn run_row(world: &World, row: &Row, path: &str, buffered: bool) -> (String, Result<(), String>) {
-    let (addr, expect) = if buffered {
-        (world.buffered, &row.buffered)
+    let (addr, expect, log) = if buffered {
+        (world.buffered, &row.buffered, &world.buffered_log)
     } else {
-        (world.streaming, &row.streaming)
+        (world.streaming, &row.streaming, &world.streaming_log)
     };
     world.origin.take_requests(path);
     if row.refused {
@@ -1387,7 +1428,12 @@ fn run_row(world: &World, row: &Row, path: &str, buffered: bool) -> (String, Res
         Err(e) => return ("no response".into(), Err(e)),
     };
     let observed = got.describe();
-    let mut result = judge(expect, &got);
+    // The guest writes its panic message before its instance ends; give the log a moment.
+    std::thread::sleep(Duration::from_millis(20));
+    let mut result = match log.panic() {
+        Some(line) => Err(format!("the guest panicked: {line}")),
+        None => judge(expect, &got),
+    };
     if result.is_ok() {
         if let Some(check) = &row.response {
             result = check(&got);
@@ -1449,6 +1495,18 @@ fn main() {
             }
         }
     }
+    // A panic reported after its row was judged still fails the run.
+    let mut late_panics = 0;
+    for (mode, log) in [
+        ("streaming", &world.streaming_log),
+        ("buffered", &world.buffered_log),
+    ] {
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(line) = log.panic() {
+            late_panics += 1;
+            println!("the {mode} build panicked after the last row: {line}");
+        }
+    }
     println!(
         "\nfaults: {} rows x 2 modes, {} passed, {failures} failed ({:.1}s)",
         rows.len(),
@@ -1456,7 +1514,7 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     drop(world);
-    if failures > 0 || runs == 0 {
+    if failures > 0 || late_panics > 0 || runs == 0 {
         std::process::exit(1);
     }
 }
