@@ -81,12 +81,14 @@ fn decoded(body: Vec<u8>) -> Expect {
 /// How the client asks.
 #[derive(Clone)]
 enum Client {
-    /// HTTP/1.1 from the e2e client, with `Host` and these extra headers.
+    /// HTTP/1.1 from the e2e client, with these headers (and `Host: PUBLIC_HOST` unless
+    /// they have a `Host`).
     Http11(Vec<(&'static str, &'static str)>),
     /// A raw HTTP/1.0 request.
     Http10,
-    /// HTTP/2 over cleartext with prior knowledge (curl).
-    H2c,
+    /// HTTP/2 over cleartext with prior knowledge (curl), for this authority (`:authority`;
+    /// HTTP/2 has no `Host` header).
+    H2c(&'static str),
 }
 
 type HeadCheck = Box<dyn Fn(&[u8]) -> Result<(), String>>;
@@ -1002,8 +1004,33 @@ fn rows() -> Vec<Row> {
             html_chunked(&small),
             ok_small(),
         )
-        .client(Client::H2c)
+        .client(Client::H2c(PUBLIC_HOST))
         .origin_saw(origin_saw_http11),
+    );
+    // Viceroy hands the guest an HTTP/2 request without a `Host`: the public host is the
+    // URL's authority, and pages must be rewritten to it, not to `publisher.domain`.
+    let other_host = "other.pub.test";
+    rows.push(
+        Row::new(
+            "an HTTP/2 client's :authority is the host pages are rewritten to",
+            html_chunked(&small),
+            complete(
+                200,
+                UrlRule::new(ORIGIN_HOST, "http", other_host).rewrite_all(&small),
+            ),
+        )
+        .client(Client::H2c(other_host)),
+    );
+    rows.push(
+        Row::new(
+            "control: an HTTP/1.1 client's Host is the host pages are rewritten to",
+            html_chunked(&small),
+            complete(
+                200,
+                UrlRule::new(ORIGIN_HOST, "http", other_host).rewrite_all(&small),
+            ),
+        )
+        .client(Client::Http11(vec![("host", other_host)])),
     );
     rows.push(
         Row::new("an HTTP/1.0 client", html_chunked(&small), ok_small())
@@ -1163,8 +1190,10 @@ fn from_timed(t: Timed) -> Got {
 fn fetch(addr: SocketAddr, path: &str, client: &Client, scratch: &Path) -> Result<Got, String> {
     let result = match client {
         Client::Http11(extra) => {
-            let mut headers = vec![("host", PUBLIC_HOST)];
-            headers.extend(extra.iter().copied());
+            let mut headers = extra.clone();
+            if !headers.iter().any(|(n, _)| *n == "host") {
+                headers.push(("host", PUBLIC_HOST));
+            }
             send(addr, "GET", path, &headers, &[], CLIENT_TIMEOUT)
         }
         Client::Http10 => send_raw(
@@ -1173,7 +1202,7 @@ fn fetch(addr: SocketAddr, path: &str, client: &Client, scratch: &Path) -> Resul
             false,
             CLIENT_TIMEOUT,
         ),
-        Client::H2c => return fetch_h2c(addr, path, scratch),
+        Client::H2c(authority) => return fetch_h2c(addr, authority, path, scratch),
     };
     match result {
         Ok(t) => Ok(from_timed(t)),
@@ -1190,7 +1219,7 @@ fn fetch(addr: SocketAddr, path: &str, client: &Client, scratch: &Path) -> Resul
 }
 
 /// HTTP/2 without TLS, with prior knowledge, through curl.
-fn fetch_h2c(addr: SocketAddr, path: &str, scratch: &Path) -> Result<Got, String> {
+fn fetch_h2c(addr: SocketAddr, authority: &str, path: &str, scratch: &Path) -> Result<Got, String> {
     let body_file = scratch.join("h2c-body");
     let head_file = scratch.join("h2c-head");
     let _ = std::fs::remove_file(&body_file);
@@ -1199,13 +1228,13 @@ fn fetch_h2c(addr: SocketAddr, path: &str, scratch: &Path) -> Result<Got, String
         .args(["--silent", "--show-error", "--http2-prior-knowledge"])
         .args(["--max-time", &CLIENT_TIMEOUT.as_secs().to_string()])
         .arg("--connect-to")
-        .arg(format!("{PUBLIC_HOST}:80:{addr}"))
+        .arg(format!("{authority}:80:{addr}"))
         .arg("--output")
         .arg(&body_file)
         .arg("--dump-header")
         .arg(&head_file)
         .args(["--write-out", "%{http_version}"])
-        .arg(format!("http://{PUBLIC_HOST}{path}"))
+        .arg(format!("http://{authority}{path}"))
         .output()
         .map_err(|e| format!("curl: {e}"))?;
     let version = String::from_utf8_lossy(&out.stdout).into_owned();
