@@ -166,6 +166,15 @@ fn stream(response: Response, mut origin_body: Body, job: Job) {
 
 /// Logs, once per response, where rewriting gave way to passing original bytes through.
 fn log_degraded(report: &PipelineReport) {
+    if report.utf16 {
+        eprintln!("body starts with a UTF-16 byte order mark: passed through unchanged");
+    }
+    if report.ignored_trailing > 0 {
+        eprintln!(
+            "ignored {} bytes after the end of the compressed body, as browsers do",
+            report.ignored_trailing
+        );
+    }
     if let Some(reason) = &report.html_bail_out {
         eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
     }

@@ -18,11 +18,26 @@ pub struct Client {
     pub version: fastly::http::Version,
 }
 
+/// `host[:port]` of the request URL, when the client sent one (an HTTP/2 `:authority`).
+fn url_authority(request: &Request) -> Option<String> {
+    let url = request.get_url();
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
 /// Reads the client facts from the request. Only the platform's own observations are used
 /// (TLS state, peer address); client-supplied forwarding headers are ignored.
 pub fn observe(request: &Request, settings: &Settings) -> Client {
     // `get_header_str` panics on a value that is not UTF-8; such a Host is treated as absent.
-    let host = request.get_header("host").and_then(|v| v.to_str().ok());
+    // HTTP/2 and HTTP/3 carry the authority in the URL (`:authority`), not in a Host header.
+    let url_authority = url_authority(request);
+    let host = request
+        .get_header("host")
+        .and_then(|v| v.to_str().ok())
+        .or(url_authority.as_deref());
     let authority = client_authority(host, &settings.publisher.domain);
     let scheme = if request.get_tls_protocol_bytes().is_some() {
         "https"
@@ -36,5 +51,27 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
         ip: request.get_client_ip_addr(),
         rule,
         version: request.get_version(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_authority_comes_from_host_then_from_the_url() {
+        let settings = &crate::SETTINGS;
+        // HTTP/2: no Host header, the authority is in the URL.
+        let h2 = Request::get("http://other.test:8443/page");
+        assert_eq!(h2.get_header("host"), None);
+        assert_eq!(observe(&h2, settings).authority, "other.test:8443");
+        let h1 = Request::get("http://ignored.test/page").with_header("host", "www.pub.test");
+        assert_eq!(observe(&h1, settings).authority, "www.pub.test");
+        // A Host that is not a plausible authority falls back to the configured domain.
+        let odd = Request::get("http://ignored.test/").with_header("host", "a b<");
+        assert_eq!(
+            observe(&odd, settings).authority,
+            settings.publisher.domain.to_ascii_lowercase()
+        );
     }
 }

@@ -58,6 +58,8 @@ enum EncoderState {
 /// Streaming encoder; the counterpart of [`Decoder`], with the same buffer protocol.
 pub struct Encoder {
     state: EncoderState,
+    /// Plain bytes written since the last flush.
+    unflushed: usize,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -98,7 +100,16 @@ impl Encoder {
                 )))
             }
         };
-        Encoder { state }
+        Encoder {
+            state,
+            unflushed: 0,
+        }
+    }
+
+    /// Plain bytes written since the last [`Encoder::flush`]: what a flush would make
+    /// decodable.
+    pub fn unflushed(&self) -> usize {
+        self.unflushed
     }
 
     /// For the identity coding, the output buffer itself, so a caller can write plain bytes
@@ -115,6 +126,7 @@ impl Encoder {
     /// # Errors
     /// Only on internal codec failure (writing into a `Vec` cannot fail otherwise).
     pub fn write(&mut self, input: &[u8]) -> io::Result<()> {
+        self.unflushed += input.len();
         match &mut self.state {
             EncoderState::Identity(b) => {
                 b.extend_from_slice(input);
@@ -131,6 +143,7 @@ impl Encoder {
     /// # Errors
     /// Only on internal codec failure.
     pub fn flush(&mut self) -> io::Result<()> {
+        self.unflushed = 0;
         match &mut self.state {
             EncoderState::Identity(_) => Ok(()),
             EncoderState::Gzip(e) => e.flush(),

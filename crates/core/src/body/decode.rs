@@ -29,10 +29,6 @@ impl std::error::Error for DecodeError {
 /// Largest piece of decoded output handed on at once by the deflate decoder.
 const OUT_STEP: usize = 32 * 1024;
 
-fn invalid(message: &'static str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
-}
-
 fn truncated() -> io::Error {
     io::Error::new(
         io::ErrorKind::UnexpectedEof,
@@ -54,7 +50,7 @@ enum State<D: Write> {
         inner: D,
     },
     /// gzip; several members in a row are one body (RFC 1952 §2.2).
-    Gzip(Box<flate2::write::MultiGzDecoder<D>>),
+    Gzip(GzipMembers<D>),
     Inflate(Box<Inflate<D>>),
     Brotli(Box<brotli::DecompressorWriter<D>>),
     /// Only while switching states.
@@ -97,7 +93,9 @@ impl<D: Write> Decoder<D> {
         };
         self.state = match codec {
             Codec::Identity => State::Identity(inner),
-            Codec::Gzip => State::Gzip(Box::new(flate2::write::MultiGzDecoder::new(inner))),
+            Codec::Gzip => State::Gzip(GzipMembers::InMember(Box::new(
+                flate2::write::GzDecoder::new(inner),
+            ))),
             Codec::Deflate => State::DeflateSniff {
                 head: Vec::with_capacity(2),
                 inner,
@@ -112,7 +110,7 @@ impl<D: Write> Decoder<D> {
             State::Identity(d)
             | State::Waiting { inner: d, .. }
             | State::DeflateSniff { inner: d, .. } => d,
-            State::Gzip(d) => d.get_mut(),
+            State::Gzip(d) => d.inner_mut(),
             State::Inflate(d) => &mut d.inner,
             State::Brotli(d) => d.get_mut(),
             State::Switching => unreachable!("a decoder is never observed while switching"),
@@ -145,11 +143,20 @@ impl<D: Write> Decoder<D> {
                 self.state = State::Inflate(Box::new(Inflate::new(zlib, inner)));
                 self.write(&head)
             }
-            // flate2's writers keep decoded bytes until the next write or a flush.
-            State::Gzip(d) => d.write_all(input).and_then(|()| d.flush()),
+            State::Gzip(d) => d.write(input),
             State::Inflate(d) => d.write(input),
             State::Brotli(d) => d.write_all(input),
             State::Switching => unreachable!("a decoder is never observed while switching"),
+        }
+    }
+
+    /// Bytes after the end of a complete gzip or deflate stream that were not another gzip
+    /// member, and were ignored as browsers ignore them.
+    pub fn ignored_trailing(&self) -> u64 {
+        match &self.state {
+            State::Gzip(GzipMembers::Ignoring { bytes, .. }) => *bytes,
+            State::Inflate(d) => d.ignored,
+            _ => 0,
         }
     }
 
@@ -168,10 +175,7 @@ impl<D: Write> Decoder<D> {
                     Err(truncated())
                 }
             }
-            State::Gzip(mut d) => {
-                d.try_finish()?;
-                d.finish()
-            }
+            State::Gzip(d) => d.finish(),
             State::Inflate(d) => {
                 if d.done {
                     Ok(d.inner)
@@ -184,6 +188,109 @@ impl<D: Write> Decoder<D> {
                 d.into_inner().map_err(|_| truncated())
             }
             State::Switching => unreachable!("a decoder is never observed while switching"),
+        }
+    }
+}
+
+/// gzip, member after member. Several members are one body (RFC 1952 §2.2). Bytes after a
+/// complete member that do not start another one (zero padding, garbage) are ignored, as
+/// browsers ignore them: Chromium stops reading at the end of the first member. A later member
+/// that starts (`1f 8b`) but does not finish is a truncation, like a truncated first one.
+enum GzipMembers<D: Write> {
+    /// Inside a member (from its first header byte on).
+    InMember(Box<flate2::write::GzDecoder<D>>),
+    /// After a complete member; `magic` when a lone `1f` has arrived.
+    Between { inner: D, magic: bool },
+    /// After a complete member and bytes that do not start another.
+    Ignoring { inner: D, bytes: u64 },
+    /// Only while switching states.
+    Switching,
+}
+
+/// The gzip magic number that starts every member.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+impl<D: Write> GzipMembers<D> {
+    fn inner_mut(&mut self) -> &mut D {
+        match self {
+            GzipMembers::InMember(d) => d.get_mut(),
+            GzipMembers::Between { inner, .. } | GzipMembers::Ignoring { inner, .. } => inner,
+            GzipMembers::Switching => unreachable!("never observed while switching"),
+        }
+    }
+
+    fn write(&mut self, mut input: &[u8]) -> io::Result<()> {
+        while !input.is_empty() {
+            match self {
+                GzipMembers::InMember(d) => match d.write(input)? {
+                    // The member, its CRC and its length are complete.
+                    0 => {
+                        let GzipMembers::InMember(d) =
+                            std::mem::replace(self, GzipMembers::Switching)
+                        else {
+                            unreachable!("matched above");
+                        };
+                        let inner = d.finish()?;
+                        *self = GzipMembers::Between {
+                            inner,
+                            magic: false,
+                        };
+                    }
+                    n => input = &input[n..],
+                },
+                GzipMembers::Between { magic, .. } => {
+                    let starts_member = if *magic {
+                        input[0] == GZIP_MAGIC[1]
+                    } else if input == [GZIP_MAGIC[0]] {
+                        *magic = true;
+                        return Ok(());
+                    } else {
+                        input.starts_with(&GZIP_MAGIC)
+                    };
+                    let had_magic = *magic;
+                    let GzipMembers::Between { inner, .. } =
+                        std::mem::replace(self, GzipMembers::Switching)
+                    else {
+                        unreachable!("matched above");
+                    };
+                    if !starts_member {
+                        let bytes = input.len() as u64 + u64::from(had_magic);
+                        *self = GzipMembers::Ignoring { inner, bytes };
+                        return Ok(());
+                    }
+                    let mut d = Box::new(flate2::write::GzDecoder::new(inner));
+                    if had_magic {
+                        d.write_all(&GZIP_MAGIC[..1])?;
+                    }
+                    *self = GzipMembers::InMember(d);
+                }
+                GzipMembers::Ignoring { bytes, .. } => {
+                    *bytes += input.len() as u64;
+                    return Ok(());
+                }
+                GzipMembers::Switching => unreachable!("never observed while switching"),
+            }
+        }
+        // flate2's writers keep decoded bytes until the next write or a flush.
+        match self {
+            GzipMembers::InMember(d) => d.flush(),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(self) -> io::Result<D> {
+        match self {
+            GzipMembers::InMember(d) => d.finish(),
+            GzipMembers::Between { inner, magic } => {
+                if magic {
+                    // A lone `1f`: the start of a member that never came.
+                    Err(truncated())
+                } else {
+                    Ok(inner)
+                }
+            }
+            GzipMembers::Ignoring { inner, .. } => Ok(inner),
+            GzipMembers::Switching => unreachable!("never observed while switching"),
         }
     }
 }
@@ -201,6 +308,8 @@ struct Inflate<D: Write> {
     /// Input the decompressor could not take yet (a split block header or trailer).
     pending: Vec<u8>,
     done: bool,
+    /// Bytes after the end of the stream, ignored (as after a gzip member).
+    ignored: u64,
 }
 
 impl<D: Write> Inflate<D> {
@@ -211,6 +320,7 @@ impl<D: Write> Inflate<D> {
             out: Vec::with_capacity(OUT_STEP),
             pending: Vec::new(),
             done: false,
+            ignored: 0,
         }
     }
 
@@ -226,11 +336,8 @@ impl<D: Write> Inflate<D> {
     fn feed(&mut self, mut input: &[u8]) -> io::Result<()> {
         loop {
             if self.done {
-                return if input.is_empty() {
-                    Ok(())
-                } else {
-                    Err(invalid("bytes after the end of the deflate stream"))
-                };
+                self.ignored += input.len() as u64;
+                return Ok(());
             }
             self.out.clear();
             let before = self.state.total_in();
@@ -361,6 +468,62 @@ mod tests {
             decode_all(Codec::Gzip, &two, 3).unwrap().bytes,
             b"first member, second member"
         );
+    }
+
+    /// Decodes `encoded` split once at every point, returning each outcome.
+    fn every_split(codec: Codec, encoded: &[u8]) -> Vec<io::Result<(Vec<u8>, u64)>> {
+        (0..=encoded.len())
+            .map(|cut| {
+                let mut d = Decoder::new(codec, Recorder::default());
+                d.write(&encoded[..cut])?;
+                d.write(&encoded[cut..])?;
+                let ignored = d.ignored_trailing();
+                d.finish().map(|r| (r.bytes, ignored))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bytes_after_a_complete_stream_are_ignored_as_browsers_do() {
+        let plain = TEXT.repeat(20);
+        for codec in [Codec::Gzip, Codec::Deflate] {
+            for trailer in [&b"\0\0\0\0"[..], b"garbage", b"\n", b"\x1f\x00", b"\x8b"] {
+                let mut encoded = compress(codec, &plain);
+                encoded.extend_from_slice(trailer);
+                for (cut, outcome) in every_split(codec, &encoded).into_iter().enumerate() {
+                    let (bytes, ignored) = outcome
+                        .unwrap_or_else(|e| panic!("{codec:?} + {trailer:?}, cut at {cut}: {e}"));
+                    assert_eq!(bytes, plain, "{codec:?} + {trailer:?}, cut at {cut}");
+                    assert_eq!(ignored, trailer.len() as u64, "{codec:?} cut at {cut}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_later_gzip_member_that_starts_must_finish() {
+        let first = compress(Codec::Gzip, b"first member, ");
+        let second = compress(Codec::Gzip, b"second member");
+        // A lone magic byte, a header cut short, a member cut short: all truncations.
+        for cut in [1, 2, 5, second.len() - 1] {
+            let mut body = first.clone();
+            body.extend_from_slice(&second[..cut]);
+            for (at, outcome) in every_split(Codec::Gzip, &body).into_iter().enumerate() {
+                assert!(
+                    outcome.is_err(),
+                    "second member cut at {cut}, split at {at}"
+                );
+            }
+        }
+        let mut body = first.clone();
+        body.extend_from_slice(&second);
+        body.extend_from_slice(b"\0\0");
+        for outcome in every_split(Codec::Gzip, &body) {
+            assert_eq!(
+                outcome.unwrap(),
+                (b"first member, second member".to_vec(), 2)
+            );
+        }
     }
 
     #[test]
