@@ -95,10 +95,22 @@ pub fn rsc_pages() -> Vec<Page> {
     ]
 }
 
-/// Every page the tool measures: [`pages`], then [`rsc_pages`].
+/// Pathological markup, measured for its floor rather than its ratio: 1 MiB of empty
+/// `<script></script>` elements. Every script is a candidate Next.js Flight script, so the
+/// HTML stage's per-script work is all there is; a page of plain text runs at hundreds of MB/s.
+pub fn pathological_pages() -> Vec<Page> {
+    let mut scripts = Vec::with_capacity(1 << 20);
+    while scripts.len() < 1 << 20 {
+        scripts.extend_from_slice(b"<script></script>");
+    }
+    vec![Page::plain("scripts", scripts)]
+}
+
+/// Every page the tool measures: [`pages`], then [`rsc_pages`], then [`pathological_pages`].
 pub fn all_pages() -> Vec<Page> {
     let mut all = pages();
     all.extend(rsc_pages());
+    all.extend(pathological_pages());
     all
 }
 
@@ -207,7 +219,13 @@ pub struct PageResult {
 /// Times both sides on `page` for `rounds` interleaved rounds. Each round processes ~16 MB
 /// (tens of milliseconds), so timer resolution and scheduler blips matter little.
 pub fn measure(page: &Page, rounds: usize) -> PageResult {
-    let reps = (16_000_000 / page.bytes.len()).max(1);
+    // The pathological page runs at tens of MB/s: one pass per round keeps it to seconds.
+    let round_bytes = if page.name == "scripts" {
+        1
+    } else {
+        16_000_000
+    };
+    let reps = (round_bytes / page.bytes.len()).max(1);
     let mut bare = Vec::with_capacity(rounds);
     let mut pipeline = Vec::with_capacity(rounds);
     // Warm-up.

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::latency::{CaseResult, Sample, Side};
 use crate::load::LoadResult;
 use crate::rsc::CaptureReport;
-use crate::throughput::{Rates, ThroughputResult, PAGES, RSC_HTML_PAGES, RSC_PAGES};
+use crate::throughput::{
+    Rates, ThroughputResult, PAGES, PATHOLOGICAL_PAGES, RSC_HTML_PAGES, RSC_PAGES,
+};
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -301,7 +303,14 @@ pub fn results(
             fmt(c.pipeline_fraction),
         );
     }
-    for page in PAGES.iter().chain(&RSC_PAGES) {
+    // Pathological markup: its floor, not its ratio (see `PATHOLOGICAL_FLOOR_MBPS`).
+    for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
+        put(
+            &format!("throughput_pathological_scripts_mbps_{platform}"),
+            fmt(rates.get("scripts.pipeline").copied().unwrap_or(f64::NAN)),
+        );
+    }
+    for page in PAGES.iter().chain(&RSC_PAGES).chain(&PATHOLOGICAL_PAGES) {
         put(
             &format!("throughput_pipeline_over_bare_lolhtml_{page}"),
             fmt(pipeline_over_bare(&tp.native, page)),

@@ -38,6 +38,11 @@ pub const RSC_PAGES: [&str; 5] = [
     "next_live_rsc",
 ];
 
+/// Pathological markup (1 MiB of empty `<script></script>` elements), reported for its floor:
+/// at least 10 MB/s natively and 4 MB/s in wasm, so a megabyte of the worst markup costs at most
+/// a quarter of a second of guest CPU. Plain pages run at hundreds of MB/s.
+pub const PATHOLOGICAL_PAGES: [&str; 1] = ["scripts"];
+
 /// The RSC pages whose baseline is bare lol_html on the same HTML (the Flight response is not
 /// HTML, so it is listed but left out of the RSC ratio).
 pub const RSC_HTML_PAGES: [&str; 4] = ["next", "next_live", "next_about", "next_nonce"];
