@@ -228,20 +228,23 @@ impl StringEncoder {
     pub(crate) fn encode(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         let mut bytes = bytes;
         if !self.partial.is_empty() {
-            let need = 3 - self.partial.len();
-            let take = need.min(bytes.len());
+            let held = self.partial.len();
+            let take = (3 - held).min(bytes.len());
             self.partial.extend_from_slice(&bytes[..take]);
-            if self.partial.len() < 3 {
-                // Still incomplete; decide only if it can no longer be U+2028/U+2029.
-                if self.partial[..] != [0xe2, 0x80][..self.partial.len()] {
-                    out.extend_from_slice(&self.partial);
-                    self.partial.clear();
+            match line_separator(&self.partial) {
+                Some(Some(unit)) => {
+                    push_u_escape(unit, out);
+                    bytes = &bytes[take..];
                 }
-                return;
+                // Still a possible start (all input taken): wait for more.
+                None => return,
+                Some(None) => {
+                    // Not U+2028/U+2029: the held bytes (`E2`, `80`) need no escape; the
+                    // taken bytes are encoded below like any others.
+                    out.extend_from_slice(&self.partial[..held]);
+                }
             }
-            let partial = std::mem::take(&mut self.partial);
-            encode_line_separator_or_raw(&partial, out);
-            bytes = &bytes[take..];
+            self.partial.clear();
         }
         let mut start = 0;
         let mut i = 0;
@@ -270,19 +273,22 @@ impl StringEncoder {
                     push_u_escape(u16::from(b), out);
                     i += 1;
                 }
-                _ => {
-                    let rest = &bytes[i..];
-                    if rest.len() < 3 {
-                        if rest[..] == [0xe2, 0x80][..rest.len()] {
-                            self.partial.extend_from_slice(rest);
-                        } else {
-                            out.extend_from_slice(rest);
-                        }
+                _ => match line_separator(&bytes[i..]) {
+                    Some(Some(unit)) => {
+                        push_u_escape(unit, out);
+                        i += 3;
+                    }
+                    None => {
+                        self.partial.extend_from_slice(&bytes[i..]);
                         return;
                     }
-                    encode_line_separator_or_raw(&rest[..3], out);
-                    i += 3;
-                }
+                    Some(None) => {
+                        // Only the `E2` itself: whatever follows it is encoded on its own,
+                        // since invalid UTF-8 may put a `"` or `\` right after it.
+                        out.push(b);
+                        i += 1;
+                    }
+                },
             }
             start = i;
         }
@@ -295,13 +301,14 @@ impl StringEncoder {
     }
 }
 
-/// `E2 80 A8` / `E2 80 A9` become `\u2028` / `\u2029`; any other three bytes starting with
-/// `E2` are copied.
-fn encode_line_separator_or_raw(three: &[u8], out: &mut Vec<u8>) {
-    match three {
-        [0xe2, 0x80, 0xa8] => push_u_escape(0x2028, out),
-        [0xe2, 0x80, 0xa9] => push_u_escape(0x2029, out),
-        _ => out.extend_from_slice(three),
+/// For bytes starting with `E2`: `Some(Some(unit))` if they start with U+2028 or U+2029,
+/// `None` if they are too short to tell (`E2` or `E2 80` alone), `Some(None)` if they do not.
+fn line_separator(bytes: &[u8]) -> Option<Option<u16>> {
+    match bytes {
+        [0xe2, 0x80, 0xa8, ..] => Some(Some(0x2028)),
+        [0xe2, 0x80, 0xa9, ..] => Some(Some(0x2029)),
+        [0xe2] | [0xe2, 0x80] => None,
+        _ => Some(None),
     }
 }
 
