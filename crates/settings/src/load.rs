@@ -134,7 +134,14 @@ fn from_table(mut table: Table) -> Result<Settings, LoadError> {
         settings.response_headers = Cow::Owned(read_headers(headers)?);
     }
     if let Some(unknown) = table.keys().next() {
-        return Err(err(unknown, "unknown section"));
+        // A quoted empty or blank name (`"" = 1`) is shown quoted, so the message still
+        // names it.
+        let name = if unknown.trim().is_empty() {
+            format!("{unknown:?}")
+        } else {
+            unknown.clone()
+        };
+        return Err(err(&name, "unknown section"));
     }
     validate(&mut settings)?;
     Ok(settings)
@@ -555,5 +562,19 @@ mod tests {
         );
         assert!(expr.contains("origin_scheme: ::trusted_server_settings::Scheme::Https"));
         assert!(expr.contains("flush_threshold: 8192"));
+    }
+
+    /// Found by the `settings` fuzz target: an empty quoted name gave an error naming no key
+    /// (``invalid setting ``: unknown section``).
+    #[test]
+    fn an_empty_or_blank_section_name_is_named_quoted() {
+        for (toml, named) in [("\"\" = 1", "\"\""), ("\" \" = 1", "\" \"")] {
+            let e = load(&format!("{toml}\n{MINIMAL}"), no_env()).unwrap_err();
+            assert_eq!(e.key, named);
+            assert_eq!(
+                e.to_string(),
+                format!("invalid setting `{named}`: unknown section")
+            );
+        }
     }
 }
