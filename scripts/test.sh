@@ -41,4 +41,7 @@ cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
 log "end-to-end tests and the fault matrix (Viceroy + demo / raw origin on loopback)"
 cargo test --locked -p e2e -- --nocapture
 
+log "coverage-guided fuzzing: every fuzz/ target for 10 s from its seed corpus (scripts/fuzz.sh)"
+scripts/fuzz.sh 10
+
 log "all checks passed"
