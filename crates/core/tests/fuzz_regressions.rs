@@ -50,3 +50,31 @@ fn a_stray_e2_byte_does_not_unescape_what_follows_it() {
         }
     }
 }
+
+/// Found by `decode` (the input is `fuzz/regressions/decode-gzip-member-finish-error`): a gzip
+/// member whose trailer does not check out (a wrong CRC or length) made the gzip decoder return
+/// its error after leaving its state mid-switch, and the pipeline's next look at the decoder hit
+/// `unreachable!`: a panic on origin input instead of an origin error.
+#[test]
+fn a_gzip_member_with_a_bad_trailer_is_an_origin_error_not_a_panic() {
+    let css = rewrite_kind("text/css");
+    let plain = b"body { background: url(https://origin.demo-publisher.example/a.png) }";
+    let good = support::encode(Codec::Gzip, plain);
+    let trailer = good.len() - 8;
+    for damaged_byte in [trailer, trailer + 4] {
+        let mut body = good.clone();
+        body[damaged_byte] ^= 0x55;
+        let mut with_more = body.clone();
+        with_more.extend_from_slice(&good);
+        for input in [&body, &with_more] {
+            for cut in 0..=input.len() {
+                for rule in &rules() {
+                    match run(Codec::Gzip, css, rule, input, &[cut]) {
+                        Err(trusted_server_core::PipelineError::Origin(_)) => {}
+                        other => panic!("byte {damaged_byte} damaged, cut at {cut}: {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -225,6 +225,9 @@ impl<D: Write> GzipMembers<D> {
                 GzipMembers::InMember(d) => match d.write(input)? {
                     // The member, its CRC and its length are complete.
                     0 => {
+                        // Check the trailer while the state is still whole: an error here
+                        // must not leave `Switching` behind for the caller to trip on.
+                        d.try_finish()?;
                         let GzipMembers::InMember(d) =
                             std::mem::replace(self, GzipMembers::Switching)
                         else {
