@@ -6,7 +6,10 @@
 //! false`, are collected and sent with a `Content-Length`.
 
 use std::io::Read;
+use std::rc::Rc;
+use std::time::Instant;
 
+use fastly::http::body::StreamingBody;
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
@@ -14,8 +17,10 @@ use trusted_server_core::{
     PipelineOptions, PipelineReport, ResponseContext, Rewrite, Settings, UrlRule,
 };
 
+use crate::access::{Access, CountingSink, Outcome, SinkStats};
 use crate::client::Client;
-use crate::reply;
+use crate::failure::{self, Failure, Phase, Progress};
+use crate::{origin, reply};
 
 /// Largest read from the origin body. A read returns whatever has arrived, so a large buffer
 /// costs no latency and means fewer host calls when the origin is fast.
@@ -93,15 +98,18 @@ fn header_text(response: &Response, name: &str) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join(", "))
 }
 
-/// The body phase.
-pub fn send(prepared: Prepared, settings: &Settings) {
+/// The body phase. Everything it learns goes into `access`; failures are reported once.
+pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
     let Prepared {
         mut response,
         plan,
         rule,
     } = prepared;
+    access.plan = plan_label(&plan);
     let BodyPlan::Rewrite { codec, rewrite } = plan else {
         // Untouched: the platform streams origin bytes to the client without a guest copy.
+        access.headers_sent(response.get_status().as_u16());
+        access.outcome = Outcome::PassedThrough(access.plan.clone());
         return response.send_to_client();
     };
     let origin_body = response.take_body();
@@ -119,9 +127,27 @@ pub fn send(prepared: Prepared, settings: &Settings) {
         options,
     };
     if settings.publisher.streaming {
-        stream(response, origin_body, job);
+        stream(response, origin_body, job, settings, access);
     } else {
-        buffer(response, origin_body, job, settings);
+        buffer(response, origin_body, job, settings, access);
+    }
+}
+
+/// `rewrite:html+gzip`, `pass:NotText`, ...: the plan as the access line shows it.
+fn plan_label(plan: &BodyPlan) -> String {
+    match plan {
+        BodyPlan::Rewrite { codec, rewrite } => {
+            let stage = match rewrite {
+                Rewrite::Html(_) => "html",
+                Rewrite::Text => "text",
+                Rewrite::Flight => "flight",
+            };
+            format!(
+                "rewrite:{stage}+{}",
+                format!("{codec:?}").to_ascii_lowercase()
+            )
+        }
+        BodyPlan::PassThrough(reason) => format!("pass:{reason:?}"),
     }
 }
 
@@ -132,64 +158,133 @@ struct Job {
     options: PipelineOptions,
 }
 
+/// A failure of the body phase: what it was and its cause.
+type BodyFailure = (Failure, String);
+
+fn classify(error: PipelineError) -> BodyFailure {
+    let failure = match &error {
+        PipelineError::Origin(_) => Failure::OriginBody,
+        PipelineError::Client(_) => Failure::ClientGone,
+        _ => Failure::Reencoding,
+    };
+    (failure, error.to_string())
+}
+
+/// Logs a body-phase failure as one report.
+fn report(
+    failure: BodyFailure,
+    bytes_in: u64,
+    bytes_out: u64,
+    settings: &Settings,
+    access: &Access,
+) {
+    let progress = Progress {
+        phase: Phase::Body,
+        bytes_in,
+        bytes_out,
+        elapsed: access.elapsed(),
+    };
+    failure::log(&failure::report(
+        failure.0,
+        failure.1,
+        &origin::backend_info(settings),
+        progress,
+    ));
+}
+
 /// Headers now, then the body chunk by chunk. On any failure the client stream is dropped
 /// without `finish()`: the platform abandons it, so the client sees an incomplete transfer
 /// rather than a short page that looks complete.
-fn stream(response: Response, mut origin_body: Body, job: Job) {
-    let client_body = response.stream_to_client();
-    let mut pipeline =
-        BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, client_body);
+fn stream(
+    response: Response,
+    origin_body: Body,
+    job: Job,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    let status = response.get_status().as_u16();
+    let stats = Rc::new(SinkStats::default());
+    let client_body = CountingSink {
+        inner: response.stream_to_client(),
+        stats: Rc::clone(&stats),
+    };
+    access.headers_sent(status);
+    let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, client_body);
+    let mut bytes_in = 0;
+    let result = pump(pipeline, origin_body, &mut bytes_in);
+    access.bytes_in = Some(bytes_in);
+    access.body_written(&stats);
+    match result {
+        Ok(pipeline_report) => {
+            access.last_byte_at = Some(Instant::now());
+            log_degraded(&pipeline_report, settings, access);
+        }
+        Err(failure) => {
+            access.outcome = if failure.0 == Failure::ClientGone {
+                Outcome::ClientGone
+            } else {
+                Outcome::Abandoned
+            };
+            report(failure, bytes_in, stats.bytes.get(), settings, access);
+        }
+    }
+}
+
+/// Reads the origin body through the pipeline to the end and finishes the client stream. On
+/// an error the pipeline, and the client body in it, is dropped unfinished: abandoned.
+fn pump(
+    mut pipeline: BodyPipeline<CountingSink<StreamingBody>>,
+    mut origin_body: Body,
+    bytes_in: &mut u64,
+) -> Result<PipelineReport, BodyFailure> {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let n = match origin_body.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => {
-                eprintln!("origin body failed mid-stream, abandoning the response: {e}");
-                return; // `pipeline` (and the client body in it) dropped unfinished.
-            }
+            Err(e) => return Err((Failure::OriginBody, e.to_string())),
         };
-        if let Err(e) = pipeline.push(&buf[..n]) {
-            return log_abandon(&e);
-        }
+        *bytes_in += n as u64;
+        pipeline.push(&buf[..n]).map_err(classify)?;
     }
-    match pipeline.finish() {
-        Ok((client_body, report)) => {
-            if let Err(e) = client_body.finish() {
-                eprintln!("client stream did not finish: {e}");
-            }
-            log_degraded(&report);
-        }
-        Err(e) => log_abandon(&e),
-    }
+    let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
+    sink.inner.finish().map_err(|e| {
+        (
+            Failure::ClientGone,
+            format!("client stream did not finish: {e}"),
+        )
+    })?;
+    Ok(pipeline_report)
 }
 
-/// Logs, once per response, where rewriting gave way to passing original bytes through.
-fn log_degraded(report: &PipelineReport) {
-    if report.utf16 {
-        eprintln!("body starts with a UTF-16 byte order mark: passed through unchanged");
+/// Records, once per response, where rewriting gave way to passing original bytes through.
+fn log_degraded(pipeline_report: &PipelineReport, settings: &Settings, access: &Access) {
+    let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
+    if pipeline_report.utf16 {
+        log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
     }
-    if report.ignored_trailing > 0 {
-        eprintln!(
+    if pipeline_report.ignored_trailing > 0 {
+        log::info!(
             "ignored {} bytes after the end of the compressed body, as browsers do",
-            report.ignored_trailing
+            pipeline_report.ignored_trailing
         );
     }
-    if let Some(reason) = &report.html_bail_out {
-        eprintln!("html rewriter bailed out, rest passed through unchanged: {reason}");
+    if let Some(reason) = &pipeline_report.html_bail_out {
+        let failure = (Failure::HtmlBailOut, reason.clone());
+        report(failure, bytes_in, bytes_out, settings, access);
     }
-    if let Some(reason) = report.rsc.degraded {
-        eprintln!(
-            "next.js payload passed through unrewritten from some point: {reason} (held at most {} bytes)",
-            report.rsc.peak_held
+    if let Some(reason) = pipeline_report.rsc.degraded {
+        let cause = format!(
+            "{reason} (held at most {} bytes)",
+            pipeline_report.rsc.peak_held
         );
-    }
-}
-
-fn log_abandon(error: &PipelineError) {
-    match error {
-        PipelineError::Client(e) => eprintln!("client went away: {e}"),
-        other => eprintln!("abandoning the response: {other}"),
+        report(
+            (Failure::RscDegraded, cause),
+            bytes_in,
+            bytes_out,
+            settings,
+            access,
+        );
     }
 }
 
@@ -201,38 +296,61 @@ pub const BUFFERED_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// Buffered mode: the same pipeline into memory, then one response with a `Content-Length`.
 /// Nothing has been sent yet when something fails, so failures become a clean 502.
-fn buffer(mut response: Response, origin_body: Body, job: Job, settings: &Settings) {
+fn buffer(
+    mut response: Response,
+    origin_body: Body,
+    job: Job,
+    settings: &Settings,
+    access: &mut Access,
+) {
     let mut encoded = Vec::new();
     let limit = BUFFERED_MAX_BYTES as u64 + 1;
-    match origin_body
+    let read = origin_body
         .into_handle()
         .take(limit)
-        .read_to_end(&mut encoded)
-    {
-        Ok(n) if n > BUFFERED_MAX_BYTES => {
-            eprintln!(
+        .read_to_end(&mut encoded);
+    access.bytes_in = Some(encoded.len() as u64);
+    let failure = match read {
+        Ok(n) if n > BUFFERED_MAX_BYTES => Some((
+            Failure::TooLargeToBuffer,
+            format!(
                 "origin body is larger than the buffered-mode cap of {BUFFERED_MAX_BYTES} bytes"
-            );
-            return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+            ),
+        )),
+        Ok(_) => None,
+        Err(e) => Some((Failure::OriginBody, e.to_string())),
+    };
+    let result = match failure {
+        Some(failure) => Err(failure),
+        None => {
+            let sink = CappedVec(Vec::new());
+            let mut pipeline =
+                BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+            let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
+            result.map_err(|e| match e {
+                // The only sink error here is the cap.
+                PipelineError::Client(e) => (Failure::TooLargeToBuffer, e.to_string()),
+                other => classify(other),
+            })
         }
-        Ok(_) => {}
-        Err(e) => {
-            eprintln!("origin body failed: {e}");
-            return reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
-        }
-    }
-    let sink = CappedVec(Vec::new());
-    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
-    let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
+    };
+    let bytes_in = encoded.len() as u64;
     drop(encoded);
     match result {
-        Ok((CappedVec(out), report)) => {
-            log_degraded(&report);
+        Ok((CappedVec(out), pipeline_report)) => {
+            access.headers_sent(response.get_status().as_u16());
+            access.first_body_at = access.headers_at;
+            access.bytes_out = Some(out.len() as u64);
+            access.writes = Some(1);
+            log_degraded(&pipeline_report, settings, access);
             response.set_body(out);
             response.send_to_client();
+            access.last_byte_at = Some(Instant::now());
         }
-        Err(e) => {
-            eprintln!("buffered body failed: {e}");
+        Err(failure) => {
+            report(failure, bytes_in, 0, settings, access);
+            access.headers_sent(StatusCode::BAD_GATEWAY.as_u16());
+            access.outcome = Outcome::Error;
             reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
         }
     }

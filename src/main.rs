@@ -7,46 +7,85 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod access;
 mod body;
 mod client;
+mod failure;
 mod origin;
 mod reply;
 
 use fastly::Request;
 use trusted_server_core::Route;
 
+use access::{Access, Outcome};
+use failure::{Failure, Phase, Progress};
+
 include!(concat!(env!("OUT_DIR"), "/settings.rs"));
 
 /// A plain `main`, not `#[fastly::main]`: the macro sends the returned response itself, which
 /// rules out `stream_to_client`.
 fn main() {
+    access::init_logging(log::LevelFilter::Info);
     let request = Request::from_client();
+    let mut access = Access::start(&request);
     match Route::classify(request.get_method_str(), request.get_path()) {
-        Route::Health => reply::health(&SETTINGS).send_to_client(),
-        Route::PublisherProxy => proxy(request),
+        Route::Health => {
+            access.plan = "health".into();
+            access.headers_sent(200);
+            reply::health(&SETTINGS).send_to_client();
+        }
+        Route::PublisherProxy => proxy(request, &mut access),
     }
+    access.log();
 }
 
 /// The publisher proxy: upstream, response, body.
-fn proxy(request: Request) {
+fn proxy(request: Request, access: &mut Access) {
     let client = client::observe(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let origin_response = match origin::fetch(request, &client, &SETTINGS) {
         Ok(response) => response,
-        Err(failure) => return reply::origin_failure(&failure, &SETTINGS).send_to_client(),
+        Err(failure) => {
+            let kind = match failure {
+                origin::OriginFailure::Timeout(_) => Failure::OriginTimeout,
+                origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
+            };
+            upstream_failed(access, kind, failure.detail());
+            let response = reply::origin_failure(&failure, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            return response.send_to_client();
+        }
     };
     if origin_response.get_status().is_informational() {
         // 100 and 103 are interim and consumed by the platform; a 1xx that reaches us as the
         // final answer (101 Switching Protocols, 102) cannot be relayed: the platform refuses
         // to send it and there is no body to stream.
-        let failure = origin::OriginFailure::Unavailable(format!(
-            "origin answered {} as its final response",
-            origin_response.get_status()
-        ));
-        return reply::origin_failure(&failure, &SETTINGS).send_to_client();
+        let cause = format!("status {}", origin_response.get_status());
+        upstream_failed(access, Failure::InterimAsFinal, &cause);
+        let failure = origin::OriginFailure::Unavailable(cause);
+        let response = reply::origin_failure(&failure, &SETTINGS);
+        access.headers_sent(response.get_status().as_u16());
+        return response.send_to_client();
     }
     let prepared = body::prepare(origin_response, client, is_head, &SETTINGS);
-    body::send(prepared, &SETTINGS);
+    body::send(prepared, &SETTINGS, access);
+}
+
+/// Reports a failure before any response header was sent; the caller answers with an error.
+fn upstream_failed(access: &mut Access, kind: Failure, cause: &str) {
+    let progress = Progress {
+        phase: Phase::Upstream,
+        bytes_in: 0,
+        bytes_out: 0,
+        elapsed: access.elapsed(),
+    };
+    failure::log(&failure::report(
+        kind,
+        cause,
+        &origin::backend_info(&SETTINGS),
+        progress,
+    ));
+    access.outcome = Outcome::Error;
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
 use trusted_server_settings::Scheme;
 
 use crate::client::Client;
+use crate::failure::BackendInfo;
 
 /// Name of the dynamic backend for `publisher.origin_url`.
 const BACKEND_NAME: &str = "publisher_origin";
@@ -21,6 +22,23 @@ pub enum OriginFailure {
     Timeout(String),
     /// The origin could not be reached or answered with garbage.
     Unavailable(String),
+}
+
+impl OriginFailure {
+    /// What the platform said.
+    pub fn detail(&self) -> &str {
+        match self {
+            OriginFailure::Timeout(d) | OriginFailure::Unavailable(d) => d,
+        }
+    }
+}
+
+/// The backend every origin request uses, for reports.
+pub fn backend_info(settings: &Settings) -> BackendInfo {
+    BackendInfo {
+        name: BACKEND_NAME,
+        address: settings.publisher.origin_address.to_string(),
+    }
 }
 
 /// Sends the client's request (method, path, query, body, filtered headers) to the origin and

@@ -19,13 +19,12 @@ pub fn health(settings: &Settings) -> Response {
 }
 
 /// 504 for an origin timeout, 502 for anything else. The body is short and generic; the
-/// details go to the log only.
+/// details go to the log only (the caller reports them).
 pub fn origin_failure(failure: &OriginFailure, settings: &Settings) -> Response {
-    let (status, detail) = match failure {
-        OriginFailure::Timeout(d) => (StatusCode::GATEWAY_TIMEOUT, d),
-        OriginFailure::Unavailable(d) => (StatusCode::BAD_GATEWAY, d),
+    let status = match failure {
+        OriginFailure::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        OriginFailure::Unavailable(_) => StatusCode::BAD_GATEWAY,
     };
-    eprintln!("origin request failed ({}): {detail}", status.as_u16());
     error(status, settings)
 }
 

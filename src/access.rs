@@ -1,0 +1,222 @@
+//! One access line per request, the Fastly way: `log` records sent to a real-time log
+//! endpoint by `log-fastly`. `fastly compute serve` (Viceroy) prints every endpoint's records
+//! as `trusted_server :: <line>`; on the edge they go wherever the endpoint is configured.
+
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use fastly::Request;
+
+/// The log endpoint the records go to (see the README's deploy section).
+pub const LOG_ENDPOINT: &str = "trusted_server";
+
+/// Sends `log` records to [`LOG_ENDPOINT`]. Called once, first thing.
+pub fn init_logging(level: log::LevelFilter) {
+    // `try_init` fails only if a logger is already set: then keep that one.
+    let _ = log_fastly::Logger::builder()
+        .max_level(level)
+        .default_endpoint(LOG_ENDPOINT)
+        .try_init();
+    crate::failure::plain_reports();
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The whole response was sent and properly ended.
+    Finished,
+    /// The body stream was abandoned after the headers: the client sees an incomplete transfer.
+    Abandoned,
+    /// The client went away.
+    ClientGone,
+    /// The body passed through untouched, host-side; why.
+    PassedThrough(String),
+    /// The service answered an error status itself.
+    Error,
+}
+
+/// Counters a body sink updates as it writes; shared with the access record.
+#[derive(Debug, Default)]
+pub struct SinkStats {
+    /// When the first body byte was written.
+    pub first_write: Cell<Option<Instant>>,
+    /// Body bytes written.
+    pub bytes: Cell<u64>,
+    /// Write calls (host calls on Fastly).
+    pub writes: Cell<u64>,
+}
+
+/// A `Write` that records [`SinkStats`] on its way to `W`.
+pub struct CountingSink<W> {
+    /// The real sink.
+    pub inner: W,
+    /// Shared counters.
+    pub stats: Rc<SinkStats>,
+}
+
+impl<W: std::io::Write> std::io::Write for CountingSink<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        if n > 0 && self.stats.first_write.get().is_none() {
+            self.stats.first_write.set(Some(Instant::now()));
+        }
+        self.stats.bytes.set(self.stats.bytes.get() + n as u64);
+        self.stats.writes.set(self.stats.writes.get() + 1);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// What the access line reports about one request.
+#[derive(Debug)]
+pub struct Access {
+    started: Instant,
+    trace_id: String,
+    method: String,
+    path: String,
+    /// Response status sent to the client.
+    pub status: u16,
+    /// The body plan (`rewrite:html+gzip`, `pass:not-text`, ...).
+    pub plan: String,
+    /// When the response headers were sent.
+    pub headers_at: Option<Instant>,
+    /// When the first body byte was written, if the guest wrote the body.
+    pub first_body_at: Option<Instant>,
+    /// When the last body byte was written, if the guest wrote the body.
+    pub last_byte_at: Option<Instant>,
+    /// Origin body bytes read, if the guest read the body.
+    pub bytes_in: Option<u64>,
+    /// Body bytes written, if the guest wrote the body.
+    pub bytes_out: Option<u64>,
+    /// Host write calls for the body.
+    pub writes: Option<u64>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl Access {
+    /// Starts the record for `request`.
+    pub fn start(request: &Request) -> Self {
+        Access {
+            started: Instant::now(),
+            trace_id: std::env::var("FASTLY_TRACE_ID").unwrap_or_else(|_| "-".into()),
+            method: request.get_method_str().to_owned(),
+            path: request.get_path().to_owned(),
+            status: 0,
+            plan: "-".into(),
+            headers_at: None,
+            first_body_at: None,
+            last_byte_at: None,
+            bytes_in: None,
+            bytes_out: None,
+            writes: None,
+            outcome: Outcome::Finished,
+        }
+    }
+
+    /// Time since the request arrived.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Records the response headers as sent now, with `status`.
+    pub fn headers_sent(&mut self, status: u16) {
+        self.status = status;
+        self.headers_at = Some(Instant::now());
+    }
+
+    /// Takes the body counters of a [`CountingSink`].
+    pub fn body_written(&mut self, stats: &SinkStats) {
+        self.first_body_at = stats.first_write.get();
+        self.bytes_out = Some(stats.bytes.get());
+        self.writes = Some(stats.writes.get());
+    }
+
+    /// The access line.
+    pub fn line(&self) -> String {
+        let ms = |at: Option<Instant>| match at {
+            Some(t) => format!("{:.1}", (t - self.started).as_secs_f64() * 1000.0),
+            None => "-".into(),
+        };
+        let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+        let outcome = match &self.outcome {
+            Outcome::Finished => "finished".to_owned(),
+            Outcome::Abandoned => "abandoned".to_owned(),
+            Outcome::ClientGone => "client-gone".to_owned(),
+            Outcome::PassedThrough(why) => format!("passed-through({why})"),
+            Outcome::Error => "error".to_owned(),
+        };
+        let mut line = String::with_capacity(200);
+        let _ = write!(
+            line,
+            "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} \
+             headers_ms={} first_byte_ms={} last_byte_ms={} outcome={}",
+            self.trace_id,
+            self.method,
+            self.path,
+            self.status,
+            self.plan,
+            n(self.bytes_in),
+            n(self.bytes_out),
+            n(self.writes),
+            ms(self.headers_at),
+            ms(self.first_body_at),
+            ms(self.last_byte_at),
+            outcome
+        );
+        line
+    }
+
+    /// Logs the access line at `info`.
+    pub fn log(&self) {
+        log::info!("{}", self.line());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn the_line_has_every_field_and_dashes_for_the_unknown() {
+        let request = Request::get("http://www.pub.test/a%20b?q=1");
+        let mut access = Access::start(&request);
+        let line = access.line();
+        for field in [
+            "method=GET",
+            "path=\"/a%20b\"",
+            "status=0",
+            "in=-",
+            "first_byte_ms=-",
+            "outcome=finished",
+        ] {
+            assert!(line.contains(field), "{field} missing from {line}");
+        }
+        let stats = Rc::new(SinkStats::default());
+        let mut sink = CountingSink {
+            inner: Vec::new(),
+            stats: Rc::clone(&stats),
+        };
+        sink.write_all(b"hello").unwrap();
+        sink.write_all(b" world").unwrap();
+        access.headers_sent(200);
+        access.body_written(&stats);
+        access.outcome = Outcome::PassedThrough("not-text".into());
+        let line = access.line();
+        for field in [
+            "status=200",
+            "out=11",
+            "writes=2",
+            "outcome=passed-through(not-text)",
+        ] {
+            assert!(line.contains(field), "{field} missing from {line}");
+        }
+        assert!(!line.contains("first_byte_ms=-"), "{line}");
+    }
+}
