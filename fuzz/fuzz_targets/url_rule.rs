@@ -10,7 +10,7 @@ use std::sync::Once;
 use libfuzzer_sys::fuzz_target;
 use trusted_server_core::{Codec, Rewrite, UrlRule};
 use trusted_server_fuzz::reference::{check_spec_examples, Reference};
-use trusted_server_fuzz::{options, run, show, split_input, ORIGIN, TARGETS};
+use trusted_server_fuzz::{options, run, show, split_input, utf16_bom, ORIGIN, TARGETS};
 
 /// Origins: without a port, with a port that is no scheme's default, and with each default.
 const ORIGINS: [&str; 4] = [
@@ -47,12 +47,18 @@ fuzz_target!(|data: &[u8]| {
         &input.cuts,
     )
     .unwrap_or_else(|e| panic!("identity text gave an error: {e}"));
+    // A body starting with a UTF-16 byte order mark passes through the pipeline untouched.
+    let expected = if utf16_bom(input.body) {
+        input.body
+    } else {
+        &reference[..]
+    };
     assert!(
-        streamed == reference,
+        streamed == expected,
         "streamed, cut at {:?}, {origin} -> {scheme}://{target}:\ninput     {}\ngot       {}\nreference {}",
         input.cuts,
         show(input.body),
         show(&streamed),
-        show(&reference)
+        show(expected)
     );
 });

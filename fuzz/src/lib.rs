@@ -143,6 +143,12 @@ pub fn run(
     pipeline.finish()
 }
 
+/// Whether a body starts with a UTF-16 byte order mark: the pipeline then passes it through
+/// untouched, whatever its declared type (a byte-wise rewrite could corrupt UTF-16 text).
+pub fn utf16_bom(body: &[u8]) -> bool {
+    body.starts_with(&[0xff, 0xfe]) || body.starts_with(&[0xfe, 0xff])
+}
+
 /// Whether `haystack` contains `needle`, ASCII letters compared case-insensitively.
 pub fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty()
