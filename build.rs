@@ -18,21 +18,25 @@ fn main() {
     for (k, _) in &vars {
         println!("cargo:rerun-if-env-changed={k}");
     }
-    // Watch every known key's override even while unset, so setting one later rebuilds.
-    // (`[response_headers]` names are open-ended: a new one is picked up by the next rebuild.)
-    for k in trusted_server_settings::publisher_override_variables() {
+    // Watch every known key's override even while unset, so setting one later rebuilds. The
+    // list comes from the settings types. (`[response_headers]` names are open-ended: a new
+    // one is picked up by the next rebuild.)
+    for k in trusted_server_settings::override_variables() {
         println!("cargo:rerun-if-env-changed={k}");
     }
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => fail(&format!("cannot read {}: {e}", path.display())),
     };
-    let settings = match trusted_server_settings::load(&text, vars) {
-        Ok(s) => s,
-        Err(e) => fail(&format!(
-            "{e} (in {} or its TRUSTED_SERVER__* overrides)",
-            path.display()
-        )),
+    let settings = match trusted_server_settings::load_with_notes(&text, vars) {
+        Ok((settings, notes)) => {
+            for note in notes {
+                println!("cargo::warning={note}");
+            }
+            settings
+        }
+        // The error names the key, and the variable or the line it came from.
+        Err(e) => fail(&e.in_file(&path)),
     };
     let out =
         PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");

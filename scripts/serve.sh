@@ -2,8 +2,11 @@
 # Runs the service on http://127.0.0.1:7676 with `fastly compute serve` (Viceroy from PATH).
 #
 # Without TRUSTED_SERVER__PUBLISHER__ORIGIN_URL it first starts the bundled demo origin on
-# 127.0.0.1:8080 (pages from fixtures/site). With it, that origin is used instead. Any other
-# TRUSTED_SERVER__SECTION__KEY variable overrides trusted-server.toml for this build.
+# 127.0.0.1:8080 (pages from fixtures/site). With it, that origin is used instead, and the Host
+# sent to it (publisher.origin_host) becomes its host[:port] unless
+# TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST is set too. Any other TRUSTED_SERVER__SECTION__KEY
+# variable overrides trusted-server.toml for this build. The effective origin URL and host are
+# printed first, by the loader the build uses.
 # Ctrl-C or SIGTERM stops everything this script started.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
@@ -22,6 +25,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+log "effective origin settings (trusted-server.toml + TRUSTED_SERVER__* variables)"
+cargo run --quiet -p trusted-server-settings --features load --bin effective-settings
 
 if [[ -z "${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL:-}" ]]; then
   log "building and starting the demo origin on 127.0.0.1:8080"

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_settings::{load, NEXTJS_KEYS, PUBLISHER_KEYS};
+use trusted_server_settings::{keys, load};
 
 /// The settings file this repository ships.
 const SHIPPED: &str = include_str!("../../trusted-server.toml");
@@ -57,7 +57,9 @@ fuzz_target!(|data: &[u8]| {
         .filter(|c| c.is_ascii_lowercase() || *c == '_')
         .take(24)
         .collect();
-    if name.is_empty() || PUBLISHER_KEYS.contains(&name.as_str()) {
+    let known = keys();
+    let known = |key: String| known.contains(&key);
+    if name.is_empty() || known(format!("publisher.{name}")) {
         return;
     }
     let (file, key) = match (mode >> 1) % 3 {
@@ -65,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
             SHIPPED.replacen("[publisher]\n", &format!("[publisher]\n{name} = 1\n"), 1),
             format!("publisher.{name}"),
         ),
-        1 if !NEXTJS_KEYS.contains(&name.as_str()) => (
+        1 if !known(format!("integrations.nextjs.{name}")) => (
             SHIPPED.replacen(
                 "[integrations.nextjs]\n",
                 &format!("[integrations.nextjs]\n{name} = 1\n"),

@@ -510,6 +510,12 @@ pub fn start_service_pair(
                 "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
                 format!("http://{origin}"),
             ),
+            // The demo origin's pages use this host; with only ORIGIN_URL overridden the
+            // service would use the URL's host[:port] instead.
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
+                "origin.demo-publisher.example".to_owned(),
+            ),
             (
                 "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
                 streaming.to_string(),

@@ -123,10 +123,17 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     let wasm = build_service(
         &root,
         &dir.join("streaming.wasm"),
-        &[(
-            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
-            format!("http://{origin_addr}"),
-        )],
+        &[
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+                format!("http://{origin_addr}"),
+            ),
+            // The demo origin's pages use this host, not the URL's.
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
+                "origin.demo-publisher.example".to_owned(),
+            ),
+        ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let (_viceroy, addr) =

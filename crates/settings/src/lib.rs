@@ -17,7 +17,7 @@ use std::borrow::Cow;
 mod load;
 
 #[cfg(feature = "load")]
-pub use load::{load, publisher_override_variables, LoadError, NEXTJS_KEYS, PUBLISHER_KEYS};
+pub use load::{keys, load, load_with_notes, override_variables, LoadError, Origin};
 
 /// A string that is `&'static` when embedded and owned while loading.
 pub type Text = Cow<'static, str>;
@@ -128,7 +128,7 @@ pub struct Settings {
     pub publisher: Publisher,
     /// The `[integrations.*]` sections.
     pub integrations: Integrations,
-    /// The `[response_headers]` section, in file order (environment overrides last).
+    /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
 

@@ -1,49 +1,167 @@
 //! Build-time loading: TOML text + environment overrides → validated [`Settings`].
 //!
-//! Values are read by hand from a `toml::Table` rather than through serde so that every error
-//! names its key exactly as the publisher wrote it (`publisher.flush_threshold`), including
-//! unknown keys, which are almost always typos.
+//! The file and the `TRUSTED_SERVER__SECTION__KEY` variables are merged into one TOML table,
+//! which serde reads into the `*File` types below (every field optional, unknown keys
+//! rejected); `convert` then validates the values and fills in the defaults. Every error names
+//! its key and where the value came from: the file's line, or the variable.
 
 use std::borrow::Cow;
-use std::fmt;
+use std::collections::{BTreeMap, HashMap};
+use std::{fmt, path::Path};
 
+use serde::de::value::{Error as ProbeError, MapDeserializer};
+use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
+use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::{HeaderSetting, Scheme, Settings};
+use crate::{HeaderSetting, Integrations, Nextjs, Publisher, Scheme, Settings};
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
 pub const ENV_PREFIX: &str = "TRUSTED_SERVER__";
 
-/// A settings mistake. The message names the offending key.
+/// Where a setting's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The settings file, at this line (counted from 1).
+    Line(usize),
+    /// This environment variable (`TRUSTED_SERVER__PUBLISHER__ORIGIN_URL`).
+    Variable(String),
+}
+
+/// A settings mistake. The message names the offending key and where its value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
     /// Dotted key (`publisher.origin_url`), or `trusted-server.toml` for syntax errors.
     pub key: String,
     /// What is wrong with it.
     pub problem: String,
+    /// The file's line or the variable that gave the value; `None` for a missing key.
+    pub origin: Option<Origin>,
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid setting `{}`: {}", self.key, self.problem)
+        write!(f, "invalid setting `{}`", self.key)?;
+        match &self.origin {
+            Some(Origin::Line(line)) => write!(f, " at line {line}")?,
+            // An override of the wrong form is named by its variable already.
+            Some(Origin::Variable(name)) if *name != self.key => write!(f, " from {name}")?,
+            _ => {}
+        }
+        write!(f, ": {}", self.problem)
     }
 }
 
 impl std::error::Error for LoadError {}
 
-fn err(key: &str, problem: impl Into<String>) -> LoadError {
-    LoadError {
-        key: key.to_owned(),
-        problem: problem.into(),
+impl LoadError {
+    /// The message with the settings file's name where it helps: before a line of that file,
+    /// or after an error that no single value caused (a missing key).
+    pub fn in_file(&self, file: &Path) -> String {
+        match self.origin {
+            Some(Origin::Line(_)) => format!("{}: {self}", file.display()),
+            Some(Origin::Variable(_)) => self.to_string(),
+            None => format!("{self} (in {} or its overrides)", file.display()),
+        }
+    }
+}
+
+/// The whole file, with the environment merged in.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct SettingsFile {
+    publisher: PublisherFile,
+    integrations: IntegrationsFile,
+    /// An open table: any header name.
+    response_headers: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct IntegrationsFile {
+    nextjs: NextjsFile,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct PublisherFile {
+    domain: Option<String>,
+    origin_url: Option<String>,
+    origin_host: Option<String>,
+    cookie_domain: Option<String>,
+    streaming: Option<Flag>,
+    flush_threshold: Option<Int<0, { 16 << 20 }>>,
+    flush_every_chunk: Option<Flag>,
+    connect_timeout_ms: Option<Int<1, 600_000>>,
+    first_byte_timeout_ms: Option<Int<1, 600_000>>,
+    between_bytes_timeout_ms: Option<Int<1, 600_000>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct NextjsFile {
+    enabled: Option<Flag>,
+    /// At least one kilobyte (a row header and some text), at most 1 GiB.
+    max_held_bytes: Option<Int<1024, { 1 << 30 }>>,
+}
+
+/// A value as written. Environment values are always strings.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected a boolean, an integer or a string")]
+enum Raw {
+    Bool(bool),
+    Int(i64),
+    Text(String),
+}
+
+/// A boolean, also written `"true"` or `"false"`.
+#[derive(Deserialize)]
+#[serde(try_from = "Raw")]
+struct Flag(bool);
+
+impl TryFrom<Raw> for Flag {
+    type Error = String;
+    fn try_from(raw: Raw) -> Result<Self, String> {
+        match raw {
+            Raw::Bool(b) => Ok(Flag(b)),
+            Raw::Text(s) if s == "true" || s == "false" => Ok(Flag(s == "true")),
+            Raw::Text(s) => Err(format!("expected true or false, got {s:?}")),
+            Raw::Int(n) => Err(format!("expected true or false, got {n}")),
+        }
+    }
+}
+
+/// An integer in `MIN..=MAX`, also written as a string.
+#[derive(Deserialize)]
+#[serde(try_from = "Raw")]
+struct Int<const MIN: u32, const MAX: u32>(u32);
+
+impl<const MIN: u32, const MAX: u32> TryFrom<Raw> for Int<MIN, MAX> {
+    type Error = String;
+    fn try_from(raw: Raw) -> Result<Self, String> {
+        let n: i64 = match raw {
+            Raw::Int(n) => n,
+            Raw::Text(s) => {
+                (s.trim().parse()).map_err(|_| format!("expected an integer, got {s:?}"))?
+            }
+            Raw::Bool(b) => return Err(format!("expected an integer, got {b}")),
+        };
+        let in_range = u32::try_from(n).ok().filter(|n| (MIN..=MAX).contains(n));
+        in_range
+            .map(Int)
+            .ok_or_else(|| format!("{n} is outside {MIN}..={MAX}"))
     }
 }
 
 /// Parses `toml_text`, applies the `TRUSTED_SERVER__SECTION__KEY` variables found in `env`
 /// (other variables are ignored) and validates the result.
 ///
-/// Environment values are strings; they are converted to the key's type during validation, so
+/// Environment values are strings; a boolean or integer key also accepts its string form, so
 /// `TRUSTED_SERVER__PUBLISHER__STREAMING=false` works. Under `[response_headers]` an
 /// environment key's underscores become dashes (`..__RESPONSE_HEADERS__X_ENV=1` sets `x-env`).
+/// When `publisher.origin_url` comes from the environment and `publisher.origin_host` does
+/// not, the file's `origin_host` (which belongs to the file's `origin_url`) is not used:
+/// `origin_host` is the new URL's `host[:port]`. [`load_with_notes`] says so.
 ///
 /// # Errors
 /// A [`LoadError`] naming the first bad key.
@@ -53,183 +171,239 @@ where
     K: AsRef<str>,
     V: AsRef<str>,
 {
-    let mut table: Table = toml_text
-        .parse()
-        .map_err(|e: toml::de::Error| err("trusted-server.toml", e.to_string()))?;
+    load_with_notes(toml_text, env).map(|(settings, _)| settings)
+}
+
+/// [`load`], plus notes for the person building: a file value that an override made unused.
+///
+/// # Errors
+/// A [`LoadError`] naming the first bad key.
+pub fn load_with_notes<I, K, V>(
+    toml_text: &str,
+    env: I,
+) -> Result<(Settings, Vec<String>), LoadError>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    let mut table: Table = toml_text.parse().map_err(|e: toml::de::Error| LoadError {
+        key: "trusted-server.toml".to_owned(),
+        // toml gives no message for some mistakes (a control character in a comment).
+        problem: Some(e.message().trim())
+            .filter(|m| !m.is_empty())
+            .unwrap_or("invalid TOML syntax")
+            .to_owned(),
+        origin: e.span().map(|s| Origin::Line(line_of(toml_text, s.start))),
+    })?;
+    let mut origins = file_lines(toml_text);
     let mut overrides: Vec<(String, String)> = env
         .into_iter()
-        .filter_map(|(k, v)| {
-            let rest = k.as_ref().strip_prefix(ENV_PREFIX)?;
-            Some((rest.to_owned(), v.as_ref().to_owned()))
-        })
+        .filter(|(k, _)| k.as_ref().starts_with(ENV_PREFIX))
+        .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
         .collect();
     // Deterministic: the process environment has no order.
     overrides.sort();
-    for (path, value) in overrides {
-        apply_override(&mut table, &path, value)?;
+    for (variable, value) in overrides {
+        let key = apply_override(&mut table, &variable, value)?;
+        origins.insert(key, Origin::Variable(variable));
     }
-    from_table(table)
+    let file: SettingsFile =
+        serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
+            let path: Vec<String> = e.path().iter().map(ToString::to_string).collect();
+            let names: Vec<&str> = path.iter().map(String::as_str).collect();
+            let (last, parent) = names.split_last().unwrap_or((&"", &[]));
+            let problem = match (shape(parent), parent) {
+                (Shape::Table(fields), _) if fields.contains(last) => e.inner().message(),
+                (Shape::Table(_), []) => "unknown section",
+                (Shape::Table(_), ["integrations"]) => "unknown integration",
+                (Shape::Table(_), _) => "unknown key",
+                _ => e.inner().message(),
+            };
+            // An empty or blank name (`"" = 1`) is shown quoted, so the message still names it.
+            let quoted = names.iter().map(|n| match n.trim() {
+                "" => format!("{n:?}"),
+                _ => (*n).to_owned(),
+            });
+            LoadError {
+                key: quoted.collect::<Vec<_>>().join("."),
+                problem: problem.to_owned(),
+                origin: origin_of(&origins, &names.join(".")),
+            }
+        })?;
+    convert(file, &origins)
 }
 
-fn apply_override(table: &mut Table, path: &str, value: String) -> Result<(), LoadError> {
-    let parts: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
-    let env_name = format!("{ENV_PREFIX}{path}");
-    if let [integrations, name, key] = parts.as_slice() {
-        if integrations == "integrations" {
-            let section = table
-                .entry("integrations")
-                .or_insert_with(|| Value::Table(Table::new()));
-            let Value::Table(section) = section else {
-                return Err(err("integrations", "expected a table"));
-            };
-            let entry = section
-                .entry(name.clone())
-                .or_insert_with(|| Value::Table(Table::new()));
-            let Value::Table(entry) = entry else {
-                return Err(err(&format!("integrations.{name}"), "expected a table"));
-            };
-            entry.insert(key.clone(), Value::String(value));
-            return Ok(());
+/// Where the value of `key` came from; for a table, where its first key did.
+fn origin_of(origins: &HashMap<String, Origin>, key: &str) -> Option<Origin> {
+    let inside = format!("{key}.");
+    let first = || (origins.keys().filter(|k| k.starts_with(&inside))).min();
+    (origins.get(key).or_else(|| origins.get(first()?))).cloned()
+}
+
+/// The line (from 1) of the byte at `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    before.iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The line of every key written in the file, by dotted key (`publisher.streaming` → 17).
+fn file_lines(text: &str) -> HashMap<String, Origin> {
+    type Out = HashMap<String, Origin>;
+    fn walk(table: &dyn toml_edit::TableLike, prefix: &str, text: &str, out: &mut Out) {
+        for (name, item) in table.iter() {
+            let key = format!("{prefix}{name}");
+            let key_span = table.get_key_value(name).and_then(|(k, _)| k.span());
+            if let Some(span) = key_span.or_else(|| item.span()) {
+                out.insert(key.clone(), Origin::Line(line_of(text, span.start)));
+            }
+            if let Some(inner) = item.as_table_like() {
+                walk(inner, &format!("{key}."), text, out);
+            }
         }
     }
-    let [section, key] = parts.as_slice() else {
-        return Err(err(
-            &env_name,
-            "environment overrides take the form TRUSTED_SERVER__SECTION__KEY",
-        ));
-    };
-    let key = if section == "response_headers" {
-        key.replace('_', "-")
-    } else {
-        key.clone()
-    };
-    let entry = table
-        .entry(section.clone())
-        .or_insert_with(|| Value::Table(Table::new()));
-    let Value::Table(section_table) = entry else {
-        return Err(err(section, "expected a table"));
-    };
-    section_table.insert(key, Value::String(value));
-    Ok(())
+    let mut out = HashMap::new();
+    if let Ok(doc) = toml_edit::ImDocument::parse(text) {
+        walk(doc.as_table(), "", text, &mut out);
+    }
+    out
 }
 
-fn from_table(mut table: Table) -> Result<Settings, LoadError> {
-    let mut settings = Settings::DEFAULT;
-    if let Some(publisher) = table.remove("publisher") {
-        let Value::Table(publisher) = publisher else {
-            return Err(err("publisher", "expected a table"));
-        };
-        read_publisher(&mut settings, publisher)?;
+/// Puts one `TRUSTED_SERVER__A__B=value` into `table` as `a.b = "value"`; returns the key.
+fn apply_override(table: &mut Table, variable: &str, value: String) -> Result<String, LoadError> {
+    let rest = variable.strip_prefix(ENV_PREFIX).unwrap_or(variable);
+    let mut parts: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+    let error = |key: &str, problem: &str| LoadError {
+        key: key.to_owned(),
+        problem: problem.to_owned(),
+        origin: Some(Origin::Variable(variable.to_owned())),
+    };
+    let form = "environment overrides take the form TRUSTED_SERVER__SECTION__KEY";
+    match parts.split_last_mut() {
+        Some((last, sections)) if !sections.is_empty() && !last.is_empty() => {
+            let parent: Vec<&str> = sections.iter().map(String::as_str).collect();
+            if shape(&parent) == Shape::OpenTable {
+                *last = last.replace('_', "-");
+            }
+        }
+        _ => return Err(error(variable, form)),
     }
-    if let Some(integrations) = table.remove("integrations") {
-        let Value::Table(integrations) = integrations else {
-            return Err(err("integrations", "expected a table"));
+    let (last, sections) = parts.split_last().unwrap_or((&parts[0], &[]));
+    let mut current = table;
+    for (i, name) in sections.iter().enumerate() {
+        let entry = current
+            .entry(name.clone())
+            .or_insert_with(|| Table::new().into());
+        let Value::Table(inner) = entry else {
+            return Err(error(&sections[..=i].join("."), "expected a table"));
         };
-        read_integrations(&mut settings, integrations)?;
+        current = inner;
     }
-    if let Some(headers) = table.remove("response_headers") {
-        let Value::Table(headers) = headers else {
-            return Err(err("response_headers", "expected a table"));
-        };
-        settings.response_headers = Cow::Owned(read_headers(headers)?);
-    }
-    if let Some(unknown) = table.keys().next() {
-        // A quoted empty or blank name (`"" = 1`) is shown quoted, so the message still
-        // names it.
-        let name = if unknown.trim().is_empty() {
-            format!("{unknown:?}")
-        } else {
-            unknown.clone()
-        };
-        return Err(err(&name, "unknown section"));
-    }
-    validate(&mut settings)?;
-    Ok(settings)
+    current.insert(last.clone(), Value::String(value));
+    Ok(parts.join("."))
 }
 
-/// Every `[publisher]` key. The one list of what is accepted: anything else is an unknown
-/// key, and `build.rs` watches the environment override of each.
-pub const PUBLISHER_KEYS: [&str; 10] = [
-    "domain",
-    "origin_url",
-    "origin_host",
-    "cookie_domain",
-    "streaming",
-    "flush_threshold",
-    "flush_every_chunk",
-    "connect_timeout_ms",
-    "first_byte_timeout_ms",
-    "between_bytes_timeout_ms",
-];
+/// What the settings types accept at a key path.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape {
+    /// A table with these keys only.
+    Table(&'static [&'static str]),
+    /// A table with any keys (`[response_headers]`).
+    OpenTable,
+    /// A value, or nothing.
+    Value,
+}
 
-/// Every `[integrations.nextjs]` key.
-pub const NEXTJS_KEYS: [&str; 2] = ["enabled", "max_held_bytes"];
-
-/// The environment variables that override the `[publisher]` and `[integrations.nextjs]` keys
-/// (`TRUSTED_SERVER__PUBLISHER__ORIGIN_URL`, ...), for build scripts to watch even while unset.
-pub fn publisher_override_variables() -> impl Iterator<Item = String> {
-    let publisher = PUBLISHER_KEYS
-        .iter()
-        .map(|k| format!("{ENV_PREFIX}PUBLISHER__{}", k.to_ascii_uppercase()));
-    let nextjs = NEXTJS_KEYS.iter().map(|k| {
-        format!(
-            "{ENV_PREFIX}INTEGRATIONS__NEXTJS__{}",
-            k.to_ascii_uppercase()
-        )
+/// The shape at `path` (`[]` is the whole file). serde_derive passes every struct's field
+/// names to `deserialize_struct`; [`Probe`] feeds the types one key per level to get there.
+fn shape(path: &[&str]) -> Shape {
+    let mut found = Shape::Value;
+    // The probe always ends in an error, once it has recorded what is at `path`.
+    let _ = SettingsFile::deserialize(Probe {
+        path,
+        found: &mut found,
     });
-    publisher.chain(nextjs)
+    found
 }
 
-fn read_integrations(settings: &mut Settings, table: Table) -> Result<(), LoadError> {
-    for (name, value) in table {
-        if name != "nextjs" {
-            return Err(err(&format!("integrations.{name}"), "unknown integration"));
+/// A deserializer that records what the type asks for at the end of `path`.
+struct Probe<'a> {
+    path: &'a [&'a str],
+    found: &'a mut Shape,
+}
+
+impl<'de> Deserializer<'de> for Probe<'_> {
+    type Error = ProbeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ProbeError> {
+        Err(de::Error::custom("a value"))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ProbeError> {
+        if self.path.is_empty() {
+            *self.found = Shape::OpenTable;
         }
-        let Value::Table(nextjs) = value else {
-            return Err(err("integrations.nextjs", "expected a table"));
+        Err(de::Error::custom("an open table"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ProbeError> {
+        let Some((key, path)) = self.path.split_first() else {
+            *self.found = Shape::Table(fields);
+            return Err(de::Error::custom("a table"));
         };
-        let n = &mut settings.integrations.nextjs;
-        for (key, value) in nextjs {
-            let name = format!("integrations.nextjs.{key}");
-            let name = name.as_str();
-            match key.as_str() {
-                "enabled" => n.enabled = boolean(name, value)?,
-                // At least one kilobyte (a row header and some text), at most 1 GiB.
-                "max_held_bytes" => n.max_held_bytes = integer(name, value, 1024, 1 << 30)?,
-                _ => return Err(err(name, "unknown key")),
-            }
-        }
+        let next = Probe {
+            path,
+            found: self.found,
+        };
+        visitor.visit_map(MapDeserializer::new(std::iter::once((*key, next))))
     }
-    Ok(())
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct enum identifier ignored_any
+    }
 }
 
-fn read_publisher(settings: &mut Settings, table: Table) -> Result<(), LoadError> {
-    let p = &mut settings.publisher;
-    for (key, value) in table {
-        let name = format!("publisher.{key}");
-        let name = name.as_str();
-        if !PUBLISHER_KEYS.contains(&key.as_str()) {
-            return Err(err(name, "unknown key"));
-        }
-        match key.as_str() {
-            "domain" => p.domain = Cow::Owned(string(name, value)?),
-            "origin_url" => p.origin_url = Cow::Owned(string(name, value)?),
-            "origin_host" => p.origin_host = Cow::Owned(string(name, value)?),
-            "cookie_domain" => p.cookie_domain = Cow::Owned(string(name, value)?),
-            "streaming" => p.streaming = boolean(name, value)?,
-            "flush_threshold" => p.flush_threshold = integer(name, value, 0, 16 << 20)?,
-            "flush_every_chunk" => p.flush_every_chunk = boolean(name, value)?,
-            "connect_timeout_ms" => p.connect_timeout_ms = integer(name, value, 1, 600_000)?,
-            "first_byte_timeout_ms" => {
-                p.first_byte_timeout_ms = integer(name, value, 1, 600_000)?;
-            }
-            "between_bytes_timeout_ms" => {
-                p.between_bytes_timeout_ms = integer(name, value, 1, 600_000)?;
-            }
-            _ => return Err(err(name, "unknown key")),
+impl<'de, 'a> IntoDeserializer<'de, ProbeError> for Probe<'a> {
+    type Deserializer = Probe<'a>;
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+/// Every key of the settings types, dotted (`publisher.origin_url`), in declaration order; an
+/// open table's keys are not listed.
+pub fn keys() -> Vec<String> {
+    fn walk(path: &mut Vec<&'static str>, out: &mut Vec<String>) {
+        match shape(path) {
+            Shape::Table(fields) => fields.iter().for_each(|field| {
+                path.push(field);
+                walk(path, out);
+                path.pop();
+            }),
+            Shape::OpenTable => {}
+            Shape::Value => out.push(path.join(".")),
         }
     }
-    Ok(())
+    let mut out = Vec::new();
+    walk(&mut Vec::new(), &mut out);
+    out
+}
+
+/// The environment variable of every key in [`keys`] (`TRUSTED_SERVER__PUBLISHER__ORIGIN_URL`,
+/// ...), for build scripts to watch even while unset.
+pub fn override_variables() -> impl Iterator<Item = String> {
+    let variable = |k: String| format!("{ENV_PREFIX}{}", k.replace('.', "__").to_uppercase());
+    keys().into_iter().map(variable)
 }
 
 /// Headers whose values the proxy derives from the body and connection; setting them on
@@ -247,19 +421,97 @@ const MANAGED_HEADERS: [&str; 10] = [
     "proxy-connection",
 ];
 
-fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
-    let mut headers = Vec::with_capacity(table.len());
-    for (name, value) in table {
+/// Validates the values read and fills in the defaults.
+fn convert(
+    file: SettingsFile,
+    origins: &HashMap<String, Origin>,
+) -> Result<(Settings, Vec<String>), LoadError> {
+    let err = |key: &str, problem: &str| LoadError {
+        key: key.to_owned(),
+        problem: problem.to_owned(),
+        origin: origin_of(origins, key),
+    };
+    let (p, d) = (file.publisher, Settings::DEFAULT.publisher);
+
+    let domain = p.domain.unwrap_or_default();
+    if domain.is_empty() {
+        return Err(err("publisher.domain", "is required"));
+    }
+    if !is_host(&domain) {
+        return Err(err(
+            "publisher.domain",
+            "expected a host name like www.example.com",
+        ));
+    }
+
+    let origin_url = p.origin_url.unwrap_or_default();
+    let url_error = |problem| err("publisher.origin_url", problem);
+    let (scheme, rest) = if origin_url.is_empty() {
+        return Err(url_error("is required"));
+    } else if let Some(rest) = origin_url.strip_prefix("https://") {
+        (Scheme::Https, rest)
+    } else if let Some(rest) = origin_url.strip_prefix("http://") {
+        (Scheme::Http, rest)
+    } else {
+        return Err(url_error("must start with http:// or https://"));
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.contains(['/', '?', '#', '@']) {
+        return Err(url_error(
+            "must be scheme://host[:port] with no path, query or credentials",
+        ));
+    }
+    let (host, port) =
+        split_authority(authority).ok_or_else(|| url_error("expected a host and optional port"))?;
+
+    // The file's origin_host belongs to the file's origin_url: an origin_url from the
+    // environment brings its own host unless origin_host is overridden too.
+    let from_env = |key| matches!(origins.get(key), Some(Origin::Variable(_)));
+    let mut notes = Vec::new();
+    let mut origin_host = p.origin_host;
+    if from_env("publisher.origin_url") && !from_env("publisher.origin_host") {
+        if let Some(dropped) = origin_host.take() {
+            notes.push(format!(
+                "publisher.origin_host = {dropped:?} from the file is not used because \
+                 {ENV_PREFIX}PUBLISHER__ORIGIN_URL overrides publisher.origin_url: origin_host \
+                 is {:?}, the new URL's host[:port] (set {ENV_PREFIX}PUBLISHER__ORIGIN_HOST to \
+                 choose another)",
+                authority.to_ascii_lowercase()
+            ));
+        }
+    }
+    let origin_host = origin_host.unwrap_or_else(|| authority.to_owned());
+    if split_authority(&origin_host).is_none() {
+        return Err(err(
+            "publisher.origin_host",
+            "expected host[:port] such as origin.example.com",
+        ));
+    }
+
+    let cookie_domain = p.cookie_domain.unwrap_or_default();
+    let bare = cookie_domain.trim_start_matches('.').to_ascii_lowercase();
+    let lower = domain.to_ascii_lowercase();
+    if !cookie_domain.is_empty() {
+        // A single label ("com") is a public suffix: browsers reject such cookies.
+        if !is_host(&bare) || !bare.contains('.') {
+            let problem = "expected a domain like .example.com";
+            return Err(err("publisher.cookie_domain", problem));
+        }
+        if !(lower == bare || lower.ends_with(&format!(".{bare}"))) {
+            let problem = format!("must be publisher.domain ({lower}) or a parent of it");
+            return Err(err("publisher.cookie_domain", &problem));
+        }
+    }
+
+    let mut response_headers = Vec::with_capacity(file.response_headers.len());
+    for (name, value) in file.response_headers {
         let key = format!("response_headers.{name}");
-        let value = string(&key, value)?;
-        let token_ok = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !token_ok {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) {
             return Err(err(&key, "not a valid HTTP header name"));
         }
-        if MANAGED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        let name = name.to_ascii_lowercase();
+        if MANAGED_HEADERS.contains(&name.as_str()) {
             return Err(err(
                 &key,
                 "framing and hop-by-hop headers are managed by the proxy and cannot be set here",
@@ -271,122 +523,47 @@ fn read_headers(table: Table) -> Result<Vec<HeaderSetting>, LoadError> {
                 "header values may not contain control characters",
             ));
         }
-        headers.push(HeaderSetting {
-            name: Cow::Owned(name.to_ascii_lowercase()),
-            value: Cow::Owned(value),
-        });
+        let (name, value) = (Cow::Owned(name), Cow::Owned(value));
+        response_headers.push(HeaderSetting { name, value });
     }
-    Ok(headers)
-}
 
-fn string(key: &str, value: Value) -> Result<String, LoadError> {
-    match value {
-        Value::String(s) => Ok(s),
-        other => Err(err(
-            key,
-            format!("expected a string, got {}", other.type_str()),
-        )),
-    }
-}
-
-fn boolean(key: &str, value: Value) -> Result<bool, LoadError> {
-    match value {
-        Value::Boolean(b) => Ok(b),
-        Value::String(s) if s == "true" => Ok(true),
-        Value::String(s) if s == "false" => Ok(false),
-        other => Err(err(
-            key,
-            format!("expected true or false, got a {}", other.type_str()),
-        )),
-    }
-}
-
-fn integer(key: &str, value: Value, min: u32, max: u32) -> Result<u32, LoadError> {
-    let n: i64 = match &value {
-        Value::Integer(n) => *n,
-        Value::String(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| err(key, format!("expected an integer, got {s:?}")))?,
-        other => {
-            return Err(err(
-                key,
-                format!("expected an integer, got a {}", other.type_str()),
-            ))
-        }
+    let (n, dn) = (
+        file.integrations.nextjs,
+        Settings::DEFAULT.integrations.nextjs,
+    );
+    let flag = |f: Option<Flag>, default| f.map_or(default, |f| f.0);
+    let int = |i: Option<u32>, default| i.unwrap_or(default);
+    let settings = Settings {
+        publisher: Publisher {
+            origin_scheme: scheme,
+            origin_address: Cow::Owned(format!("{host}:{}", port.unwrap_or(scheme.default_port()))),
+            origin_tls_host: Cow::Owned(host.to_owned()),
+            origin_host: Cow::Owned(origin_host.to_ascii_lowercase()),
+            domain: Cow::Owned(domain),
+            origin_url: Cow::Owned(origin_url),
+            cookie_domain: Cow::Owned(cookie_domain),
+            streaming: flag(p.streaming, d.streaming),
+            flush_threshold: int(p.flush_threshold.map(|i| i.0), d.flush_threshold),
+            flush_every_chunk: flag(p.flush_every_chunk, d.flush_every_chunk),
+            connect_timeout_ms: int(p.connect_timeout_ms.map(|i| i.0), d.connect_timeout_ms),
+            first_byte_timeout_ms: int(
+                p.first_byte_timeout_ms.map(|i| i.0),
+                d.first_byte_timeout_ms,
+            ),
+            between_bytes_timeout_ms: int(
+                p.between_bytes_timeout_ms.map(|i| i.0),
+                d.between_bytes_timeout_ms,
+            ),
+        },
+        integrations: Integrations {
+            nextjs: Nextjs {
+                enabled: flag(n.enabled, dn.enabled),
+                max_held_bytes: int(n.max_held_bytes.map(|i| i.0), dn.max_held_bytes),
+            },
+        },
+        response_headers: Cow::Owned(response_headers),
     };
-    if n < i64::from(min) || n > i64::from(max) {
-        return Err(err(key, format!("{n} is outside {min}..={max}")));
-    }
-    // In range of u32 by the check above.
-    Ok(u32::try_from(n).unwrap_or(max))
-}
-
-fn validate(settings: &mut Settings) -> Result<(), LoadError> {
-    let p = &mut settings.publisher;
-    if p.domain.is_empty() {
-        return Err(err("publisher.domain", "is required"));
-    }
-    if !is_host(&p.domain) {
-        return Err(err(
-            "publisher.domain",
-            "expected a host name like www.example.com",
-        ));
-    }
-    if p.origin_url.is_empty() {
-        return Err(err("publisher.origin_url", "is required"));
-    }
-    let (scheme, rest) = if let Some(rest) = p.origin_url.strip_prefix("https://") {
-        (Scheme::Https, rest)
-    } else if let Some(rest) = p.origin_url.strip_prefix("http://") {
-        (Scheme::Http, rest)
-    } else {
-        return Err(err(
-            "publisher.origin_url",
-            "must start with http:// or https://",
-        ));
-    };
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    if authority.contains(['/', '?', '#', '@']) {
-        return Err(err(
-            "publisher.origin_url",
-            "must be scheme://host[:port] with no path, query or credentials",
-        ));
-    }
-    let (host, port) = split_authority(authority)
-        .ok_or_else(|| err("publisher.origin_url", "expected a host and optional port"))?;
-    let port = port.unwrap_or(scheme.default_port());
-    p.origin_scheme = scheme;
-    p.origin_tls_host = Cow::Owned(host.to_owned());
-    p.origin_address = Cow::Owned(format!("{host}:{port}"));
-    if p.origin_host.is_empty() {
-        p.origin_host = Cow::Owned(authority.to_ascii_lowercase());
-    } else if split_authority(&p.origin_host).is_none() {
-        return Err(err(
-            "publisher.origin_host",
-            "expected host[:port] such as origin.example.com",
-        ));
-    }
-    p.origin_host = Cow::Owned(p.origin_host.to_ascii_lowercase());
-    if !p.cookie_domain.is_empty() {
-        let bare = p.cookie_domain.trim_start_matches('.');
-        // A single label ("com") is a public suffix: browsers reject such cookies.
-        if !is_host(bare) || !bare.contains('.') {
-            return Err(err(
-                "publisher.cookie_domain",
-                "expected a domain like .example.com",
-            ));
-        }
-        let domain = p.domain.to_ascii_lowercase();
-        let bare = bare.to_ascii_lowercase();
-        if !(domain == bare || domain.ends_with(&format!(".{bare}"))) {
-            return Err(err(
-                "publisher.cookie_domain",
-                format!("must be publisher.domain ({domain}) or a parent of it"),
-            ));
-        }
-    }
-    Ok(())
+    Ok((settings, notes))
 }
 
 /// Splits `host[:port]`; `None` when the host is not a plausible name or the port is bad.
@@ -522,9 +699,11 @@ mod tests {
 
     #[test]
     fn every_listed_key_is_read() {
-        // A listed key without a reader (or the reverse) would be silently ignored or
-        // rejected; an unparsable value must be reported against the key itself.
-        for var in publisher_override_variables() {
+        // A watched variable that no type reads would be rejected as unknown; an unparsable
+        // value must be reported against the key itself, from that variable.
+        let vars: Vec<String> = override_variables().collect();
+        assert_eq!(vars.len(), 12, "{vars:?}");
+        for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
                 .trim_start_matches("TRUSTED_SERVER__")
@@ -533,7 +712,8 @@ mod tests {
             match result {
                 Err(e) => {
                     assert_eq!(e.key, key, "{e}");
-                    assert_ne!(e.problem, "unknown key", "{e}");
+                    assert!(!e.problem.starts_with("unknown"), "{e}");
+                    assert_eq!(e.origin, Some(Origin::Variable(var.clone())), "{e}");
                 }
                 Ok(_) => panic!("{var} accepted an invalid value"),
             }
@@ -573,8 +753,160 @@ mod tests {
             assert_eq!(e.key, named);
             assert_eq!(
                 e.to_string(),
-                format!("invalid setting `{named}`: unknown section")
+                format!("invalid setting `{named}` at line 1: unknown section")
             );
         }
+    }
+
+    #[test]
+    fn a_file_mistake_names_its_line() {
+        let text =
+            "[publisher]\ndomain = 'www.example.com'\norigin_url = 'https://o.example.com'\n\
+                    cookie_domain = '.other.com'\n\n[integrations.nextjs]\nenabled = 'maybe'\n";
+        let cases: &[(&str, &str, usize)] = &[
+            // A type error, from serde.
+            (text, "integrations.nextjs.enabled", 7),
+            // A validation error, after serde.
+            (
+                &text.replace("'maybe'", "true"),
+                "publisher.cookie_domain",
+                4,
+            ),
+            // An unknown key.
+            (
+                &text
+                    .replace("cookie_domain", "cookie_domian")
+                    .replace("'maybe'", "true"),
+                "publisher.cookie_domian",
+                4,
+            ),
+            // A syntax error.
+            (&text.replace("'maybe'", "maybe"), "trusted-server.toml", 7),
+            // One that toml gives no message for (found by the `settings` fuzz target).
+            (
+                &text.replace("\n\n", "\n# \u{7}\n"),
+                "trusted-server.toml",
+                5,
+            ),
+        ];
+        for (text, key, line) in cases {
+            let e = load(text, no_env()).unwrap_err();
+            assert!(!e.problem.is_empty(), "{e:?}");
+            assert_eq!(
+                (e.key.as_str(), &e.origin),
+                (*key, &Some(Origin::Line(*line)))
+            );
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("invalid setting `{key}` at line {line}: ")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_environment_mistake_names_its_variable() {
+        let text = format!("{MINIMAL}\nstreaming = 'yes'\n");
+        let var = "TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD";
+        let e = load(&text, [(var, "lots")]).unwrap_err();
+        // The file's own mistake (line 6) comes later in key order than flush_threshold.
+        assert_eq!(e.key, "publisher.flush_threshold");
+        assert_eq!(e.origin, Some(Origin::Variable(var.to_owned())));
+        assert_eq!(
+            e.to_string(),
+            format!("invalid setting `publisher.flush_threshold` from {var}: expected an integer, got \"lots\"")
+        );
+        // A value from the environment replaces the file's, and so does its origin.
+        let e = load(&text, [("TRUSTED_SERVER__PUBLISHER__STREAMING", "no")]).unwrap_err();
+        let var = "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned();
+        assert_eq!(e.origin, Some(Origin::Variable(var)));
+        let e = load(&text, no_env()).unwrap_err();
+        assert_eq!(e.origin, Some(Origin::Line(6)));
+    }
+
+    /// The README's "Settings" table documents exactly the keys the types accept.
+    #[test]
+    fn every_key_of_the_types_is_documented_and_watched() {
+        let readme = include_str!("../../../README.md");
+        let settings = &readme[readme.find("## Settings").expect("a Settings section")..];
+        let documented: Vec<&str> = settings
+            .lines()
+            .take_while(|l| !l.starts_with("## ") || l.starts_with("## Settings"))
+            .filter_map(|l| l.strip_prefix("| `")?.split_once('`').map(|(k, _)| k))
+            .filter(|k| !k.starts_with('['))
+            .collect();
+        assert_eq!(keys(), documented);
+        for key in keys() {
+            let var = format!("TRUSTED_SERVER__{}", key.replace('.', "__").to_uppercase());
+            assert!(
+                override_variables().any(|v| v == var),
+                "{var} is not watched"
+            );
+        }
+    }
+
+    const DEMO: &str = include_str!("../../../trusted-server.toml");
+
+    /// The rule behind the README's "set TRUSTED_SERVER__PUBLISHER__ORIGIN_URL to proxy your
+    /// own origin": the file's origin_host goes with the file's origin_url.
+    #[test]
+    fn an_origin_url_override_brings_its_own_host() {
+        let url = (
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
+            "http://127.0.0.1:18181",
+        );
+        let host = (
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST",
+            "origin.example.com",
+        );
+        let effective = |env: &[(&str, &str)]| {
+            let (s, notes) = load_with_notes(DEMO, env.iter().copied()).unwrap();
+            let p = s.publisher;
+            (
+                p.origin_address.into_owned(),
+                p.origin_host.into_owned(),
+                notes,
+            )
+        };
+
+        // The file alone: the demo's pinned host.
+        let (address, origin_host, notes) = effective(&[]);
+        assert_eq!(address, "127.0.0.1:8080");
+        assert_eq!(origin_host, "origin.demo-publisher.example");
+        assert!(notes.is_empty());
+
+        // Only the URL overridden: the host is the new URL's, and the build says why.
+        let (address, origin_host, notes) = effective(&[url]);
+        assert_eq!(address, "127.0.0.1:18181");
+        assert_eq!(origin_host, "127.0.0.1:18181");
+        assert_eq!(notes.len(), 1);
+        for named in [
+            "publisher.origin_host",
+            "\"origin.demo-publisher.example\"",
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST",
+        ] {
+            assert!(notes[0].contains(named), "{named} not in {}", notes[0]);
+        }
+
+        // Both overridden: both are used.
+        let (address, origin_host, notes) = effective(&[url, host]);
+        assert_eq!(
+            (address.as_str(), origin_host.as_str()),
+            ("127.0.0.1:18181", "origin.example.com")
+        );
+        assert!(notes.is_empty());
+
+        // Only the host overridden: the file's URL with the new host.
+        let (address, origin_host, _) = effective(&[host]);
+        assert_eq!(
+            (address.as_str(), origin_host.as_str()),
+            ("127.0.0.1:8080", "origin.example.com")
+        );
+
+        // A file without origin_host: nothing to drop, no note.
+        let (s, notes) = load_with_notes(MINIMAL, [url]).unwrap();
+        assert_eq!(s.publisher.origin_host, "127.0.0.1:18181");
+        assert!(notes.is_empty());
     }
 }
