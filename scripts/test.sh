@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check: formatting, clippy (native and wasm32-wasip1), native unit and property
 # tests, the adapter's tests under Viceroy, and end-to-end tests (real Viceroy + demo origin
-# on loopback, started and stopped by the tests themselves). Does its own set-up first.
+# on loopback, started and stopped by the tests themselves), and a 30-second soak. Does its own
+# set-up first.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 setup_all browser
@@ -40,6 +41,10 @@ cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
 # the fault matrix against a scripted raw origin (tests/faults.rs) and the browser check.
 log "end-to-end tests and the fault matrix (Viceroy + demo / raw origin on loopback)"
 cargo test --locked -p e2e -- --nocapture
+
+# A short soak (the README's figures come from a 10-minute run of scripts/soak.sh).
+log "soak: 30 s of mixed load against both builds (scripts/soak.sh 0.5)"
+"$ROOT/scripts/soak.sh" 0.5
 
 log "coverage-guided fuzzing: every fuzz/ target for 10 s from its seed corpus (scripts/fuzz.sh)"
 scripts/fuzz.sh 10
