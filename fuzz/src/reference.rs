@@ -7,7 +7,8 @@
 //!    letters in any case);
 //! 2. the origin host, ASCII letters in any case;
 //! 3. optionally one `.`;
-//! 4. optionally a port part: with an origin without a port, `:D` where `D` is the default
+//! 4. optionally a port part (a number, so leading zeros do not matter): with an origin
+//!    without a port, `:D` where `D` is the default
 //!    port of the URL's scheme (443 for https, 80 for http; for `//` and `\/\/` the default
 //!    port of the *target* scheme); with an origin port `P`, `:P` is required, but may be left
 //!    out when `P` is that default port;
@@ -125,7 +126,14 @@ impl Reference {
             };
             let port_given = self.port.unwrap_or(default);
             let may_omit = self.port.is_none_or(|p| p == default);
-            let with_port = starts_with_ignore_case(input, at, format!(":{port_given}").as_bytes());
+            // A port is a number: `:0443` is port 443 to a browser.
+            let with_port = input
+                .get(at)
+                .filter(|&&b| b == b':')
+                .map(|_| at + 1 + input[at + 1..].iter().take_while(|&&b| b == b'0').count())
+                .and_then(|digits| {
+                    starts_with_ignore_case(input, digits, port_given.to_string().as_bytes())
+                });
             let end = match with_port {
                 Some(end) if is_boundary(input, end) => end,
                 _ if may_omit && is_boundary(input, at) => at,
