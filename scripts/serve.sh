@@ -39,9 +39,15 @@ else
   log "using origin ${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL}"
 fi
 
-log "building and serving on http://${ADDR} (Ctrl-C to stop)"
+log "building the service"
+# The same command as fastly.toml's [scripts].build. Building here and serving with
+# --skip-build keeps `fastly compute build` from trying to download wasm-tools (for metadata
+# annotations) on every start, which fails offline.
+cargo build --bin trusted-server-edge --release --target wasm32-wasip1
+log "serving on http://${ADDR} (Ctrl-C to stop)"
 # Own process group so that a signal reaches the CLI and the Viceroy it starts.
-FASTLY_VICEROY_USE_PATH=1 setsid fastly compute serve --non-interactive \
+FASTLY_VICEROY_USE_PATH=1 setsid fastly compute serve --non-interactive --skip-build \
+  --file "$ROOT/target/wasm32-wasip1/release/trusted-server-edge.wasm" \
   --viceroy-path "$(command -v viceroy)" --addr "$ADDR" &
 pids+=($!)
 wait "${pids[-1]}"

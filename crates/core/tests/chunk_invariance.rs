@@ -148,6 +148,9 @@ proptest! {
         let rule = &rules()[1];
         let cuts = cut_points(body.len(), &picks);
         let out = run(Codec::Identity, rewrite_kind("text/html"), rule, &body, &cuts).unwrap();
-        prop_assert_eq!(out, rule.rewrite_all(&body));
+        // A body that starts with a UTF-16 byte order mark is UTF-16 to a browser: untouched.
+        let utf16 = body.starts_with(b"\xff\xfe") || body.starts_with(b"\xfe\xff");
+        let want = if utf16 { body.clone() } else { rule.rewrite_all(&body) };
+        prop_assert_eq!(out, want);
     }
 }
