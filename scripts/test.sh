@@ -46,7 +46,7 @@ cargo test --locked -p e2e -- --nocapture
 log "soak: 30 s of mixed load against both builds (scripts/soak.sh 0.5)"
 "$ROOT/scripts/soak.sh" 0.5
 
-log "coverage-guided fuzzing: every fuzz/ target for 10 s from its seed corpus (scripts/fuzz.sh)"
-scripts/fuzz.sh 10
+log "coverage-guided fuzzing: 10,000 inputs per fuzz/ target from its seed corpus, fixed seed (scripts/fuzz.sh)"
+FUZZ_RUNS=10000 scripts/fuzz.sh
 
 log "all checks passed"

@@ -84,6 +84,10 @@ fn main() {
             origin_dies_mid_body,
         ),
         (
+            "every request leaves one access line, failures one report",
+            access_lines_and_reports,
+        ),
+        (
             "a truncated gzip body gives an incomplete transfer",
             truncated_gzip_is_incomplete,
         ),
@@ -459,6 +463,94 @@ fn origin_dies_mid_body(w: &World) -> Outcome {
     ] {
         assert_incomplete(w.streaming, path, &[("accept-encoding", enc)])?;
     }
+    Ok(())
+}
+
+/// Waits up to 5 s for a line of the streaming build's Viceroy log that contains every
+/// needle, and returns it.
+fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
+    let path = w.root.join("target/e2e/viceroy-streaming.log");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(line) = text.lines().find(|l| needles.iter().all(|n| l.contains(n))) {
+            return Ok(line.to_owned());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no log line with {needles:?} in {}",
+                path.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn access_lines_and_reports(w: &World) -> Outcome {
+    // The line logs the path without its query (queries may carry tokens).
+    let ok = fetch(
+        w.streaming,
+        "/news/article.html?access=1",
+        &[("accept-encoding", "gzip")],
+    )?;
+    check(ok.status == 200 && ok.complete, || {
+        format!("status {}", ok.status)
+    })?;
+    let line = log_line(
+        w,
+        &[
+            "trusted_server :: access ",
+            "path=\"/news/article.html\"",
+            "plan=rewrite:html+gzip",
+        ],
+    )?;
+    check(!line.contains("access=1"), || {
+        format!("the query was logged: {line}")
+    })?;
+    for field in [
+        "method=GET",
+        "status=200",
+        "plan=rewrite:html+gzip",
+        "outcome=finished",
+        "first_byte_ms=",
+        "writes=",
+    ] {
+        check(line.contains(field), || {
+            format!("{field} missing from {line}")
+        })?;
+    }
+    check(!line.contains("last_byte_ms=-"), || {
+        format!("no last byte time: {line}")
+    })?;
+    // A death mid-body: the access line says abandoned, and one report says why and where.
+    let path = "/news/article.html?die_after=4321";
+    assert_incomplete(w.streaming, path, &[("accept-encoding", "identity")])?;
+    let line = log_line(
+        w,
+        &["trusted_server :: access ", "in=4321", "outcome=abandoned"],
+    )?;
+    check(line.contains("status=200"), || line.clone())?;
+    let report = log_line(
+        w,
+        &[
+            "trusted_server :: failure: origin body failed after the headers",
+            "4321 bytes in",
+        ],
+    )?;
+    check(report.contains("backend publisher_origin"), || {
+        report.clone()
+    })?;
+    // An image passes through host-side: the line says so and why.
+    fetch(w.streaming, "/static/random.bin", &[identity()])?;
+    log_line(
+        w,
+        &[
+            "trusted_server :: access ",
+            "/static/random.bin",
+            "outcome=passed-through(pass:NotText)",
+        ],
+    )?;
     Ok(())
 }
 
