@@ -37,12 +37,12 @@ TS_REWRITE="$ROOT/target/release/examples/rewrite" python3 -m pytest -q tests/or
 log "adapter tests under Viceroy"
 cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
 
-# Every test binary of the e2e package: the scenarios against the demo origin (tests/e2e.rs),
-# the fault matrix against a scripted raw origin (tests/faults.rs) and the browser check.
 log "package: fastly compute build, then fastly compute validate (offline)"
 FASTLY_VICEROY_USE_PATH=1 fastly compute build --non-interactive --metadata-disable
 fastly compute validate --non-interactive --package "$ROOT/pkg/trusted-server-edge.tar.gz"
 
+# Every test binary of the e2e package: the scenarios against the demo origin (tests/e2e.rs),
+# the fault matrix against a scripted raw origin (tests/faults.rs) and the browser check.
 log "end-to-end tests and the fault matrix (Viceroy + demo / raw origin on loopback)"
 cargo test --locked -p e2e -- --nocapture
 
