@@ -730,6 +730,16 @@ fn rss(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The machine's 1-minute load average (other work on the machine shows here).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn mean(xs: &[u64]) -> f64 {
     if xs.is_empty() {
         return 0.0;
@@ -940,10 +950,12 @@ fn soak() -> Result<bool, String> {
     };
     let done = AtomicBool::new(false);
     let mut samples: [Vec<(Duration, u64)>; 2] = [Vec::new(), Vec::new()];
+    let mut loads: Vec<f64> = Vec::new();
     let mut stats = [Stats::default(), Stats::default()];
     std::thread::scope(|scope| {
         let sampler = scope.spawn(|| {
             let mut samples: [Vec<(Duration, u64)>; 2] = [Vec::new(), Vec::new()];
+            let mut loads = Vec::new();
             let mut next = Instant::now();
             while !done.load(Ordering::Relaxed) {
                 if Instant::now() >= next {
@@ -952,11 +964,12 @@ fn soak() -> Result<bool, String> {
                             samples[i].push((started.elapsed(), v));
                         }
                     }
+                    loads.extend(load_average());
                     next += sample_every;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            samples
+            (samples, loads)
         });
         let mut rng = Rng(args.seed | 1);
         let clients: Vec<_> = (0..args.threads)
@@ -973,8 +986,9 @@ fn soak() -> Result<bool, String> {
             }
         }
         done.store(true, Ordering::Relaxed);
-        if let Ok(s) = sampler.join() {
+        if let Ok((s, l)) = sampler.join() {
             samples = s;
+            loads = l;
         }
     });
     let elapsed = started.elapsed();
@@ -998,11 +1012,15 @@ fn soak() -> Result<bool, String> {
     }
     drop(pair);
 
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "\nsoak: {:.1} s of load, {} clients, seed {}",
+        "\nsoak: {:.1} s of load, {} clients, seed {}; machine load average (1 min) during the run {:.1} to {:.1}, mean {:.1}, on {cores} cores",
         elapsed.as_secs_f64(),
         args.threads,
-        args.seed
+        args.seed,
+        loads.iter().copied().fold(f64::INFINITY, f64::min),
+        loads.iter().copied().fold(0.0, f64::max),
+        loads.iter().sum::<f64>() / loads.len().max(1) as f64,
     );
     for (i, build) in [Build::Streaming, Build::Buffered].into_iter().enumerate() {
         let st = &mut stats[i];
