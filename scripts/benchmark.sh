@@ -9,8 +9,23 @@
 # --quick takes about 7 minutes on a 2-core machine once the tools are built (full run: ~10).
 # Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this
 # run's results in bench-results/runs/NAME.results for a later --compare NAME.
+#
+# Remote mode: measures a service that is already running (http:// only), and optionally a
+# second one against it, interleaved; starts nothing (its chart is remote-latency.svg):
+#
+#   scripts/benchmark.sh --target URL [--baseline URL] [--paths /a,/b] [--samples N]
+#       [--warmup N] [--load SECONDS] [--connections N] [--header 'Name: value']...
+#       [--host NAME] [--idle-gap SECONDS] [--timeout SECONDS] [--save NAME] [--compare NAME]
+#       [--out DIR]
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
+for arg in "$@"; do
+  if [[ "$arg" == "--target" ]]; then
+    # Nothing to build or start but the tool; without wrk, --load is skipped with a note.
+    cargo build --quiet --release --locked -p ts-bench --bin bench
+    exec "$ROOT/target/release/bench" "$@"
+  fi
+done
 setup_all
 if ! command -v wrk >/dev/null; then
   log "installing wrk (Debian package)"

@@ -77,7 +77,11 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
 }
 
 /// Parses wrk's `--latency` report.
-fn parse(text: &str, target: &'static str, connections: u32) -> Result<LoadResult, String> {
+pub(crate) fn parse(
+    text: &str,
+    target: &'static str,
+    connections: u32,
+) -> Result<LoadResult, String> {
     let mut rps = None;
     let mut p50 = None;
     let mut p99 = None;

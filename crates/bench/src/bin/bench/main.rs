@@ -1,6 +1,9 @@
 //! `bench [--quick] [--save NAME] [--compare NAME] [--out DIR]`: the run behind
 //! `scripts/benchmark.sh`.
 //!
+//! With `--target URL` it measures a service that is already running instead (and, with
+//! `--baseline URL`, a second one against it, interleaved): see [`remote`].
+//!
 //! Builds and starts everything it measures, on loopback: the demo origin, and two builds of
 //! the service under Viceroy (streaming, and buffered with `publisher.streaming = false`). Then:
 //!
@@ -25,6 +28,7 @@
 mod cases;
 mod latency;
 mod load;
+mod remote;
 mod report;
 mod rsc;
 mod throughput;
@@ -44,6 +48,8 @@ pub struct Options {
     pub compare: Option<String>,
     /// Where results, logs and the chart go.
     pub out: PathBuf,
+    /// `--target URL`: measure a running service instead of the local builds.
+    pub remote: Option<remote::RemoteOptions>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -53,22 +59,32 @@ fn parse_args() -> Result<Options, String> {
         save: None,
         compare: None,
         out: root.join("bench-results"),
+        remote: None,
     };
+    let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if remote_args.take(&arg, &mut args)? {
+            continue;
+        }
         match arg.as_str() {
             "--quick" => options.quick = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
-                return Err(
-                    "usage: benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]"
-                        .into(),
-                )
+                return Err(format!(
+                    "usage: benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                     or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
+                    remote::USAGE
+                ))
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    options.remote = remote_args.finish()?;
+    if options.remote.is_some() && options.quick {
+        return Err("--quick is for the local benchmark, not --target".into());
     }
     for name in options.save.iter().chain(options.compare.iter()) {
         if name.is_empty()
@@ -132,6 +148,10 @@ fn main() {
 fn run_benchmark(options: &Options) -> Result<(), String> {
     let started = Instant::now();
     std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
+    if let Some(remote) = &options.remote {
+        let results = remote::run(remote, &options.out)?;
+        return finish(options, started, &results);
+    }
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
     let root = workspace_root();
@@ -144,12 +164,17 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let latency = latency::measure(&servers, &cases)?;
     let load = load::run(&servers, options)?;
     drop(servers);
-    let machine = report::machine();
     let results = report::results(&latency, &throughput, &load, &captures);
     report::print_tables(&latency, &throughput, &load, &captures);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());
+    finish(options, started, &results)
+}
+
+/// The machine line, the time taken, `--compare` and `--save`, and the `---RESULTS---` block.
+fn finish(options: &Options, started: Instant, results: &[(String, String)]) -> Result<(), String> {
+    let machine = report::machine();
     println!("machine: {machine}");
     println!(
         "took {:.0}s{}",
@@ -157,14 +182,14 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         if options.quick { " (--quick)" } else { "" }
     );
     if let Some(name) = &options.compare {
-        report::compare(&options.out, name, &results)?;
+        report::compare(&options.out, name, results)?;
     }
     if let Some(name) = &options.save {
-        let path = report::save(&options.out, name, &results, &machine)?;
+        let path = report::save(&options.out, name, results, &machine)?;
         println!("saved as {name} ({})", path.display());
     }
     println!("\n---RESULTS---");
-    for (k, v) in &results {
+    for (k, v) in results {
         println!("{k}={v}");
     }
     Ok(())

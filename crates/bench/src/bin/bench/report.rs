@@ -530,9 +530,67 @@ fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
 /// # Errors
 /// If the file cannot be written.
 pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
+    let colors = [
+        (Side::Direct, "#777777"),
+        (Side::Streaming, "#1f77b4"),
+        (Side::Buffered, "#d62728"),
+    ];
+    let panels: Vec<ChartPanel> = latency
+        .iter()
+        .map(|r| ChartPanel {
+            title: r.case.name.to_owned(),
+            rows: colors
+                .iter()
+                .map(|(side, color)| ChartRow {
+                    label: side.name().to_owned(),
+                    color,
+                    points: r
+                        .samples
+                        .get(side)
+                        .into_iter()
+                        .flatten()
+                        .map(|s| (s.first_body_ms, s.last_ms))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    write_chart(
+        path,
+        "Latency per request (ms): hollow = first body byte, filled = last byte, bar = median",
+        &panels,
+    )
+}
+
+/// One row of a latency chart: a side and its requests.
+#[derive(Debug, Clone)]
+pub struct ChartRow {
+    /// Label at the left.
+    pub label: String,
+    /// SVG colour.
+    pub color: &'static str,
+    /// `(first body byte, last byte)` per request, in ms.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel of a latency chart: a page, with a row per side on a shared axis.
+#[derive(Debug, Clone)]
+pub struct ChartPanel {
+    /// The page.
+    pub title: String,
+    /// Its rows.
+    pub rows: Vec<ChartRow>,
+}
+
+/// Writes a latency chart: a panel per page, a row per side, a dot per request for the first
+/// body byte (hollow) and the last byte (filled), and a bar at each median.
+///
+/// # Errors
+/// If the file cannot be written.
+pub fn write_chart(path: &Path, title: &str, panels: &[ChartPanel]) -> std::io::Result<()> {
     let (width, left, right) = (900.0, 150.0, 40.0);
-    let panel = 110.0;
-    let height = 50.0 + panel * latency.len() as f64;
+    let panel_height = |p: &ChartPanel| 50.0 + 20.0 * p.rows.len() as f64;
+    let height = 50.0 + panels.iter().map(panel_height).sum::<f64>();
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -541,18 +599,15 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         svg,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">Latency per request (ms): hollow = first body byte, filled = last byte, bar = median</text>"#
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
+        xml_text(title)
     );
-    let colors = [
-        (Side::Direct, "#777777"),
-        (Side::Streaming, "#1f77b4"),
-        (Side::Buffered, "#d62728"),
-    ];
-    for (i, r) in latency.iter().enumerate() {
-        let top = 40.0 + panel * i as f64;
-        let max = Side::ALL
+    let mut top = 40.0;
+    for p in panels {
+        let max = p
+            .rows
             .iter()
-            .flat_map(|s| field(r, *s, |x| x.last_ms))
+            .flat_map(|r| r.points.iter().map(|(_, last)| *last))
             .fold(0.0f64, f64::max)
             .max(0.001)
             * 1.05;
@@ -561,9 +616,9 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
             svg,
             r#"<text x="10" y="{}" font-weight="bold">{}</text>"#,
             top + 14.0,
-            r.case.name
+            xml_text(&p.title)
         );
-        let axis_y = top + 90.0;
+        let axis_y = top + 30.0 + 20.0 * p.rows.len() as f64;
         let _ = writeln!(
             svg,
             r##"<line x1="{left}" y1="{axis_y}" x2="{}" y2="{axis_y}" stroke="#999"/>"##,
@@ -578,29 +633,33 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
                 axis_y + 14.0
             );
         }
-        for (row, (side, color)) in colors.iter().enumerate() {
-            let y = top + 30.0 + 20.0 * row as f64;
+        for (i, row) in p.rows.iter().enumerate() {
+            let color = row.color;
+            let y = top + 30.0 + 20.0 * i as f64;
             let _ = writeln!(
                 svg,
                 r#"<text x="20" y="{}" fill="{color}">{}</text>"#,
                 y + 4.0,
-                side.name()
+                xml_text(&row.label)
             );
-            for s in r.samples.get(side).into_iter().flatten() {
+            for (first, last) in &row.points {
                 let _ = writeln!(
                     svg,
                     r#"<circle cx="{:.1}" cy="{y}" r="3" fill="none" stroke="{color}"/>"#,
-                    x(s.first_body_ms)
+                    x(*first)
                 );
                 let _ = writeln!(
                     svg,
                     r#"<circle cx="{:.1}" cy="{y}" r="3" fill="{color}" opacity="0.6"/>"#,
-                    x(s.last_ms)
+                    x(*last)
                 );
             }
+            if row.points.is_empty() {
+                continue;
+            }
             for m in [
-                med(r, *side, |s| s.first_body_ms),
-                med(r, *side, |s| s.last_ms),
+                median(row.points.iter().map(|p| p.0).collect()),
+                median(row.points.iter().map(|p| p.1).collect()),
             ] {
                 let _ = writeln!(
                     svg,
@@ -611,9 +670,17 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
                 );
             }
         }
+        top += panel_height(p);
     }
     svg.push_str("</svg>\n");
     std::fs::write(path, svg)
+}
+
+/// Escapes text for an SVG text node (paths may contain `&`).
+fn xml_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// One line describing the machine the numbers came from.
