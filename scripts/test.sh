@@ -53,4 +53,27 @@ log "soak: 30 s of mixed load against both builds (scripts/soak.sh 0.5)"
 log "coverage-guided fuzzing: 10,000 inputs per fuzz/ target from its seed corpus, fixed seed (scripts/fuzz.sh)"
 FUZZ_RUNS=10000 scripts/fuzz.sh
 
+# scripts/benchmark.sh --target/--baseline, bounded (5 samples, 1 s of wrk), against the
+# streaming and buffered builds started as the benchmark starts them; checks the RESULTS block.
+log "remote benchmark mode: --target streaming --baseline buffered (crates/bench/tests/remote.rs)"
+cargo test --locked -p ts-bench --test remote -- --ignored --nocapture
+
+log "guest profile under Viceroy (scripts/profile.sh): a Firefox Profiler file naming our functions"
+profile_dir="$(mktemp -d)"
+scripts/profile.sh --requests 2 --out "$profile_dir" /__gen/1024kb.html >"$profile_dir/list"
+python3 - "$profile_dir/list" <<'PY'
+import json, sys
+files = open(sys.argv[1]).read().split()
+assert len(files) == 2, f"expected 2 profiles, got {files}"
+for f in files:
+    profile = json.load(open(f))
+    names = [s for t in profile["threads"] for s in t["stringArray"]]
+    ours = [n for n in names if n.startswith(("trusted_server_core::", "<trusted_server_core::"))]
+    assert profile["threads"][0]["samples"]["length"] > 0, f"{f}: no samples"
+    assert any("trusted_server_edge::main" in n for n in names), f"{f}: no trusted_server_edge::main"
+    assert any("::body::pipeline::" in n for n in ours), f"{f}: no pipeline function among {ours[:10]}"
+    print(f"{f}: {len(ours)} trusted_server_core functions, e.g. {ours[0]}")
+PY
+rm -rf "$profile_dir"
+
 log "all checks passed"
