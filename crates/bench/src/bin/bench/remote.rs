@@ -284,6 +284,8 @@ pub enum Cold {
 /// One request.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The round it was sent in (warm-up rounds first), to pair it with the other side's.
+    pub round: usize,
     /// A warm-up request (never in the statistics).
     pub warmup: bool,
     /// Status code.
@@ -417,7 +419,7 @@ impl Client<'_> {
         }
     }
 
-    fn fetch(&mut self, which: Which, path: &str, warmup: bool, series: &mut Series) {
+    fn fetch(&mut self, which: Which, path: &str, round: usize, warmup: bool, series: &mut Series) {
         let endpoint = self.endpoint(which).clone();
         let host = self.options.host.as_deref().unwrap_or(&endpoint.authority);
         let mut headers: Vec<(&str, &str)> = vec![("host", host)];
@@ -437,6 +439,7 @@ impl Client<'_> {
         self.last_sent.insert(which, Instant::now());
         match result {
             Ok(r) if r.complete => series.requests.push(Request {
+                round,
                 warmup,
                 status: r.status,
                 bytes: r.body.len(),
@@ -486,7 +489,7 @@ pub fn measure(options: &RemoteOptions) -> Vec<PathResult> {
             for k in 0..n {
                 let i = (round + k) % n;
                 let which = series[i].which;
-                client.fetch(which, path, warmup, &mut series[i]);
+                client.fetch(which, path, round, warmup, &mut series[i]);
             }
         }
         for s in &mut series {
@@ -731,13 +734,13 @@ pub fn print_tables(options: &RemoteOptions, paths: &[PathResult], load: Option<
             let ratio = |f: fn(&Request) -> f64| {
                 percentile(&target.field(f), 0.5) / percentile(&baseline.field(f), 0.5)
             };
-            // Rounds are interleaved: request i of both sides ran back to back.
+            // Rounds are interleaved: the two sides' requests of a round ran back to back.
             let per_round: Vec<f64> = target
-                .requests
-                .iter()
-                .zip(&baseline.requests)
-                .filter(|(a, b)| !a.warmup && a.cold.is_none() && b.cold.is_none())
-                .map(|(a, b)| a.last_ms / b.last_ms)
+                .warm()
+                .filter_map(|a| {
+                    let b = baseline.warm().find(|b| b.round == a.round)?;
+                    Some(a.last_ms / b.last_ms)
+                })
                 .collect();
             println!(
                 "{:<24} target/baseline (p50): headers {:.3}, first body {:.3}, last byte {:.3} \
@@ -888,6 +891,7 @@ mod tests {
 
     fn req(headers_ms: f64) -> Request {
         Request {
+            round: 0,
             warmup: false,
             status: 200,
             bytes: 1,
