@@ -1,19 +1,29 @@
-//! Writes a response head plus body, applying the body-shaping knobs:
+//! Turns a payload into a response body, applying the body-shaping knobs:
 //! drip (chunked, slow, optionally stream-compressed), replay of recorded
 //! chunk timing, `truncate` (short body, clean framing) and `die_after`
-//! (short body, broken framing).
+//! (short body, then the connection is dropped).
+//!
+//! Paced bodies are written by a task into a channel, one frame
+//! per part, each sent at its time; hyper writes every frame as its own
+//! chunk and flushes it while the task waits for the next one. A body that must die ends in [`Shaped`],
+//! which then never finishes and tells the connection (through its
+//! [`Outcome`]) to drop once everything before has been flushed.
 
-use std::io::{self, Write};
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::{Body, Bytes, Frame};
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, TRANSFER_ENCODING};
+use tokio::sync::mpsc;
 
 use crate::codec::{Encoding, StreamEncoder};
-use crate::http::ResponseHead;
 use crate::knobs::Drip;
-
-/// Bodies up to this size are sent in the same write as the head.
-const COALESCE_LIMIT: usize = 16 * 1024;
 
 /// The body to send.
 #[derive(Debug, Clone)]
@@ -64,7 +74,7 @@ enum When {
     Now,
     /// After pausing this long.
     After(Duration),
-    /// At this offset from the moment the head was handed over.
+    /// At this offset from the start of the body.
     At(Duration),
 }
 
@@ -73,68 +83,199 @@ enum When {
 pub struct Limits {
     /// Send at most this many encoded body bytes, with correct framing.
     pub truncate: Option<u64>,
-    /// Stop after this many encoded body bytes and report an abort; the
-    /// caller must then shut the socket down. Framing is left incomplete.
+    /// Stop after this many encoded body bytes and drop the connection,
+    /// leaving the framing incomplete.
     pub die_after: Option<u64>,
 }
 
-/// What was sent.
+/// How a response body ended, reported once to the `on_end` callback of
+/// [`Shaped`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sent {
-    /// Encoded body bytes written (chunk framing excluded).
+pub struct Outcome {
+    /// Encoded body bytes handed to hyper (chunk framing excluded).
     pub body_bytes: u64,
-    /// Whether the response was cut short by `die_after`.
-    pub aborted: bool,
+    /// `die_after`: the connection must be dropped once these bytes are out.
+    pub died: bool,
+    /// Whether the body was produced to its end (or death); `false` when the
+    /// client went away first or the body failed.
+    pub finished: bool,
 }
 
-/// Writes `head` (completed with framing headers) and `payload` to `out`.
-/// With `head_only` (HEAD requests) only the head is written.
-pub fn send<W: Write>(
-    out: &mut W,
-    mut head: ResponseHead,
+/// Callback told how the body ended.
+pub type OnEnd = Box<dyn FnOnce(Outcome) + Send>;
+
+/// A response body that counts its bytes, reports its [`Outcome`] and, for
+/// `die_after`, never ends: it stays pending after its last byte so that
+/// hyper writes no terminator and the connection can be dropped.
+pub struct Shaped {
+    inner: UnsyncBoxBody<Bytes, io::Error>,
+    body_bytes: u64,
+    die: bool,
+    on_end: Option<OnEnd>,
+}
+
+impl Shaped {
+    fn new(inner: UnsyncBoxBody<Bytes, io::Error>, die: bool, on_end: OnEnd) -> Shaped {
+        Shaped {
+            inner,
+            body_bytes: 0,
+            die,
+            on_end: Some(on_end),
+        }
+    }
+
+    fn end(&mut self, finished: bool) {
+        if let Some(on_end) = self.on_end.take() {
+            on_end(Outcome {
+                body_bytes: self.body_bytes,
+                died: self.die && finished,
+                finished,
+            });
+        }
+    }
+}
+
+impl Body for Shaped {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = &mut *self;
+        match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => {
+                this.body_bytes += frame.data_ref().map_or(0, |d| d.len() as u64);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Some(Err(e)) => {
+                this.end(false);
+                Poll::Ready(Some(Err(e)))
+            }
+            None => {
+                this.end(true);
+                if this.die {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(None)
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Shaped {
+    /// hyper drops a body without asking for its end once it has all the
+    /// bytes its `Content-Length` announced.
+    fn drop(&mut self) {
+        let finished = self.inner.is_end_stream();
+        self.end(finished);
+    }
+}
+
+/// Adds the framing header for `payload` to `headers` and returns its body.
+/// With `head_only` (HEAD requests), and for [`Payload::Empty`], the body is
+/// empty and the outcome is reported at once.
+pub fn shape(
     payload: Payload,
     limits: Limits,
     head_only: bool,
-) -> io::Result<Sent> {
-    match payload {
-        Payload::Empty => {
-            out.write_all(&head.to_bytes())?;
-            out.flush()?;
-            Ok(Sent {
-                body_bytes: 0,
-                aborted: false,
-            })
-        }
+    headers: &mut HeaderMap,
+    on_end: OnEnd,
+) -> Shaped {
+    let die = limits.die_after.is_some();
+    let at_once = head_only || matches!(payload, Payload::Empty);
+    let (body, die) = match payload {
+        Payload::Empty => (empty(), false),
         Payload::Whole(encoded) => {
             let len = clamp(encoded.len(), limits.truncate);
-            head.add("Content-Length", len.to_string());
-            let body = if head_only { &[][..] } else { &encoded[..len] };
-            send_whole(out, &head, body, limits.die_after)
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+            let body = Bytes::from_owner(Shared(encoded)).slice(..clamp(len, limits.die_after));
+            let full = Full::new(body).map_err(|never: Infallible| match never {});
+            (
+                if head_only {
+                    empty()
+                } else {
+                    full.boxed_unsync()
+                },
+                die,
+            )
         }
+        Payload::Drip { .. } | Payload::Replay { .. } => {
+            headers.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+            if head_only {
+                (empty(), false)
+            } else {
+                let (tx, rx) = mpsc::channel(1);
+                tokio::spawn(pace(tx, payload, limits));
+                (Paced(rx).boxed_unsync(), die)
+            }
+        }
+    };
+    let mut shaped = Shaped::new(body, die, on_end);
+    if at_once {
+        shaped.end(true);
+    }
+    shaped
+}
+
+fn empty() -> UnsyncBoxBody<Bytes, io::Error> {
+    Empty::new()
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
+}
+
+/// Lets a cached body be sent without copying it.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A body fed by [`pace`]: one data frame per message; an error fails the
+/// body, the sender's end ends it (after every message sent before).
+/// (`http_body_util::channel::Channel` checks its frame and error channels
+/// one after the other, so a frame sent just before the sender is dropped
+/// can be lost between the two checks.)
+struct Paced(mpsc::Receiver<io::Result<Bytes>>);
+
+impl Body for Paced {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|item| item.map(|r| r.map(Frame::data)))
+    }
+}
+
+/// Sends each part of a drip or replay payload as one frame at its time,
+/// encoded and cut to the limits; stops early when `die_after` is reached.
+async fn pace(tx: mpsc::Sender<io::Result<Bytes>>, payload: Payload, limits: Limits) {
+    let start = tokio::time::Instant::now();
+    let (parts, encoding): (Vec<(When, &[u8])>, Encoding) = match &payload {
         Payload::Drip {
             plain,
             encoding,
             drip,
         } => {
-            head.add("Transfer-Encoding", "chunked");
-            if head_only {
-                out.write_all(&head.to_bytes())?;
-                out.flush()?;
-                return Ok(Sent {
-                    body_bytes: 0,
-                    aborted: false,
-                });
-            }
-            let parts = drip_split(&plain, drip.chunks);
-            let paced = parts.iter().enumerate().map(|(i, part)| {
-                let when = if i > 0 && !drip.delay.is_zero() {
+            let parts = drip_split(plain, drip.chunks).into_iter().enumerate();
+            let paused = |i| i > 0 && !drip.delay.is_zero();
+            let when = |i| {
+                if paused(i) {
                     When::After(drip.delay)
                 } else {
                     When::Now
-                };
-                (when, *part)
-            });
-            send_paced(out, &head, paced.collect(), encoding, limits)
+                }
+            };
+            (parts.map(|(i, p)| (when(i), p)).collect(), *encoding)
         }
         Payload::Replay {
             plain,
@@ -142,20 +283,51 @@ pub fn send<W: Write>(
             chunks,
             timing,
         } => {
-            head.add("Transfer-Encoding", "chunked");
-            if head_only {
-                out.write_all(&head.to_bytes())?;
-                out.flush()?;
-                return Ok(Sent {
-                    body_bytes: 0,
-                    aborted: false,
-                });
+            let parts = replay_split(plain, chunks).into_iter();
+            let when = |at| if *timing { When::At(at) } else { When::Now };
+            (parts.map(|(at, p)| (when(at), p)).collect(), *encoding)
+        }
+        Payload::Empty | Payload::Whole(_) => return,
+    };
+    let mut encoder = Some(StreamEncoder::new(encoding));
+    let mut truncate_left = limits.truncate.unwrap_or(u64::MAX);
+    let mut die_left = limits.die_after;
+    let last = parts.len() - 1;
+    for (i, (when, part)) in parts.into_iter().enumerate() {
+        if die_left == Some(0) {
+            return;
+        }
+        match when {
+            When::Now => {}
+            When::After(pause) => tokio::time::sleep(pause).await,
+            When::At(offset) => tokio::time::sleep_until(start + offset).await,
+        }
+        let encoded = match encoder.take() {
+            Some(e) if i == last => e.finish(part),
+            Some(mut e) => {
+                let out = e.push(part);
+                encoder = Some(e);
+                out
             }
-            let paced = replay_split(&plain, &chunks)
-                .into_iter()
-                .map(|(at, part)| (if timing { When::At(at) } else { When::Now }, part))
-                .collect();
-            send_paced(out, &head, paced, encoding, limits)
+            None => Ok(Vec::new()),
+        };
+        let encoded = match encoded {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        let mut len = clamp(encoded.len(), Some(truncate_left));
+        truncate_left -= len as u64;
+        if let Some(left) = die_left.as_mut() {
+            len = clamp(len, Some(*left));
+            *left -= len as u64;
+        }
+        let mut data = Bytes::from(encoded);
+        data.truncate(len);
+        if len > 0 && tx.send(Ok(data)).await.is_err() {
+            return;
         }
     }
 }
@@ -180,135 +352,6 @@ pub fn replay_split<'a>(plain: &'a [u8], chunks: &[TimedChunk]) -> Vec<(Duration
         parts.push((last, rest));
     }
     parts
-}
-
-fn send_whole<W: Write>(
-    out: &mut W,
-    head: &ResponseHead,
-    body: &[u8],
-    die_after: Option<u64>,
-) -> io::Result<Sent> {
-    let n = clamp(body.len(), die_after);
-    let mut buf = head.to_bytes();
-    if n <= COALESCE_LIMIT {
-        buf.extend_from_slice(&body[..n]);
-        out.write_all(&buf)?;
-    } else {
-        out.write_all(&buf)?;
-        out.write_all(&body[..n])?;
-    }
-    out.flush()?;
-    Ok(Sent {
-        body_bytes: n as u64,
-        aborted: die_after.is_some(),
-    })
-}
-
-/// Writes `head`, then each part as one chunk (encoded, flushed) at its
-/// time, then the terminator. The head goes out with the first part unless
-/// that part has to wait.
-fn send_paced<W: Write>(
-    out: &mut W,
-    head: &ResponseHead,
-    parts: Vec<(When, &[u8])>,
-    encoding: Encoding,
-    limits: Limits,
-) -> io::Result<Sent> {
-    let start = Instant::now();
-    let mut encoder = Some(StreamEncoder::new(encoding));
-    let mut truncate_left = limits.truncate.unwrap_or(u64::MAX);
-    let mut die_left = limits.die_after;
-    let mut sent = 0u64;
-    let mut buf = head.to_bytes();
-    if die_left == Some(0) {
-        out.write_all(&buf)?;
-        out.flush()?;
-        return Ok(Sent {
-            body_bytes: 0,
-            aborted: true,
-        });
-    }
-    let last = parts.len() - 1;
-    for (i, (when, part)) in parts.iter().enumerate() {
-        let wait = match *when {
-            When::Now => Duration::ZERO,
-            When::After(pause) => pause,
-            When::At(offset) => offset.saturating_sub(start.elapsed()),
-        };
-        if !wait.is_zero() {
-            if !buf.is_empty() {
-                out.write_all(&buf)?;
-                out.flush()?;
-                buf.clear();
-            }
-            thread::sleep(wait);
-        }
-        let encoded = match encoder.take() {
-            Some(e) if i == last => e.finish(part)?,
-            Some(mut e) => {
-                let out = e.push(part)?;
-                encoder = Some(e);
-                out
-            }
-            None => Vec::new(),
-        };
-        let len = clamp(encoded.len(), Some(truncate_left));
-        truncate_left -= len as u64;
-        let data = &encoded[..len];
-        if data.is_empty() {
-            if !buf.is_empty() {
-                out.write_all(&buf)?;
-                out.flush()?;
-                buf.clear();
-            }
-            continue;
-        }
-        buf.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
-        if let Some(left) = die_left {
-            if (left as usize) < data.len() {
-                // Cut inside this chunk: declared size, fewer bytes.
-                buf.extend_from_slice(&data[..left as usize]);
-                out.write_all(&buf)?;
-                out.flush()?;
-                return Ok(Sent {
-                    body_bytes: sent + left,
-                    aborted: true,
-                });
-            }
-        }
-        buf.extend_from_slice(data);
-        buf.extend_from_slice(b"\r\n");
-        out.write_all(&buf)?;
-        out.flush()?;
-        buf.clear();
-        sent += data.len() as u64;
-        if let Some(left) = die_left.as_mut() {
-            *left -= data.len() as u64;
-            if *left == 0 {
-                return Ok(Sent {
-                    body_bytes: sent,
-                    aborted: true,
-                });
-            }
-        }
-    }
-    if !buf.is_empty() {
-        out.write_all(&buf)?;
-    }
-    if die_left.is_some() {
-        // die_after larger than the body: still die before the terminator.
-        out.flush()?;
-        return Ok(Sent {
-            body_bytes: sent,
-            aborted: true,
-        });
-    }
-    out.write_all(b"0\r\n\r\n")?;
-    out.flush()?;
-    Ok(Sent {
-        body_bytes: sent,
-        aborted: false,
-    })
 }
 
 /// Splits `plain` into `1 + chunks` parts: everything up to and including
@@ -349,23 +392,8 @@ fn clamp(len: usize, limit: Option<u64>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    fn drip(chunks: usize) -> Drip {
-        Drip {
-            delay: Duration::ZERO,
-            chunks,
-        }
-    }
-
-    /// Splits `raw` after the head and returns (head text, body bytes).
-    fn split_response(raw: &[u8]) -> (String, &[u8]) {
-        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        (
-            String::from_utf8_lossy(&raw[..end]).into_owned(),
-            &raw[end..],
-        )
-    }
+    use std::sync::Mutex;
+    use std::time::Instant;
 
     #[test]
     fn split_at_head_end_then_equal_parts() {
@@ -390,112 +418,6 @@ mod tests {
         let tiny = drip_split(b"ab", 5);
         assert_eq!(tiny.concat(), b"ab");
         assert_eq!(tiny.len(), 6);
-    }
-
-    #[test]
-    fn whole_body_truncate_and_die() {
-        let body = Arc::new(b"0123456789".to_vec());
-        let mut out = Vec::new();
-        let limits = Limits {
-            truncate: Some(4),
-            die_after: None,
-        };
-        let sent = send(
-            &mut out,
-            ResponseHead::new(200),
-            Payload::Whole(body.clone()),
-            limits,
-            false,
-        )
-        .unwrap();
-        let (head, rest) = split_response(&out);
-        assert!(head.contains("Content-Length: 4\r\n"));
-        assert_eq!(rest, b"0123");
-        assert!(!sent.aborted);
-
-        let mut out = Vec::new();
-        let limits = Limits {
-            truncate: None,
-            die_after: Some(3),
-        };
-        let sent = send(
-            &mut out,
-            ResponseHead::new(200),
-            Payload::Whole(body),
-            limits,
-            false,
-        )
-        .unwrap();
-        let (head, rest) = split_response(&out);
-        assert!(head.contains("Content-Length: 10\r\n"));
-        assert_eq!(rest, b"012");
-        assert!(sent.aborted);
-    }
-
-    #[test]
-    fn drip_frames_chunks_and_dies_mid_chunk() {
-        let plain = Arc::new(b"<head></head>abcdefghij".to_vec());
-        let payload = |enc| Payload::Drip {
-            plain: plain.clone(),
-            encoding: enc,
-            drip: drip(2),
-        };
-        let mut out = Vec::new();
-        send(
-            &mut out,
-            ResponseHead::new(200),
-            payload(Encoding::Identity),
-            Limits::default(),
-            false,
-        )
-        .unwrap();
-        let (head, rest) = split_response(&out);
-        assert!(head.contains("Transfer-Encoding: chunked\r\n"));
-        assert!(!head.contains("Content-Length"));
-        assert_eq!(
-            rest,
-            b"d\r\n<head></head>\r\n5\r\nabcde\r\n5\r\nfghij\r\n0\r\n\r\n"
-        );
-
-        let mut out = Vec::new();
-        let limits = Limits {
-            truncate: None,
-            die_after: Some(15),
-        };
-        let sent = send(
-            &mut out,
-            ResponseHead::new(200),
-            payload(Encoding::Identity),
-            limits,
-            false,
-        )
-        .unwrap();
-        assert_eq!(split_response(&out).1, b"d\r\n<head></head>\r\n5\r\nab");
-        assert_eq!(
-            sent,
-            Sent {
-                body_bytes: 15,
-                aborted: true
-            }
-        );
-
-        let mut out = Vec::new();
-        let limits = Limits {
-            truncate: Some(15),
-            die_after: None,
-        };
-        send(
-            &mut out,
-            ResponseHead::new(200),
-            payload(Encoding::Identity),
-            limits,
-            false,
-        )
-        .unwrap();
-        assert_eq!(
-            split_response(&out).1,
-            b"d\r\n<head></head>\r\n2\r\nab\r\n0\r\n\r\n"
-        );
     }
 
     fn timed(spec: &[(usize, u64)]) -> Arc<Vec<TimedChunk>> {
@@ -531,74 +453,129 @@ mod tests {
         assert_eq!(replay_split(b"", &chunks), vec![(Duration::ZERO, &b""[..])]);
     }
 
-    #[test]
-    fn replay_writes_each_recorded_chunk_at_its_time() {
-        /// Records when each write happened.
-        struct Clock(Instant, Vec<(Duration, Vec<u8>)>);
-        impl Write for Clock {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                self.1.push((self.0.elapsed(), b.to_vec()));
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
+    /// Shapes `payload`; returns the body, the response headers and where
+    /// its outcome lands.
+    fn shaped(
+        payload: Payload,
+        limits: Limits,
+    ) -> (Shaped, HeaderMap, Arc<Mutex<Option<Outcome>>>) {
+        let outcome = Arc::new(Mutex::new(None));
+        let slot = outcome.clone();
+        let mut headers = HeaderMap::new();
+        let on_end = Box::new(move |o| *slot.lock().unwrap() = Some(o));
+        let body = shape(payload, limits, false, &mut headers, on_end);
+        (body, headers, outcome)
+    }
+
+    /// Reads frames (each with when it came) until the body ends (`true`)
+    /// or stays pending for 300 ms (`false`).
+    async fn frames(body: &mut Shaped) -> (Vec<(Instant, Vec<u8>)>, bool) {
+        let mut out = Vec::new();
+        loop {
+            match tokio::time::timeout(Duration::from_millis(300), body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    out.push((Instant::now(), frame.into_data().unwrap().to_vec()))
+                }
+                Ok(Some(Err(e))) => panic!("body failed: {e}"),
+                Ok(None) => return (out, true),
+                Err(_) => return (out, false),
             }
         }
+    }
+
+    fn data(frames: &[(Instant, Vec<u8>)]) -> Vec<&[u8]> {
+        frames.iter().map(|(_, d)| d.as_slice()).collect()
+    }
+
+    fn limits(truncate: Option<u64>, die_after: Option<u64>) -> Limits {
+        Limits {
+            truncate,
+            die_after,
+        }
+    }
+
+    #[tokio::test]
+    async fn whole_body_truncates_cleanly_or_dies_pending() {
+        let body = Arc::new(b"0123456789".to_vec());
+        let (mut b, headers, outcome) = shaped(Payload::Whole(body.clone()), limits(Some(4), None));
+        assert_eq!(headers[CONTENT_LENGTH], "4");
+        let (got, ended) = frames(&mut b).await;
+        assert_eq!((data(&got), ended), (vec![&b"0123"[..]], true));
+        assert!(!outcome.lock().unwrap().unwrap().died);
+
+        let (mut b, headers, outcome) = shaped(Payload::Whole(body), limits(None, Some(3)));
+        assert_eq!(headers[CONTENT_LENGTH], "10");
+        let (got, ended) = frames(&mut b).await;
+        assert_eq!((data(&got), ended), (vec![&b"012"[..]], false));
+        let died = Outcome {
+            body_bytes: 3,
+            died: true,
+            finished: true,
+        };
+        assert_eq!(*outcome.lock().unwrap(), Some(died));
+    }
+
+    #[tokio::test]
+    async fn drip_sends_one_frame_per_part_and_honours_the_limits() {
+        let plain = Arc::new(b"<head></head>abcdefghij".to_vec());
+        let drip = |limits| {
+            let drip = Drip {
+                delay: Duration::from_millis(30),
+                chunks: 2,
+            };
+            let payload = Payload::Drip {
+                plain: plain.clone(),
+                encoding: Encoding::Identity,
+                drip,
+            };
+            shaped(payload, limits)
+        };
+        let (mut b, headers, _) = drip(Limits::default());
+        assert_eq!(headers[TRANSFER_ENCODING], "chunked");
+        let (got, ended) = frames(&mut b).await;
+        assert!(ended);
+        assert_eq!(data(&got), [&b"<head></head>"[..], b"abcde", b"fghij"]);
+        assert!(got[2].0 - got[1].0 >= Duration::from_millis(25));
+
+        // die_after inside a part: the part is cut and the body never ends.
+        let (mut b, _, outcome) = drip(limits(None, Some(15)));
+        let (got, ended) = frames(&mut b).await;
+        assert_eq!(
+            (data(&got), ended),
+            (vec![&b"<head></head>"[..], b"ab"], false)
+        );
+        assert!(outcome.lock().unwrap().unwrap().died);
+
+        let (mut b, _, _) = drip(limits(Some(15), None));
+        let (got, ended) = frames(&mut b).await;
+        assert_eq!(
+            (data(&got), ended),
+            (vec![&b"<head></head>"[..], b"ab"], true)
+        );
+    }
+
+    #[tokio::test]
+    async fn replay_sends_each_recorded_chunk_at_its_time() {
         let plain = Arc::new(b"<head></head>abcdefghij".to_vec());
         let chunks = timed(&[(13, 0), (4, 40), (6, 80)]);
         for timing in [true, false] {
-            let mut out = Clock(Instant::now(), Vec::new());
             let payload = Payload::Replay {
                 plain: plain.clone(),
                 encoding: Encoding::Identity,
                 chunks: chunks.clone(),
                 timing,
             };
-            send(
-                &mut out,
-                ResponseHead::new(200),
-                payload,
-                Limits::default(),
-                false,
-            )
-            .unwrap();
-            let bytes: Vec<u8> = out.1.iter().flat_map(|(_, b)| b.clone()).collect();
-            let (head, body) = split_response(&bytes);
-            assert!(head.contains("Transfer-Encoding: chunked\r\n"));
-            assert_eq!(
-                body,
-                b"d\r\n<head></head>\r\n4\r\nabcd\r\n6\r\nefghij\r\n0\r\n\r\n"
-            );
-            let at = |needle: &[u8]| {
-                out.1
-                    .iter()
-                    .find(|(_, b)| b.windows(needle.len()).any(|w| w == needle))
-                    .unwrap()
-                    .0
-            };
+            let start = Instant::now();
+            let (mut b, _, _) = shaped(payload, Limits::default());
+            let (got, ended) = frames(&mut b).await;
+            assert!(ended);
+            assert_eq!(data(&got), [&b"<head></head>"[..], b"abcd", b"efghij"]);
             if timing {
-                assert!(at(b"abcd") >= Duration::from_millis(40));
-                assert!(at(b"efghij") >= Duration::from_millis(80));
+                assert!(got[1].0 - start >= Duration::from_millis(40));
+                assert!(got[2].0 - start >= Duration::from_millis(80));
             } else {
-                assert!(at(b"efghij") < Duration::from_millis(40));
+                assert!(got[2].0 - start < Duration::from_millis(40));
             }
         }
-    }
-
-    #[test]
-    fn head_only_sends_no_body() {
-        let mut out = Vec::new();
-        let payload = Payload::Whole(Arc::new(vec![1; 50]));
-        send(
-            &mut out,
-            ResponseHead::new(200),
-            payload,
-            Limits::default(),
-            true,
-        )
-        .unwrap();
-        let (head, rest) = split_response(&out);
-        assert!(head.contains("Content-Length: 50\r\n"));
-        assert!(rest.is_empty());
     }
 }

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use crate::codec::Encoding;
-use crate::http::percent_decode;
 
 /// Default number of drip parts after the first one.
 pub const DEFAULT_DRIP_CHUNKS: usize = 10;
@@ -126,6 +125,28 @@ impl Knobs {
     }
 }
 
+/// Decodes `%XX` escapes. Returns `None` for malformed escapes. `+` is kept.
+pub fn percent_decode(s: &str) -> Option<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
 fn flag(key: &str, value: &str) -> Result<bool, String> {
     match value {
         "1" | "true" | "yes" => Ok(true),
@@ -217,5 +238,12 @@ mod tests {
         ] {
             assert!(Knobs::parse(Some(q)).is_err(), "accepted {q}");
         }
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("/a%2Fb+c").unwrap(), b"/a/b+c");
+        assert!(percent_decode("%zz").is_none());
+        assert!(percent_decode("%4").is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! Offline demo publisher origin.
 //!
-//! A small, dependency-light HTTP/1.1 server that serves `fixtures/site`
+//! An HTTP/1.1 server on hyper 1 and tokio that serves `fixtures/site`
 //! (or another directory) the way a real publisher origin would, plus a set
 //! of query-string knobs that reproduce slow, compressed, truncated and
 //! broken responses for end-to-end tests and benchmarks of the proxy.
@@ -51,7 +51,6 @@
 pub mod body;
 pub mod cache;
 pub mod codec;
-pub mod http;
 pub mod knobs;
 pub mod nextjs;
 pub mod pages;

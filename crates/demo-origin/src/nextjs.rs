@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::body::TimedChunk;
-use crate::http::RequestHead;
+use hyper::HeaderMap;
 use serde_json::Value as Json;
 
 /// The app's `basePath`: everything it serves is under this path.
@@ -61,14 +61,15 @@ pub enum Kind {
 
 impl Kind {
     /// The kind a request's headers select.
-    pub fn of_request(head: &RequestHead) -> Kind {
-        if head.header("rsc") != Some("1") {
+    pub fn of_request(headers: &HeaderMap) -> Kind {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        if header("rsc") != Some("1") {
             return Kind::Html;
         }
-        if let Some(segment) = head.header("next-router-segment-prefetch") {
+        if let Some(segment) = header("next-router-segment-prefetch") {
             return Kind::SegmentPrefetch(segment.to_string());
         }
-        if head.header("next-router-prefetch") == Some("1") {
+        if header("next-router-prefetch") == Some("1") {
             return Kind::Prefetch;
         }
         Kind::Rsc
@@ -262,29 +263,28 @@ pub fn default_dir() -> PathBuf {
 mod tests {
     use super::*;
 
-    fn head(raw: &str) -> RequestHead {
-        crate::http::read_head(&mut std::io::Cursor::new(raw.as_bytes().to_vec()))
-            .unwrap()
-            .unwrap()
-    }
-
     #[test]
     fn kinds_from_request_headers() {
-        let kind =
-            |extra: &str| Kind::of_request(&head(&format!("GET /next HTTP/1.1\r\n{extra}\r\n")));
-        assert_eq!(kind(""), Kind::Html);
-        assert_eq!(kind("RSC: 0\r\n"), Kind::Html);
-        assert_eq!(kind("Next-Router-Prefetch: 1\r\n"), Kind::Html);
+        let kind = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.append(*name, hyper::header::HeaderValue::from_static(value));
+            }
+            Kind::of_request(&headers)
+        };
+        assert_eq!(kind(&[]), Kind::Html);
+        assert_eq!(kind(&[("rsc", "0")]), Kind::Html);
+        assert_eq!(kind(&[("next-router-prefetch", "1")]), Kind::Html);
+        let state_tree = ("next-router-state-tree", "%5B%5D");
+        assert_eq!(kind(&[("rsc", "1"), state_tree]), Kind::Rsc);
+        let prefetch = ("next-router-prefetch", "1");
+        assert_eq!(kind(&[("rsc", "1"), prefetch]), Kind::Prefetch);
         assert_eq!(
-            kind("rsc: 1\r\nNext-Router-State-Tree: %5B%5D\r\n"),
-            Kind::Rsc
-        );
-        assert_eq!(
-            kind("RSC: 1\r\nNext-Router-Prefetch: 1\r\n"),
-            Kind::Prefetch
-        );
-        assert_eq!(
-            kind("RSC: 1\r\nNext-Router-Prefetch: 1\r\nNext-Router-Segment-Prefetch: /_tree\r\n"),
+            kind(&[
+                ("rsc", "1"),
+                prefetch,
+                ("next-router-segment-prefetch", "/_tree")
+            ]),
             Kind::SegmentPrefetch("/_tree".to_string())
         );
     }

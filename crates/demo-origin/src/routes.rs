@@ -9,9 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
+use hyper::http::request::Parts;
+use hyper::Method;
+
 use crate::body::TimedChunk;
 use crate::cache::BodyCache;
-use crate::http::{percent_decode, RequestHead};
+use crate::knobs::percent_decode;
 use crate::nextjs::{self, Kind, Replay};
 use crate::pages;
 
@@ -68,41 +71,38 @@ pub fn route(
     root: &Path,
     nextjs: Option<&Replay>,
     cache: &BodyCache,
-    head: &RequestHead,
+    head: &Parts,
     body: &[u8],
 ) -> Resource {
-    if head.path == "/__echo" || head.method == "POST" {
+    let path = head.uri.path();
+    if path == "/__echo" || head.method == Method::POST {
         return Resource::new(200, JSON, echo_json(head, body).into_bytes());
     }
-    if head.method != "GET" && head.method != "HEAD" {
+    if head.method != Method::GET && head.method != Method::HEAD {
         let mut r = Resource::html_message(405, "Method Not Allowed", "Use GET, HEAD or POST.");
         r.headers
             .push(("Allow".to_string(), "GET, HEAD, POST".to_string()));
         return r;
     }
-    let segments = match path_segments(&head.path) {
+    let segments = match path_segments(path) {
         Ok(s) => s,
         Err(why) => return Resource::html_message(400, "Bad Request", why),
     };
     if segments.first().map(String::as_str) == Some("__gen") {
         return generated(cache, &segments);
     }
-    if let Some(replay) = nextjs.filter(|_| nextjs::is_under_base(&head.path)) {
+    if let Some(replay) = nextjs.filter(|_| nextjs::is_under_base(path)) {
         return next_app(replay, cache, head, &segments);
     }
-    static_file(root, cache, &segments, &head.path)
+    static_file(root, cache, &segments, path)
 }
 
 /// A request under the Next.js base path: the capture its path and headers
 /// select, else a static asset of the app, else 404.
-fn next_app(
-    replay: &Replay,
-    cache: &BodyCache,
-    head: &RequestHead,
-    segments: &[String],
-) -> Resource {
-    let kind = Kind::of_request(head);
-    if let Some(capture) = replay.find(&head.path, &kind) {
+fn next_app(replay: &Replay, cache: &BodyCache, head: &Parts, segments: &[String]) -> Resource {
+    let path = head.uri.path();
+    let kind = Kind::of_request(&head.headers);
+    if let Some(capture) = replay.find(path, &kind) {
         let content_type = capture.content_type.clone().map(Cow::Owned);
         return Resource {
             status: capture.status,
@@ -119,11 +119,11 @@ fn next_app(
         return Resource::html_message(
             404,
             "Not Found",
-            &format!("No captured {kind} response for {}", head.path),
+            &format!("No captured {kind} response for {path}"),
         );
     }
-    let mut asset = static_file(&replay.static_root(), cache, segments, &head.path);
-    if asset.status == 200 && head.path.starts_with("/next/_next/static/") {
+    let mut asset = static_file(&replay.static_root(), cache, segments, path);
+    if asset.status == 200 && path.starts_with("/next/_next/static/") {
         // As `next start` sends them: the file names carry content hashes.
         asset.headers.push((
             "Cache-Control".to_string(),
@@ -256,22 +256,22 @@ pub fn is_text(content_type: &str) -> bool {
 }
 
 /// The `/__echo` JSON document for a request.
-pub fn echo_json(head: &RequestHead, body: &[u8]) -> String {
+pub fn echo_json(head: &Parts, body: &[u8]) -> String {
     let mut out = String::from("{\"method\":");
-    json_string(&mut out, &head.method);
+    json_string(&mut out, head.method.as_str());
     out.push_str(",\"path\":");
-    json_string(&mut out, &head.path);
+    json_string(&mut out, head.uri.path());
     out.push_str(",\"query\":");
-    json_string(&mut out, head.query.as_deref().unwrap_or(""));
+    json_string(&mut out, head.uri.query().unwrap_or(""));
     out.push_str(",\"headers\":[");
     for (i, (name, value)) in head.headers.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push('[');
-        json_string(&mut out, name);
+        json_string(&mut out, name.as_str());
         out.push(',');
-        json_string(&mut out, value);
+        json_string(&mut out, &String::from_utf8_lossy(value.as_bytes()));
         out.push(']');
     }
     let _ = write!(out, "],\"body_len\":{}}}", body.len());

@@ -1,31 +1,45 @@
-//! Listener, per-connection threads and the request/response loop.
+//! Listener, connections (hyper 1 on a small tokio runtime) and the
+//! request handler that applies the knobs.
 
-use std::io::{self, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::convert::Infallible;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::body::{self, Limits, Payload, Sent};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, VARY};
+use hyper::http::request::Parts;
+use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::body::{self, Limits, Outcome, Payload, Shaped};
 use crate::cache::BodyCache;
 use crate::codec::{self, Encoding};
-use crate::http::{self, BodyFraming, ReadError, RequestHead, ResponseHead};
 use crate::knobs::Knobs;
 use crate::nextjs::{self, Replay};
 use crate::routes::{self, Resource};
 
-/// Idle keep-alive connections (and stalled request reads) are closed
-/// after this long.
-const READ_TIMEOUT: Duration = Duration::from_secs(75);
-/// A client that stops reading for this long is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Upper bound for the request line plus all header lines, in bytes
+/// (hyper answers `431` beyond it).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Upper bound for a request body, in bytes (`413` beyond it).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// A request head that takes longer than this to arrive closes the connection.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(75);
 /// Public host of the demo publisher, used for redirects and cookies.
 pub const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 
 /// A bound demo origin, ready to [`run`](Server::run).
 pub struct Server {
-    listener: TcpListener,
+    listener: std::net::TcpListener,
     state: State,
 }
 
@@ -53,7 +67,7 @@ impl Server {
             }
         };
         Ok(Server {
-            listener: TcpListener::bind(addr)?,
+            listener: std::net::TcpListener::bind(addr)?,
             state: State {
                 root: root.into(),
                 nextjs: replay,
@@ -81,29 +95,31 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Accepts connections forever, one thread per connection.
+    /// Accepts connections forever on a multi-threaded tokio runtime.
     pub fn run(self) -> io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("demo-origin")
+            .build()?;
+        self.listener.set_nonblocking(true)?;
         let state = Arc::new(self.state);
-        loop {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // E.g. EMFILE under load: back off briefly, keep serving.
-                    if state.log {
-                        eprintln!("accept failed: {e}");
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(self.listener)?;
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        tokio::spawn(serve_connection(stream, peer, state.clone()));
                     }
-                    thread::sleep(Duration::from_millis(10));
-                    continue;
+                    Err(e) => {
+                        // E.g. EMFILE under load: back off briefly, keep serving.
+                        if state.log {
+                            eprintln!("accept failed: {e}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                 }
-            };
-            let state = state.clone();
-            let spawned = thread::Builder::new()
-                .name("demo-origin-conn".to_string())
-                .spawn(move || handle_connection(stream, &state));
-            if let Err(e) = spawned {
-                eprintln!("cannot spawn connection thread: {e}");
             }
-        }
+        })
     }
 
     /// Runs the server on a background thread and returns its address.
@@ -116,151 +132,244 @@ impl Server {
     }
 }
 
-/// What to do with the connection after one exchange.
-enum Next {
-    KeepAlive,
-    Close,
-    Abort,
-}
-
-fn handle_connection(stream: TcpStream, state: &State) {
-    let peer = stream
-        .peer_addr()
-        .map_or_else(|_| "?".to_string(), |a| a.to_string());
+async fn serve_connection(stream: TcpStream, peer: SocketAddr, state: Arc<State>) {
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
+    let ending = Arc::new(Mutex::new(None));
+    let tap = Tap {
+        stream,
+        ending: ending.clone(),
+        log: state.log,
     };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
-    loop {
-        match exchange(&mut reader, &mut writer, state, &peer) {
-            Next::KeepAlive => continue,
-            Next::Close => {
-                lingering_close(&mut reader, &writer);
-                return;
-            }
-            Next::Abort => {
-                let _ = writer.shutdown(Shutdown::Both);
-                return;
-            }
-        }
-    }
+    let service = hyper::service::service_fn(move |request| {
+        handle(request, peer, state.clone(), ending.clone())
+    });
+    // Errors here are the client going away, a request hyper could not
+    // parse (it answers those itself) or a deliberate `die_after`.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_header_size(MAX_HEAD_BYTES)
+        .title_case_headers(true)
+        .serve_connection(TokioIo::new(tap), service)
+        .await;
 }
 
-/// Half-closes, then discards what the client still sends for a moment so
-/// that the kernel does not reset the connection before it read our reply.
-fn lingering_close(reader: &mut BufReader<TcpStream>, writer: &TcpStream) {
-    if writer.shutdown(Shutdown::Write).is_err() {
-        return;
-    }
-    let _ = reader
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_millis(500)));
-    let mut sink = [0u8; 8192];
-    let mut budget: usize = 1024 * 1024;
-    while budget > 0 {
-        match reader.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => budget = budget.saturating_sub(n),
-        }
-    }
+/// A finished response waiting for its last byte to be flushed: its log
+/// line and whether the connection then has to be dropped.
+struct Ending {
+    line: String,
+    started: Instant,
+    died: bool,
 }
 
-fn exchange(
-    reader: &mut BufReader<TcpStream>,
-    writer: &mut TcpStream,
-    state: &State,
-    peer: &str,
-) -> Next {
-    let head = match http::read_head(reader) {
-        Ok(Some(head)) => head,
-        Ok(None) => return Next::Close,
-        Err(e) => return fail(writer, state, peer, None, &e),
-    };
-    let framing = match head.body_framing() {
-        Ok(f) => f,
-        Err(e) => return fail(writer, state, peer, Some(&head), &e),
-    };
-    if framing != BodyFraming::None
-        && head.expects_continue()
-        && writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err()
-    {
-        return Next::Abort;
-    }
-    let request_body = match http::read_body(reader, framing) {
-        Ok(b) => b,
-        Err(e) => return fail(writer, state, peer, Some(&head), &e),
-    };
-    let started = Instant::now();
-    let (knobs, resource) = match Knobs::parse(head.query.as_deref()) {
-        Ok(knobs) => {
-            let resource = routes::route(
-                &state.root,
-                state.nextjs.as_ref(),
-                &state.cache,
-                &head,
-                &request_body,
+type Slot = Arc<Mutex<Option<Ending>>>;
+
+/// The connection's socket. Once hyper has flushed a finished response it
+/// logs that response (with the wall-clock time of its last byte) and, for
+/// `die_after`, fails the flush so that hyper drops the connection without
+/// finishing the message.
+struct Tap {
+    stream: TcpStream,
+    ending: Slot,
+    log: bool,
+}
+
+impl Tap {
+    fn report(&self, ending: Ending, note: &str) {
+        if self.log {
+            // When the last byte was handed to the kernel, on the wall clock, so benchmarks on
+            // the same machine can tell which client bytes arrived before the origin finished.
+            let end_unix_us = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            eprintln!(
+                "{}{note} {}ms end_unix_us={end_unix_us}",
+                ending.line,
+                ending.started.elapsed().as_millis()
             );
-            (knobs, resource)
         }
-        Err(msg) => (
+    }
+}
+
+impl AsyncRead for Tap {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Tap {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    /// hyper calls this once its write buffer is empty.
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+        let ending = self.ending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(ending) = ending {
+            let died = ending.died;
+            self.report(ending, "");
+            if died {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "die_after: dropping the connection",
+                )));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        let ending = self.ending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(ending) = ending {
+            self.report(ending, " unflushed");
+        }
+    }
+}
+
+async fn handle(
+    request: Request<Incoming>,
+    peer: SocketAddr,
+    state: Arc<State>,
+    slot: Slot,
+) -> Result<Response<Shaped>, Infallible> {
+    let started = Instant::now();
+    let (head, request_body) = request.into_parts();
+    let (knobs, resource, close) = match read_body(request_body).await {
+        Ok(request_body) => match Knobs::parse(head.uri.query()) {
+            Ok(knobs) => {
+                let resource = tokio::task::block_in_place(|| {
+                    let nextjs = state.nextjs.as_ref();
+                    routes::route(&state.root, nextjs, &state.cache, &head, &request_body)
+                });
+                (knobs, resource, false)
+            }
+            Err(msg) => (
+                Knobs::default(),
+                Resource::html_message(400, "Bad Request", &format!("Invalid knob: {msg}")),
+                false,
+            ),
+        },
+        Err((status, msg)) => (
             Knobs::default(),
-            Resource::html_message(400, "Bad Request", &format!("Invalid knob: {msg}")),
+            Resource::html_message(status, reason(status), msg),
+            true,
         ),
     };
-    let keep_alive = head.keep_alive();
-    let (response, payload, limits, label) = prepare(&head, &knobs, resource, &state.cache);
-    let mut response = response;
+    let keep_alive = !close && head.version == Version::HTTP_11 && !has_token(&head, "close");
+    let prepared = tokio::task::block_in_place(|| prepare(&head, &knobs, resource, &state.cache));
+    let (mut response, payload, limits, label) = prepared;
     if !keep_alive {
-        response.add("Connection", "close");
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
     }
     if let Some(delay) = knobs.headers_delay {
-        thread::sleep(delay);
+        tokio::time::sleep(delay).await;
     }
-    let status = response.status;
-    let result = body::send(writer, response, payload, limits, head.method == "HEAD");
-    // When the last byte was handed to the kernel, on the wall clock, so benchmarks on the same
-    // machine can tell which client bytes arrived before the origin finished.
-    let end_unix_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    let outcome = match &result {
-        Ok(sent) => describe(sent),
-        Err(e) => format!(" write-error=\"{e}\""),
-    };
-    if state.log {
-        eprintln!(
-            "{peer} \"{} {} HTTP/1.{}\" {status} {label}{outcome} {}ms end_unix_us={end_unix_us}",
-            head.method,
-            head.target,
-            head.minor_version,
-            started.elapsed().as_millis()
-        );
+    let line = format!(
+        "{peer} \"{} {} {:?}\" {} {label}",
+        head.method,
+        head.uri,
+        head.version,
+        response.status().as_u16()
+    );
+    let on_end = Box::new(move |outcome: Outcome| {
+        let note = match outcome {
+            Outcome { died: true, .. } => " died",
+            Outcome {
+                finished: false, ..
+            } => " write-error=\"not finished\"",
+            _ => "",
+        };
+        let ending = Ending {
+            line: format!("{line} bytes={}{note}", outcome.body_bytes),
+            started,
+            died: outcome.died,
+        };
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(ending);
+    });
+    let head_only = head.method == Method::HEAD;
+    let body = body::shape(payload, limits, head_only, response.headers_mut(), on_end);
+    Ok(response.map(|()| body))
+}
+
+/// Reads the whole request body, or says which error status to answer.
+async fn read_body(body: Incoming) -> Result<Vec<u8>, (u16, &'static str)> {
+    let too_large = (413, "request body too large");
+    if body.size_hint().lower() > MAX_BODY_BYTES as u64 {
+        return Err(too_large);
     }
-    match result {
-        Ok(Sent { aborted: true, .. }) | Err(_) => Next::Abort,
-        Ok(_) if keep_alive => Next::KeepAlive,
-        Ok(_) => Next::Close,
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes().to_vec()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large),
+        Err(_) => Err((400, "bad request: unreadable body")),
     }
 }
 
-fn describe(sent: &Sent) -> String {
-    let died = if sent.aborted { " died" } else { "" };
-    format!(" bytes={}{died}", sent.body_bytes)
+/// Whether any `Connection` header of the request lists `token`.
+fn has_token(head: &Parts, token: &str) -> bool {
+    head.headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// Reason phrase of `status` (`"Status"` when it has none).
+pub fn reason(status: u16) -> &'static str {
+    StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Status")
+}
+
+/// Appends a header field, skipping values that are not valid in HTTP.
+fn add(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(n), Ok(v)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        headers.append(n, v);
+    }
 }
 
 /// Applies the knobs to `resource`: status, redirect, cookies, content
-/// coding and body shaping. Returns the head (without framing headers),
-/// payload, limits and a short log label.
+/// coding and body shaping. Returns the response (without framing
+/// headers), payload, limits and a short log label.
 fn prepare(
-    head: &RequestHead,
+    head: &Parts,
     knobs: &Knobs,
     resource: Resource,
     cache: &BodyCache,
-) -> (ResponseHead, Payload, Limits, String) {
+) -> (Response<()>, Payload, Limits, String) {
     let mut resource = resource;
     if let Some(path) = &knobs.redirect {
         let location = format!("https://{ORIGIN_HOST}{path}");
@@ -269,38 +378,43 @@ fn prepare(
         resource = redirect;
     }
     let status = knobs.status.unwrap_or(resource.status);
-    let mut response = ResponseHead::new(status);
+    let mut response = Response::new(());
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let headers = response.headers_mut();
+    add(headers, "Server", "demo-origin");
     if let Some(content_type) = &resource.content_type {
-        response.add("Content-Type", content_type.as_ref());
+        add(headers, "Content-Type", content_type);
     }
     for (name, value) in &resource.headers {
-        response.add(name, value.clone());
+        add(headers, name, value);
     }
     if knobs.set_cookie {
-        response.add(
-            "Set-Cookie",
-            format!("session=abc123; Domain={ORIGIN_HOST}; Path=/; HttpOnly"),
-        );
-        response.add("Set-Cookie", "pref=dark; Path=/");
+        let session = format!("session=abc123; Domain={ORIGIN_HOST}; Path=/; HttpOnly");
+        add(headers, "Set-Cookie", &session);
+        add(headers, "Set-Cookie", "pref=dark; Path=/");
     }
-    let varies_on_coding = resource.headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case("vary") && v.to_ascii_lowercase().contains("accept-encoding")
+    let varies_on_coding = headers.get_all(VARY).iter().any(|v| {
+        v.to_str()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+            .contains("accept-encoding")
     });
     if resource.text && !varies_on_coding {
-        response.add("Vary", "Accept-Encoding");
+        add(headers, "Vary", "Accept-Encoding");
     }
     let encoding = if knobs.lie_encoding.is_some() {
         Encoding::Identity
     } else if let Some(forced) = knobs.encoding {
         forced
     } else if resource.text {
-        codec::negotiate(head.header("accept-encoding"))
+        let accept = head.headers.get("accept-encoding");
+        codec::negotiate(accept.and_then(|v| v.to_str().ok()))
     } else {
         Encoding::Identity
     };
     let content_encoding = knobs.lie_encoding.or(encoding.header_value());
     if let Some(ce) = content_encoding {
-        response.add("Content-Encoding", ce);
+        add(headers, "Content-Encoding", ce);
     }
     let limits = Limits {
         truncate: knobs.truncate,
@@ -340,42 +454,4 @@ fn prepare(
         })
     };
     (response, payload, limits, label)
-}
-
-/// Answers a request that could not be read, then closes (or aborts when
-/// the peer is gone).
-fn fail(
-    writer: &mut TcpStream,
-    state: &State,
-    peer: &str,
-    head: Option<&RequestHead>,
-    err: &ReadError,
-) -> Next {
-    let request = head.map_or_else(|| "-".to_string(), |h| format!("{} {}", h.method, h.target));
-    let Some(status) = err.status() else {
-        if state.log && head.is_some() {
-            eprintln!("{peer} \"{request}\" - {}", err.message());
-        }
-        return Next::Abort;
-    };
-    if state.log {
-        eprintln!("{peer} \"{request}\" {status} {}", err.message());
-    }
-    let page = Resource::html_message(status, http::reason(status), &err.message());
-    let mut response = ResponseHead::new(status);
-    if let Some(content_type) = &page.content_type {
-        response.add("Content-Type", content_type.as_ref());
-    }
-    response.add("Connection", "close");
-    let sent = body::send(
-        writer,
-        response,
-        Payload::Whole(page.body),
-        Limits::default(),
-        false,
-    );
-    match sent {
-        Ok(_) => Next::Close,
-        Err(_) => Next::Abort,
-    }
 }
