@@ -6,9 +6,9 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
-# FUZZ_RUNS=N runs N inputs per target instead, with a fixed seed (FUZZ_SEED, default 1): the
-# same inputs on every machine, so scripts/test.sh's short run is a repeatable regression check
-# rather than a lottery. Open-ended exploration is the timed mode.
+# FUZZ_RUNS=N runs N inputs per target instead, with a fixed seed (FUZZ_SEED, default 1): a
+# bounded check for scripts/test.sh. libFuzzer is not fully repeatable even with a seed, so it
+# can still find something new. Open-ended exploration is the timed mode.
 #
 # Set-up: the nightly toolchain (rustup, profile minimal) and cargo-fuzz (pinned) are installed
 # only when missing. FUZZ_SANITIZER=address builds with AddressSanitizer (slower; the core is

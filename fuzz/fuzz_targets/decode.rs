@@ -167,11 +167,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let (expected, _) = run(Codec::Identity, rewrite, &rule, &opts, plain, &[])
         .unwrap_or_else(|e| panic!("identity body gave an error: {e}"));
+    // A body that starts with a UTF-16 byte order mark passes through untouched.
+    let utf16 = plain.starts_with(b"\xff\xfe") || plain.starts_with(b"\xfe\xff");
     if rewrite == Rewrite::Text {
-        assert!(
-            expected == rule.rewrite_all(plain),
-            "text is not the URL rule"
-        );
+        let want = if utf16 { plain.to_vec() } else { rule.rewrite_all(plain) };
+        assert!(expected == want, "text is not the URL rule");
     }
     let (out, _) = run(codec, rewrite, &rule, &opts, &encoded, &cuts)
         .unwrap_or_else(|e| panic!("{coding:?} of {} cut at {cuts:?}: {e}", show(plain)));
