@@ -32,12 +32,12 @@ use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use e2e::{cargo, get, run, start_demo_origin, start_service_pair, target_dir, workspace_root};
+use e2e::{build_and_start_demo_origin, get, start_service_pair, target_dir, workspace_root};
 use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -485,25 +485,6 @@ impl Build {
     }
 }
 
-fn first_difference(got: &[u8], want: &[u8]) -> String {
-    let at = got
-        .iter()
-        .zip(want)
-        .position(|(a, b)| a != b)
-        .unwrap_or(got.len().min(want.len()));
-    let show = |b: &[u8]| {
-        String::from_utf8_lossy(&b[at.saturating_sub(40).min(b.len())..(at + 40).min(b.len())])
-            .into_owned()
-    };
-    format!(
-        "{} bytes vs {} expected; first difference at {at}: got {:?}, want {:?}",
-        got.len(),
-        want.len(),
-        show(got),
-        show(want)
-    )
-}
-
 /// Puts one response in its class; `Err` carries why it failed.
 fn classify(
     build: Build,
@@ -578,12 +559,7 @@ fn classify(
     } else {
         decode(coding, &r.body).map_err(|e| format!("complete body does not decode: {e}"))?
     };
-    if got != *want {
-        return Err(format!(
-            "complete but wrong body: {}",
-            first_difference(&got, want)
-        ));
-    }
+    e2e::same_bytes(&got, want).map_err(|e| format!("complete but wrong body: {e}"))?;
     Ok(Class::Correct)
 }
 
@@ -890,19 +866,7 @@ fn soak() -> Result<bool, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
 
     let set_up = Instant::now();
-    run(Command::new(cargo()).current_dir(&root).args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "demo-origin",
-    ]))?;
-    let (_origin, origin_addr) = start_demo_origin(
-        &target_dir(&root).join("release/demo-origin"),
-        &root.join("fixtures/site"),
-        None,
-    )
-    .map_err(|e| format!("demo origin: {e}"))?;
+    let (_origin, origin_addr) = build_and_start_demo_origin(&root, None)?;
     let pair = start_service_pair(&root, &dir, origin_addr, &[])?;
     let built = set_up.elapsed();
     let mix = mix();

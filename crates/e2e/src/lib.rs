@@ -316,8 +316,9 @@ pub fn build_and_start_demo_origin(
         "-p",
         "demo-origin",
     ]))?;
+    // Where cargo just put it: `CARGO_TARGET_DIR` when set.
     start_demo_origin(
-        &root.join("target/release/demo-origin"),
+        &target_dir(root).join("release/demo-origin"),
         &root.join("fixtures/site"),
         log,
     )
@@ -434,6 +435,52 @@ pub fn run(cmd: &mut Command) -> Result<(), String> {
         .success()
         .then_some(())
         .ok_or_else(|| format!("{cmd:?} failed: {status}"))
+}
+
+/// Compares a body with the expected bytes. The error gives both lengths and 40 bytes either
+/// side of the first difference, which is what a reader needs to see what went wrong.
+///
+/// # Errors
+/// When the bytes differ.
+pub fn same_bytes(got: &[u8], want: &[u8]) -> Result<(), String> {
+    if got == want {
+        return Ok(());
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    let show = |b: &[u8]| {
+        String::from_utf8_lossy(&b[at.saturating_sub(40).min(b.len())..(at + 40).min(b.len())])
+            .into_owned()
+    };
+    Err(format!(
+        "{} bytes, expected {}; first difference at {at}: got {:?}, want {:?}",
+        got.len(),
+        want.len(),
+        show(got),
+        show(want)
+    ))
+}
+
+/// Runs a test harness's set-up and reports how long it took; on failure prints the error
+/// and exits 1, since no scenario can run without it.
+pub fn set_up_or_exit<W>(harness: &str, set_up: impl FnOnce() -> Result<W, String>) -> W {
+    let started = std::time::Instant::now();
+    match set_up() {
+        Ok(world) => {
+            eprintln!(
+                "{harness} set-up took {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
+            world
+        }
+        Err(e) => {
+            eprintln!("{harness} set-up failed: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// Cargo's target directory for the workspace at `root`: `CARGO_TARGET_DIR` when set (so a
@@ -568,6 +615,15 @@ mod tests {
         assert_eq!(t.last_at, at(9));
         assert_eq!(t.body_bytes_by(at(1)), 5);
         assert_eq!(t.body_bytes_by(at(9)), 11);
+    }
+
+    #[test]
+    fn same_bytes_shows_where_bodies_differ() {
+        assert!(same_bytes(b"abc", b"abc").is_ok());
+        let e = same_bytes(b"abXd", b"abcd").unwrap_err();
+        assert!(e.contains("first difference at 2"), "{e}");
+        let e = same_bytes(b"ab", b"abcd").unwrap_err();
+        assert!(e.contains("2 bytes, expected 4"), "{e}");
     }
 
     #[test]

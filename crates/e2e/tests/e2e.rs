@@ -37,14 +37,7 @@ struct World {
 
 fn main() {
     let started = Instant::now();
-    let world = match set_up() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("e2e set-up failed: {e}");
-            std::process::exit(1);
-        }
-    };
-    eprintln!("e2e set-up took {:.1}s", started.elapsed().as_secs_f64());
+    let world = e2e::set_up_or_exit("e2e", set_up);
     let scenarios: &[Scenario] = &[
         (
             "first body bytes arrive before the origin's second chunk",
@@ -249,24 +242,7 @@ fn assert_incomplete(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> 
 }
 
 fn same_bytes(label: &str, got: &[u8], want: &[u8]) -> Outcome {
-    if got == want {
-        return Ok(());
-    }
-    let at = got
-        .iter()
-        .zip(want)
-        .position(|(a, b)| a != b)
-        .unwrap_or(got.len().min(want.len()));
-    let show = |b: &[u8]| {
-        String::from_utf8_lossy(&b[at.saturating_sub(40)..(at + 40).min(b.len())]).into_owned()
-    };
-    Err(format!(
-        "{label}: {} bytes vs {} expected; first difference at {at}: got {:?}, want {:?}",
-        got.len(),
-        want.len(),
-        show(got),
-        show(want)
-    ))
+    e2e::same_bytes(got, want).map_err(|e| format!("{label}: {e}"))
 }
 
 // ---------------------------------------------------------------------------------------------

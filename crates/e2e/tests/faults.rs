@@ -1280,25 +1280,7 @@ fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
 }
 
 fn same_bytes(got: &[u8], want: &[u8]) -> Result<(), String> {
-    if got == want {
-        return Ok(());
-    }
-    let at = got
-        .iter()
-        .zip(want)
-        .position(|(a, b)| a != b)
-        .unwrap_or(got.len().min(want.len()));
-    let show = |b: &[u8]| {
-        String::from_utf8_lossy(&b[at.saturating_sub(20).min(b.len())..(at + 20).min(b.len())])
-            .into_owned()
-    };
-    Err(format!(
-        "body: {} bytes, expected {}; first difference at {at}: got {:?}, want {:?}",
-        got.len(),
-        want.len(),
-        show(got),
-        show(want)
-    ))
+    e2e::same_bytes(got, want).map_err(|e| format!("body: {e}"))
 }
 
 fn describe(expect: &Expect) -> String {
@@ -1486,14 +1468,7 @@ fn run_row(world: &World, row: &Row, path: &str, buffered: bool) -> (String, Res
 
 fn main() {
     let started = Instant::now();
-    let world = match set_up() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("faults set-up failed: {e}");
-            std::process::exit(1);
-        }
-    };
-    eprintln!("faults set-up took {:.1}s", started.elapsed().as_secs_f64());
+    let world = e2e::set_up_or_exit("faults", set_up);
     let rows = rows();
     for (i, row) in rows.iter().enumerate() {
         world
