@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use fastly::Request;
 
+use crate::failure::{Phase, Progress};
+
 /// The log endpoint the records go to (see the README's deploy section).
 pub const LOG_ENDPOINT: &str = "trusted_server";
 
@@ -122,6 +124,16 @@ impl Access {
     /// Time since the request arrived.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// Where the request is, for a failure report.
+    pub fn progress(&self, phase: Phase, bytes_in: u64, bytes_out: u64) -> Progress {
+        Progress {
+            phase,
+            bytes_in,
+            bytes_out,
+            elapsed: self.elapsed(),
+        }
     }
 
     /// Records the response headers as sent now, with `status`.

@@ -19,7 +19,7 @@ use trusted_server_core::{
 
 use crate::access::{Access, CountingSink, Outcome, SinkStats};
 use crate::client::Client;
-use crate::failure::{self, Failure, Phase, Progress};
+use crate::failure::{self, Failure, Phase};
 use crate::{origin, reply};
 
 /// Largest read from the origin body. A read returns whatever has arrived, so a large buffer
@@ -171,6 +171,7 @@ fn classify(error: PipelineError) -> BodyFailure {
 }
 
 /// Logs a body-phase failure as one report.
+#[track_caller]
 fn report(
     failure: BodyFailure,
     bytes_in: u64,
@@ -178,18 +179,13 @@ fn report(
     settings: &Settings,
     access: &Access,
 ) {
-    let progress = Progress {
-        phase: Phase::Body,
-        bytes_in,
-        bytes_out,
-        elapsed: access.elapsed(),
-    };
-    failure::log(&failure::report(
+    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
+    failure::record(
         failure.0,
         failure.1,
         &origin::backend_info(settings),
         progress,
-    ));
+    );
 }
 
 /// Headers now, then the body chunk by chunk. On any failure the client stream is dropped

@@ -122,8 +122,20 @@ pub fn report(
         .attach(progress)
 }
 
+/// Reports `failure` once: builds its report and logs it. The report's location is the
+/// caller's.
+#[track_caller]
+pub fn record(
+    failure: Failure,
+    cause: impl fmt::Display,
+    backend: &BackendInfo,
+    progress: Progress,
+) {
+    log(&report(failure, cause, backend, progress));
+}
+
 /// Logs a report once, on one line, at `warn`.
-pub fn log(report: &Report<Failure>) {
+fn log(report: &Report<Failure>) {
     // The report's `Debug` form is a multi-line tree; a log line is easier to grep as one.
     let text = format!("{report:?}");
     let one_line: Vec<&str> = text

@@ -18,7 +18,7 @@ use fastly::Request;
 use trusted_server_core::Route;
 
 use access::{Access, Outcome};
-use failure::{Failure, Phase, Progress};
+use failure::{Failure, Phase};
 
 include!(concat!(env!("OUT_DIR"), "/settings.rs"));
 
@@ -72,19 +72,10 @@ fn proxy(request: Request, access: &mut Access) {
 }
 
 /// Reports a failure before any response header was sent; the caller answers with an error.
+#[track_caller]
 fn upstream_failed(access: &mut Access, kind: Failure, cause: &str) {
-    let progress = Progress {
-        phase: Phase::Upstream,
-        bytes_in: 0,
-        bytes_out: 0,
-        elapsed: access.elapsed(),
-    };
-    failure::log(&failure::report(
-        kind,
-        cause,
-        &origin::backend_info(&SETTINGS),
-        progress,
-    ));
+    let progress = access.progress(Phase::Upstream, 0, 0);
+    failure::record(kind, cause, &origin::backend_info(&SETTINGS), progress);
     access.outcome = Outcome::Error;
 }
 
