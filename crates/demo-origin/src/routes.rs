@@ -278,23 +278,10 @@ pub fn echo_json(head: &Parts, body: &[u8]) -> String {
     out
 }
 
-/// Appends `s` as a JSON string literal.
+/// Appends `s` as a JSON string literal (serde_json's escaping).
 pub fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    // Serialising a `str` into a `String` cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 fn html_escape(s: &str) -> String {
