@@ -26,7 +26,7 @@ const HOP_BY_HOP: [&str; 9] = [
 /// Headers through which a client could claim an identity, or steer how the origin builds
 /// URLs or which method it runs; dropped (the proxy rebuilds the ones it vouches for). Every
 /// `x-forwarded-*` header is dropped too, see [`is_spoofable`].
-pub const SPOOFABLE: [&str; 20] = [
+const SPOOFABLE: [&str; 20] = [
     "forwarded",
     "forwarded-for",
     "x-forwarded",

@@ -23,6 +23,8 @@
 //! an authority with user info (`//user@origin.example.com`), which no page uses for its own
 //! links.
 
+use std::sync::LazyLock;
+
 use memchr::memmem;
 
 /// Longest prefix that can precede the authority: `https:\/\/`.
@@ -75,10 +77,6 @@ pub struct UrlRule {
     host: Vec<u8>,
     /// The origin authority's explicit port, if it has one.
     port: Option<u16>,
-    /// Finds `//`.
-    slashes: memmem::Finder<'static>,
-    /// Finds `\/\/`.
-    escaped_slashes: memmem::Finder<'static>,
     /// Default port of the request's scheme, for the scheme-relative forms.
     target_default_port: u16,
     /// `scheme://authority`, with the request's scheme.
@@ -99,8 +97,6 @@ impl UrlRule {
         UrlRule {
             host: host.as_bytes().to_vec(),
             port,
-            slashes: memmem::Finder::new(b"//"),
-            escaped_slashes: memmem::Finder::new(b"\\/\\/"),
             target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
                 443
             } else {
@@ -161,8 +157,7 @@ impl UrlRule {
     /// `at_end`, all of `work` is decidable.
     fn process(&self, work: &[u8], at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
-        let candidates = host_candidates(work, &self.slashes, &self.escaped_slashes);
-        for at in candidates {
+        for at in host_candidates(work) {
             match self.classify(work, at, at_end) {
                 Decision::No => {}
                 // The bytes after the host have not arrived: decide next time.
@@ -274,13 +269,14 @@ impl UrlRule {
 /// Where a host may start: after every `//` and every `\/\/`, in order. Searching for the
 /// slashes rather than for the host finds it in any letter case, with two SIMD scans for
 /// short, fixed needles.
-fn host_candidates<'a>(
-    work: &'a [u8],
-    slashes: &'a memmem::Finder<'static>,
-    escaped_slashes: &'a memmem::Finder<'static>,
-) -> impl Iterator<Item = usize> + 'a {
+fn host_candidates(work: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    // The needles are fixed, so their searchers are built once per process, not per rule.
+    static SLASHES: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"//"));
+    static ESCAPED_SLASHES: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\/\\/"));
     // Overlapping: in `///host` the host follows the second pair.
-    let from = |finder: &'a memmem::Finder<'static>| {
+    let from = |finder: &'static memmem::Finder<'static>| {
         let mut pos = 0;
         std::iter::from_fn(move || {
             let found = pos + finder.find(&work[pos.min(work.len())..])?;
@@ -289,8 +285,8 @@ fn host_candidates<'a>(
         })
         .peekable()
     };
-    let mut plain = from(slashes);
-    let mut escaped = from(escaped_slashes);
+    let mut plain = from(&SLASHES);
+    let mut escaped = from(&ESCAPED_SLASHES);
     std::iter::from_fn(move || match (plain.peek(), escaped.peek()) {
         (Some(a), Some(b)) if b < a => escaped.next(),
         (Some(_), _) => plain.next(),
