@@ -5,15 +5,12 @@
 //
 // playwright-core is resolved from .tools/ (scripts/capture-nextjs-fixtures.sh installs it);
 // the browser is Debian's /usr/bin/chromium (or $CHROMIUM).
-import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { launch, playwrightChromium } from '../tests/browser/chromium.mjs'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const require = createRequire(path.join(ROOT, '.tools', 'package.json'))
-const { chromium } = require('playwright-core')
+const chromium = playwrightChromium()
 
 const [base, out] = process.argv.slice(2)
 if (!base || !out) {
@@ -26,21 +23,7 @@ const STEP_TIMEOUT_MS = 20_000
 const SETTLE_MS = 2_500
 
 const userDataDir = mkdtempSync(path.join(tmpdir(), 'nextjs-probe-'))
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-  viewport: { width: 1280, height: 2000 },
-})
+const context = await launch(chromium, userDataDir)
 
 const requests = []
 const problems = []

@@ -11,15 +11,14 @@
 // 2 on bad usage, 3 when Chromium or playwright-core is missing. crates/e2e/tests/browser.rs
 // runs it. playwright-core is resolved from .tools/ (scripts/setup.sh, ensure_browser); the
 // browser is Debian's /usr/bin/chromium (or $CHROMIUM).
-import { createRequire } from 'node:module'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CHROMIUM, launch, playwrightChromium } from './chromium.mjs'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ORIGIN_HOST = 'origin.demo-publisher.example'
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium'
 /** Longest wait for any one thing (a selector, a URL, a page load). */
 const STEP_TIMEOUT_MS = 20_000
 /** The whole run; past it the report so far is printed and the run fails. */
@@ -42,8 +41,7 @@ if (!existsSync(CHROMIUM)) {
 }
 let chromium
 try {
-  const require = createRequire(path.join(ROOT, '.tools', 'package.json'))
-  ;({ chromium } = require('playwright-core'))
+  chromium = playwrightChromium()
 } catch (e) {
   console.error(`browser test: playwright-core not found in ${path.join(ROOT, '.tools')}: ${e.message}`)
   console.error('run scripts/test.sh (ensure_browser in scripts/setup.sh installs it)')
@@ -314,22 +312,7 @@ async function finish(code) {
 
 try {
   note(`browser test: ${CHROMIUM} via playwright-core, through ${base}`)
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 2000 },
-    timeout: STEP_TIMEOUT_MS,
-  })
+  context = await launch(chromium, userDataDir, { timeout: STEP_TIMEOUT_MS })
   const page = context.pages()[0] ?? (await context.newPage())
   page.setDefaultTimeout(STEP_TIMEOUT_MS)
   page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS)

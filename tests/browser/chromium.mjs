@@ -1,0 +1,38 @@
+// The headless Chromium both browser scripts use: Debian's /usr/bin/chromium (or $CHROMIUM)
+// driven by playwright-core from .tools/ (scripts/setup.sh, ensure_browser). One place for the
+// flags, so the test and the capture probe see the app the same way.
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+/** The browser executable. */
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium'
+
+/** playwright-core's `chromium`, resolved from .tools/; throws when it is not installed. */
+export function playwrightChromium() {
+  const require = createRequire(path.join(ROOT, '.tools', 'package.json'))
+  return require('playwright-core').chromium
+}
+
+/** A persistent headless context in `userDataDir`, offline-friendly (no background traffic),
+ * with a tall viewport so viewport prefetches fire as in a real visit. */
+export function launch(chromium, userDataDir, options = {}) {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1280, height: 2000 },
+    ...options,
+  })
+}
