@@ -170,7 +170,11 @@ fuzz_target!(|data: &[u8]| {
     // A body that starts with a UTF-16 byte order mark passes through untouched.
     let utf16 = plain.starts_with(b"\xff\xfe") || plain.starts_with(b"\xfe\xff");
     if rewrite == Rewrite::Text {
-        let want = if utf16 { plain.to_vec() } else { rule.rewrite_all(plain) };
+        let want = if utf16 {
+            plain.to_vec()
+        } else {
+            rule.rewrite_all(plain)
+        };
         assert!(expected == want, "text is not the URL rule");
     }
     let (out, _) = run(codec, rewrite, &rule, &opts, &encoded, &cuts)

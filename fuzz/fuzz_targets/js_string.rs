@@ -10,9 +10,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::{Codec, UrlRule};
+use trusted_server_core::UrlRule;
 use trusted_server_fuzz::flight::{json_string_decode, next_js_escape, read_pushes};
-use trusted_server_fuzz::{contains_ignore_case, options, rewrite_for, run, show, split_input};
+use trusted_server_fuzz::{assert_split_invariant, whole_and_split};
+use trusted_server_fuzz::{contains_ignore_case, options, rewrite_for, show, split_input};
 use trusted_server_fuzz::{ORIGIN, TARGETS};
 
 fuzz_target!(|data: &[u8]| {
@@ -41,19 +42,8 @@ fuzz_target!(|data: &[u8]| {
             .collect()
     };
     let html = rewrite_for("text/html; charset=utf-8");
-    let run_page = |cuts: &[usize]| {
-        run(Codec::Identity, html, &rule, &options, &page, cuts)
-            .unwrap_or_else(|e| panic!("identity HTML gave an error: {e}"))
-    };
-    let (whole, _) = run_page(&[]);
-    let (split, _) = run_page(&cuts);
-    assert!(
-        whole == split,
-        "cut at {cuts:?}, the output differs:\npage  {}\nwhole {}\nsplit {}",
-        show(&page),
-        show(&whole),
-        show(&split)
-    );
+    let ((whole, _), (split, _)) = whole_and_split(html, &rule, &options, &page, &cuts);
+    assert_split_invariant(&page, &cuts, &whole, &split);
 
     let mut string = body.clone();
     string.push(b'"');

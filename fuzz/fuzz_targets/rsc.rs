@@ -13,9 +13,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::{Codec, Rewrite, UrlRule};
+use trusted_server_core::{Rewrite, UrlRule};
 use trusted_server_fuzz::flight::{inline_page, model, read_pushes};
-use trusted_server_fuzz::{contains_ignore_case, cut_points, options, rewrite_for, run, show};
+use trusted_server_fuzz::{assert_split_invariant, whole_and_split};
+use trusted_server_fuzz::{contains_ignore_case, cut_points, options, rewrite_for, show};
 use trusted_server_fuzz::{split_input, utf16_bom, ORIGIN, TARGETS};
 
 fuzz_target!(|data: &[u8]| {
@@ -32,26 +33,9 @@ fuzz_target!(|data: &[u8]| {
 
     if !inline {
         let body = input.body;
-        let run_flight = |cuts: &[usize]| {
-            run(
-                Codec::Identity,
-                Rewrite::Flight,
-                &rule,
-                &options,
-                body,
-                cuts,
-            )
-            .unwrap_or_else(|e| panic!("identity Flight body gave an error: {e}"))
-        };
-        let (whole, report) = run_flight(&[]);
-        let (split, _) = run_flight(&input.cuts);
-        assert!(
-            whole == split,
-            "cut at {:?}, the output differs:\nwhole {}\nsplit {}",
-            input.cuts,
-            show(&whole),
-            show(&split)
-        );
+        let ((whole, report), (split, _)) =
+            whole_and_split(Rewrite::Flight, &rule, &options, body, &input.cuts);
+        assert_split_invariant(body, &input.cuts, &whole, &split);
         if utf16_bom(body) {
             // Passed through untouched: a byte-wise rewrite could corrupt UTF-16 text.
             assert!(
@@ -104,12 +88,8 @@ fuzz_target!(|data: &[u8]| {
         cut_points(&input.raw_cuts[half..], page.len())
     };
     let html = rewrite_for("text/html; charset=utf-8");
-    let run_page = |cuts: &[usize]| {
-        run(Codec::Identity, html, &rule, &options, &page, cuts)
-            .unwrap_or_else(|e| panic!("identity HTML gave an error: {e}"))
-    };
-    let (whole, report) = run_page(&[]);
-    let (split, split_report) = run_page(&cuts);
+    let ((whole, report), (split, split_report)) =
+        whole_and_split(html, &rule, &options, &page, &cuts);
     // Known and open (fuzz/regressions/README.md, rsc-inline-split-variance): whether held
     // output passes the cap is checked where chunks end, so near the small cap the decoded
     // bytes can land in different strings depending on the cuts. There the browser's view
@@ -127,13 +107,7 @@ fuzz_target!(|data: &[u8]| {
             show(&split)
         );
     } else {
-        assert!(
-            whole == split,
-            "cut at {cuts:?}, the output differs:\npage  {}\nwhole {}\nsplit {}",
-            show(&page),
-            show(&whole),
-            show(&split)
-        );
+        assert_split_invariant(&page, &cuts, &whole, &split);
     }
     let (stream_in, markup_in) = read_pushes(&page).expect("the page's own strings decode");
     assert!(

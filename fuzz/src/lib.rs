@@ -143,6 +143,36 @@ pub fn run(
     pipeline.finish()
 }
 
+/// An identity body run whole and cut at `cuts`: (whole output and report, split output and
+/// report). Identity input never gives an error, so one is a failure of the target.
+pub fn whole_and_split(
+    rewrite: Rewrite,
+    rule: &UrlRule,
+    options: &PipelineOptions,
+    body: &[u8],
+    cuts: &[usize],
+) -> ((Vec<u8>, PipelineReport), (Vec<u8>, PipelineReport)) {
+    let go = |cuts: &[usize]| {
+        run(Codec::Identity, rewrite, rule, options, body, cuts)
+            .unwrap_or_else(|e| panic!("an identity body cut at {cuts:?} gave an error: {e}"))
+    };
+    (go(&[]), go(cuts))
+}
+
+/// Asserts that the whole and split outputs are the same bytes, showing `body` on failure.
+pub fn assert_split_invariant(body: &[u8], cuts: &[usize], whole: &[u8], split: &[u8]) {
+    assert!(
+        whole == split,
+        "cut at {cuts:?}, the output differs:
+body  {}
+whole {}
+split {}",
+        show(body),
+        show(whole),
+        show(split)
+    );
+}
+
 /// Whether a body starts with a UTF-16 byte order mark: the pipeline then passes it through
 /// untouched, whatever its declared type (a byte-wise rewrite could corrupt UTF-16 text).
 pub fn utf16_bom(body: &[u8]) -> bool {
