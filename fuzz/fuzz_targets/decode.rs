@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use libfuzzer_sys::fuzz_target;
 use trusted_server_core::{Codec, PipelineError, PipelineOptions, Rewrite, UrlRule};
 use trusted_server_fuzz::{cut_points, options, rewrite_for, run, show, split_input};
-use trusted_server_fuzz::{ORIGIN, TARGETS};
+use trusted_server_fuzz::{utf16_bom, ORIGIN, TARGETS};
 
 /// The codings to try; raw deflate is also labelled `deflate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +168,7 @@ fuzz_target!(|data: &[u8]| {
     let (expected, _) = run(Codec::Identity, rewrite, &rule, &opts, plain, &[])
         .unwrap_or_else(|e| panic!("identity body gave an error: {e}"));
     // A body that starts with a UTF-16 byte order mark passes through untouched.
-    let utf16 = plain.starts_with(b"\xff\xfe") || plain.starts_with(b"\xfe\xff");
+    let utf16 = utf16_bom(plain);
     if rewrite == Rewrite::Text {
         let want = if utf16 {
             plain.to_vec()
