@@ -35,6 +35,9 @@ const WRITE_SLICE: usize = 16 * 1024;
 /// Script text longer than this without the Flight marker is an ordinary script.
 const MAX_SCRIPT_SNIFF: usize = 64;
 
+/// What a Next.js Flight script's text starts with (after whitespace).
+pub(crate) const FLIGHT_MARKER: &[u8] = b"self.__next_f.push(";
+
 /// What the bytes from a given offset on are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Segment {
@@ -373,14 +376,21 @@ impl HtmlStage {
 
 /// The charset a `<meta charset>` or `<meta http-equiv="content-type" content="...">` declares.
 fn meta_charset(el: &Element) -> Option<String> {
-    if let Some(charset) = el.get_attribute("charset") {
+    declared_charset(|name| el.get_attribute(name))
+}
+
+/// The charset a `<meta>` tag declares, given its attribute values (decoded, by name, the
+/// first of each name). Shared with the lazy stage's scan ([`crate::body::lazy_html`]), which
+/// must reach the same verdict without lol_html.
+pub(crate) fn declared_charset(attribute: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(charset) = attribute("charset") {
         return Some(charset.trim().to_owned());
     }
-    let http_equiv = el.get_attribute("http-equiv")?;
+    let http_equiv = attribute("http-equiv")?;
     if !http_equiv.trim().eq_ignore_ascii_case("content-type") {
         return None;
     }
-    let content = el.get_attribute("content")?;
+    let content = attribute("content")?;
     content.split(';').find_map(|part| {
         let (key, value) = part.split_once('=')?;
         key.trim()
@@ -392,14 +402,13 @@ fn meta_charset(el: &Element) -> Option<String> {
 /// `Some(true)` if the script text starts (after whitespace) with the Flight push call,
 /// `Some(false)` if it cannot, `None` if more bytes are needed.
 fn flight_marker(text: &[u8]) -> Option<bool> {
-    const MARKER: &[u8] = b"self.__next_f.push(";
     let start = text.iter().position(|b| !b.is_ascii_whitespace())?;
     let text = &text[start..];
-    let n = text.len().min(MARKER.len());
-    if text[..n] != MARKER[..n] {
+    let n = text.len().min(FLIGHT_MARKER.len());
+    if text[..n] != FLIGHT_MARKER[..n] {
         return Some(false);
     }
-    (n == MARKER.len()).then_some(true)
+    (n == FLIGHT_MARKER.len()).then_some(true)
 }
 
 #[cfg(test)]

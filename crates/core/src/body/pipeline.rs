@@ -14,7 +14,7 @@ use std::io::{self, Write};
 
 use crate::body::codec::{Codec, Encoder};
 use crate::body::decode::{DecodeError, Decoder};
-use crate::body::html::HtmlStage;
+use crate::body::lazy_html::LazyHtml;
 use crate::body::rsc::{FlightStage, RscReport};
 use crate::content::Rewrite;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
@@ -91,7 +91,7 @@ impl std::error::Error for PipelineError {
 }
 
 enum Stage {
-    Html(Box<HtmlStage>),
+    Html(Box<LazyHtml>),
     Text(Box<StreamReplacer>),
     Flight(Box<FlightStage>),
     /// Copies the body unchanged: it turned out not to be ASCII-compatible text.
@@ -116,7 +116,7 @@ impl Stage {
         let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
         match rewrite {
             Rewrite::Html(encoding) => {
-                Stage::Html(Box::new(HtmlStage::new(rule, encoding, flight_limit)))
+                Stage::Html(Box::new(LazyHtml::new(rule, encoding, flight_limit)))
             }
             Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
             Rewrite::Flight => Stage::Flight(Box::new(FlightStage::new(
@@ -135,19 +135,21 @@ impl Stage {
         }
     }
 
-    /// Ends the body; reports lol_html's bail-out, if any, and what the RSC rewriting did.
-    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport) {
+    /// Ends the body; reports lol_html's bail-out, if any, what the RSC rewriting did, and
+    /// whether the HTML stage needed lol_html.
+    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport, bool) {
         match self {
             Stage::Html(h) => {
-                let reason = h.bail_out_reason().map(str::to_owned);
-                (reason, h.finish(out))
+                let structured = h.structured();
+                let (bail_out, rsc) = h.finish(out);
+                (bail_out, rsc, structured)
             }
             Stage::Text(r) => {
                 r.finish(out);
-                (None, RscReport::default())
+                (None, RscReport::default(), false)
             }
-            Stage::Flight(f) => (None, f.finish(out)),
-            Stage::Unchanged => (None, RscReport::default()),
+            Stage::Flight(f) => (None, f.finish(out), false),
+            Stage::Unchanged => (None, RscReport::default(), false),
         }
     }
 }
@@ -163,6 +165,10 @@ pub struct PipelineReport {
     pub writes: u64,
     /// Set when lol_html gave up and the rest of the document passed through as-is.
     pub html_bail_out: Option<String>,
+    /// An HTML body needed lol_html's view of its structure: it had a Next.js Flight marker, a
+    /// `<meta>` that may declare a charset, or grew past 2 MiB. Otherwise the URL rule alone
+    /// produced the same output for less.
+    pub html_structured: bool,
     /// What the Next.js payload rewriting did: bytes held at most, and whether it degraded.
     pub rsc: RscReport,
     /// Bytes after the end of a complete gzip or deflate body that were ignored (zero
@@ -270,7 +276,11 @@ impl<W: Write> Downstream<W> {
                 Some(direct) => direct,
                 None => &mut self.plain,
             };
-            (self.report.html_bail_out, self.report.rsc) = stage.finish(out);
+            (
+                self.report.html_bail_out,
+                self.report.rsc,
+                self.report.html_structured,
+            ) = stage.finish(out);
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;

@@ -1,0 +1,608 @@
+//! The HTML stage as the pipeline runs it: lol_html only from the point a page needs it.
+//!
+//! [`HtmlStage`] runs lol_html to find two things: Next.js Flight scripts, whose text goes to
+//! the RSC stage, and `<meta>` tags declaring a charset in which bytes must not be rewritten.
+//! Everywhere else its output is the URL rule applied to the document's bytes in order, one
+//! replacer across markup and script text. Registering those element handlers sends every
+//! element through lol_html's selector VM, which doubles lol_html's cost, and most pages
+//! have neither a Flight script nor such a `<meta>`.
+//!
+//! So this stage starts *plain*: it applies the URL rule to the bytes directly and scans them
+//! for anything that could make [`HtmlStage`]'s output differ, a *trigger*:
+//!
+//! * the Flight marker `self.__next_f.push(` anywhere (a Flight script's text must start with
+//!   it, so a page without it has none);
+//! * a `<meta` tag, in any letter case, that declares a charset that is not safe to rewrite,
+//!   read as lol_html reads it (the scan follows its tokenizer's attribute states), or one not
+//!   wholly in hand. `<meta charset="utf-8">` is not a trigger.
+//!
+//! The scan is conservative: a marker in a comment or a `<meta` inside a script is a trigger
+//! too. At the first trigger, before any byte of the input that holds it is rewritten, the stage
+//! replays the document so far through a fresh [`HtmlStage`] and hands over to it. The output is
+//! exactly [`HtmlStage`]'s at every split of the input:
+//!
+//! * Until a trigger, [`HtmlStage`] would also have applied the one URL rule to every byte: a
+//!   Flight script starts only after a complete marker, and raw pass-through only at a `<meta>`
+//!   (or a lol_html bail-out, which needs a tag of 8 MiB, more than the replay ever holds).
+//! * The bytes the plain stage wrote were decided by the rule without seeing a trigger, so
+//!   they are a prefix of [`HtmlStage`]'s output, which the replay reproduces. The replay's
+//!   output is dropped up to that length; if the replay wrote less (lol_html holds an
+//!   unfinished tag, a script's first bytes are held until its kind is known), as many bytes of
+//!   what follows are dropped instead.
+//!
+//! The replay needs the input so far, which costs memory: a page that grows past
+//! [`LOOKBACK_MAX`] without a trigger hands over at that point too. Its cost is then
+//! [`HtmlStage`]'s plus the plain pass over the first [`LOOKBACK_MAX`] bytes.
+
+use encoding_rs::Encoding;
+use lol_html::AsciiCompatibleEncoding;
+use memchr::memmem;
+
+use crate::body::html::{declared_charset, HtmlStage, FLIGHT_MARKER};
+use crate::body::rsc::RscReport;
+use crate::content::charset_allows_rewrite;
+use crate::url_rewrite::{StreamReplacer, UrlRule};
+
+/// Most input kept for a replay. Larger than all but the largest HTML documents (the HTTP
+/// Archive's 90th percentile is around 150 KB), small next to the 8 MiB lol_html may hold.
+pub const LOOKBACK_MAX: usize = 2 << 20;
+
+/// Longest `<meta ...>` tag the scan reads; a longer one is a trigger.
+const MAX_META_TAG: usize = 4096;
+
+/// The streaming HTML rewriter the pipeline uses. See the module docs.
+#[derive(Debug)]
+pub struct LazyHtml {
+    mode: Mode,
+}
+
+#[derive(Debug)]
+enum Mode {
+    Plain(Box<Plain>),
+    Structured {
+        stage: Box<HtmlStage>,
+        /// Output still to drop: bytes the plain stage wrote that the replay had not.
+        skip: usize,
+    },
+}
+
+/// Before the first trigger.
+#[derive(Debug)]
+struct Plain {
+    replacer: StreamReplacer,
+    /// Every input byte so far, for the replay.
+    seen: Lookback,
+    /// The last input bytes, where a Flight marker cut by a chunk boundary starts.
+    tail: Vec<u8>,
+    /// The end of the input, from a `<` that may start a `<meta` tag not yet complete: held
+    /// back from the replacer until the tag's verdict is known.
+    held: Vec<u8>,
+    /// Output bytes written so far.
+    written: usize,
+    encoding: AsciiCompatibleEncoding,
+    flight_limit: Option<usize>,
+    /// [`LOOKBACK_MAX`], smaller in tests.
+    lookback_max: usize,
+}
+
+impl Plain {
+    /// Takes `input` unless it holds a trigger; `false` leaves everything as it was.
+    fn take(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool {
+        if self.seen.len + input.len() > self.lookback_max || has_marker(&self.tail, input) {
+            return false;
+        }
+        // Held bytes are scanned again with what follows them (a copy, but only of an input
+        // that comes after a chunk boundary inside a tag).
+        let joined;
+        let work = if self.held.is_empty() {
+            input
+        } else {
+            joined = [self.held.as_slice(), input].concat();
+            joined.as_slice()
+        };
+        let decided = match scan_metas(work, self.encoding.into()) {
+            MetaScan::Trigger => return false,
+            MetaScan::Clear => work.len(),
+            MetaScan::Incomplete(at) => at,
+        };
+        let before = out.len();
+        self.replacer.write(&work[..decided], out);
+        self.written += out.len() - before;
+        self.held = work[decided..].to_vec();
+        self.seen.push(input);
+        let keep = FLIGHT_MARKER.len() - 1;
+        if input.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&input[input.len() - keep..]);
+        } else {
+            self.tail.extend_from_slice(input);
+            let excess = self.tail.len().saturating_sub(keep);
+            self.tail.drain(..excess);
+        }
+        true
+    }
+}
+
+/// Input kept for the replay, in blocks: one growing buffer would be copied each time it
+/// doubles, and blocks this size are reused by the allocator instead of mapped afresh.
+#[derive(Debug, Default)]
+struct Lookback {
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+}
+
+impl Lookback {
+    const BLOCK: usize = 64 * 1024;
+
+    fn push(&mut self, mut input: &[u8]) {
+        self.len += input.len();
+        while !input.is_empty() {
+            let block = match self.blocks.last_mut() {
+                Some(block) if block.len() < block.capacity() => block,
+                _ => {
+                    self.blocks.push(Vec::with_capacity(Self::BLOCK));
+                    self.blocks.last_mut().expect("just pushed")
+                }
+            };
+            let n = input.len().min(block.capacity() - block.len());
+            block.extend_from_slice(&input[..n]);
+            input = &input[n..];
+        }
+    }
+}
+
+impl LazyHtml {
+    /// A stage for a document in `encoding`, with [`HtmlStage::new`]'s arguments.
+    pub fn new(
+        rule: UrlRule,
+        encoding: AsciiCompatibleEncoding,
+        flight_limit: Option<usize>,
+    ) -> Self {
+        LazyHtml {
+            mode: Mode::Plain(Box::new(Plain {
+                replacer: StreamReplacer::new(rule),
+                seen: Lookback::default(),
+                tail: Vec::new(),
+                held: Vec::new(),
+                written: 0,
+                encoding,
+                flight_limit,
+                lookback_max: LOOKBACK_MAX,
+            })),
+        }
+    }
+
+    /// Whether lol_html has taken over (a trigger, or more than [`LOOKBACK_MAX`] bytes).
+    pub fn structured(&self) -> bool {
+        matches!(self.mode, Mode::Structured { .. })
+    }
+
+    /// Rewrites `input`, appending decided output to `out`.
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        if let Mode::Plain(plain) = &mut self.mode {
+            if plain.take(input, out) {
+                return;
+            }
+            self.hand_over(out);
+        }
+        if let Mode::Structured { stage, skip } = &mut self.mode {
+            let start = out.len();
+            stage.write(input, out);
+            drop_skipped(out, start, skip);
+        }
+    }
+
+    /// Ends the document; reports what the RSC stage did and why lol_html gave up, if it did.
+    pub fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport) {
+        match self.mode {
+            Mode::Plain(mut plain) => {
+                // A tag cut off by the end of the document is text, not a `<meta>`.
+                plain.replacer.write(&plain.held, out);
+                plain.replacer.finish(out);
+                (None, RscReport::default())
+            }
+            Mode::Structured { stage, mut skip } => {
+                let reason = stage.bail_out_reason().map(str::to_owned);
+                let start = out.len();
+                let report = stage.finish(out);
+                drop_skipped(out, start, &mut skip);
+                debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
+                (reason, report)
+            }
+        }
+    }
+
+    /// Replays the input so far through a fresh [`HtmlStage`] and continues with it.
+    fn hand_over(&mut self, out: &mut Vec<u8>) {
+        let Mode::Plain(plain) = &mut self.mode else {
+            return;
+        };
+        let rule = plain.replacer.rule().clone();
+        let mut stage = Box::new(HtmlStage::new(rule, plain.encoding, plain.flight_limit));
+        let mut replayed = Vec::with_capacity(plain.seen.len + plain.seen.len / 8);
+        for block in &plain.seen.blocks {
+            stage.write(block, &mut replayed);
+        }
+        // Both are prefixes of the same output (module docs): write what the plain stage has
+        // not, or drop what it has already written.
+        let skip = match replayed.get(plain.written..) {
+            Some(rest) => {
+                out.extend_from_slice(rest);
+                0
+            }
+            None => plain.written - replayed.len(),
+        };
+        self.mode = Mode::Structured { stage, skip };
+    }
+}
+
+/// Drops up to `skip` bytes of the output appended to `out` from `start` on.
+fn drop_skipped(out: &mut Vec<u8>, start: usize, skip: &mut usize) {
+    if *skip > 0 {
+        let n = (*skip).min(out.len() - start);
+        out.drain(start..start + n);
+        *skip -= n;
+    }
+}
+
+/// Whether `input`, the bytes after `overlap` (the end of the input before it), holds the
+/// Flight marker, or completes one started in `overlap`.
+fn has_marker(overlap: &[u8], input: &[u8]) -> bool {
+    const SEAM: usize = 2 * (FLIGHT_MARKER.len() - 1);
+    let seam_len = input.len().min(FLIGHT_MARKER.len() - 1);
+    let mut buffer = [0u8; SEAM];
+    buffer[..overlap.len()].copy_from_slice(overlap);
+    buffer[overlap.len()..overlap.len() + seam_len].copy_from_slice(&input[..seam_len]);
+    let seam = &buffer[..overlap.len() + seam_len];
+    memmem::find(seam, FLIGHT_MARKER).is_some() || memmem::find(input, FLIGHT_MARKER).is_some()
+}
+
+/// What the `<meta` tags in some bytes mean for the plain stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MetaScan {
+    /// None may declare an unsafe charset.
+    Clear,
+    /// One may (or cannot be read for certain): lol_html must decide.
+    Trigger,
+    /// None does so far, but from this offset on a tag may still become a `<meta>` or is
+    /// not complete yet.
+    Incomplete(usize),
+}
+
+/// Scans every `<meta` tag in `bytes` (module docs). A lone `<` at the end counts as an
+/// incomplete tag.
+fn scan_metas(bytes: &[u8], encoding: &'static Encoding) -> MetaScan {
+    let mut incomplete = (bytes.last() == Some(&b'<')).then(|| bytes.len() - 1);
+    for at in meta_starts(bytes) {
+        match meta_verdict(&bytes[at..], encoding) {
+            Verdict::Safe => {}
+            Verdict::Unsafe => return MetaScan::Trigger,
+            Verdict::Incomplete => incomplete = Some(incomplete.map_or(at, |i| i.min(at))),
+        }
+    }
+    incomplete.map_or(MetaScan::Clear, MetaScan::Incomplete)
+}
+
+/// Offsets of `<m` and `<M`, each in order (a `<meta` in any letter case starts with one).
+fn meta_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    memmem::find_iter(bytes, b"<m").chain(memmem::find_iter(bytes, b"<M"))
+}
+
+/// A `<m` tag's meaning for the plain stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Not a `<meta>`, or one that declares no charset or a safe one.
+    Safe,
+    /// A `<meta>` that may declare an unsafe charset, or one the scan cannot read for certain:
+    /// a repeated `charset`, `http-equiv` or `content`, or a tag longer than [`MAX_META_TAG`].
+    Unsafe,
+    /// The tag is not wholly in hand yet.
+    Incomplete,
+}
+
+/// The verdict on the tag at the start of `bytes` (which starts with `<m` or `<M`), read as
+/// lol_html reads it: its tokenizer's attribute states, and values decoded with the document's
+/// `encoding`.
+fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict {
+    const NAME: &[u8] = b"<meta";
+    let Some(head) = bytes.get(..NAME.len()) else {
+        // `<m`, `<me`, ... at the end of the input.
+        return if NAME[..bytes.len()].eq_ignore_ascii_case(bytes) {
+            Verdict::Incomplete
+        } else {
+            Verdict::Safe
+        };
+    };
+    if !head.eq_ignore_ascii_case(NAME) {
+        return Verdict::Safe;
+    }
+    match bytes.get(NAME.len()) {
+        None => return Verdict::Incomplete,
+        Some(&b) if !is_space(b) && b != b'/' && b != b'>' => return Verdict::Safe, // `<metadata>`
+        _ => {}
+    }
+    let rest = &bytes[NAME.len()..];
+    let Some(attributes) = start_tag_attributes(&rest[..rest.len().min(MAX_META_TAG)]) else {
+        return if rest.len() < MAX_META_TAG {
+            Verdict::Incomplete
+        } else {
+            Verdict::Unsafe
+        };
+    };
+    let names = ["charset", "http-equiv", "content"];
+    let mut values: [Option<&[u8]>; 3] = [None; 3];
+    for (name, value) in attributes {
+        if let Some(i) = names
+            .iter()
+            .position(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            if values[i].replace(value).is_some() {
+                return Verdict::Unsafe;
+            }
+        }
+    }
+    let charset = declared_charset(|name| {
+        let value = values[names.iter().position(|n| *n == name)?]?;
+        Some(encoding.decode(value).0.into_owned())
+    });
+    if charset.is_some_and(|c| !charset_allows_rewrite(&c)) {
+        Verdict::Unsafe
+    } else {
+        Verdict::Safe
+    }
+}
+
+/// lol_html's whitespace in tags (the HTML tokenizer's, plus CR, which the tokenizer never
+/// sees because the input stream turns it into LF).
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+/// The attributes of a start tag as lol_html's tokenizer splits them, from just after its name
+/// to its `>` (a valueless attribute has an empty value); `None` if the tag does not end in
+/// `bytes`.
+fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    let at = |i: usize| bytes.get(i).copied();
+    let mut attributes = Vec::new();
+    let mut i = 0;
+    loop {
+        // Before a name: spaces, and slashes that do not end the tag.
+        while is_space(at(i)?) || at(i)? == b'/' {
+            i += 1;
+        }
+        if at(i)? == b'>' {
+            return Some(attributes);
+        }
+        // The name: its first byte may be `=`.
+        let name_start = i;
+        i += 1;
+        while !matches!(at(i)?, b'/' | b'>' | b'=') && !is_space(at(i)?) {
+            i += 1;
+        }
+        let name = &bytes[name_start..i];
+        while is_space(at(i)?) {
+            i += 1;
+        }
+        if at(i)? != b'=' {
+            attributes.push((name, &bytes[i..i]));
+            continue;
+        }
+        i += 1;
+        while is_space(at(i)?) {
+            i += 1;
+        }
+        let value = match at(i)? {
+            quote @ (b'"' | b'\'') => {
+                let len = memchr::memchr(quote, &bytes[i + 1..])?;
+                let value = &bytes[i + 1..i + 1 + len];
+                i += len + 2;
+                value
+            }
+            b'>' => &bytes[i..i],
+            _ => {
+                let start = i;
+                while at(i)? != b'>' && !is_space(at(i)?) {
+                    i += 1;
+                }
+                &bytes[start..i]
+            }
+        };
+        attributes.push((name, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const ORIGIN: &str = "origin.example.com";
+
+    fn utf8() -> AsciiCompatibleEncoding {
+        AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap()
+    }
+
+    fn rule() -> UrlRule {
+        UrlRule::new(ORIGIN, "https", "www.pub.test")
+    }
+
+    /// The rule for the fixture site's pages.
+    fn site_rule() -> UrlRule {
+        UrlRule::new("origin.demo-publisher.example", "https", "www.pub.test")
+    }
+
+    /// The lazy stage's output for `input` cut at `cuts`, and whether it handed over.
+    fn lazy(input: &[u8], cuts: &[usize], flight: bool, lookback_max: usize) -> (Vec<u8>, bool) {
+        lazy_with(rule(), input, cuts, flight, lookback_max)
+    }
+
+    fn lazy_with(
+        rule: UrlRule,
+        input: &[u8],
+        cuts: &[usize],
+        flight: bool,
+        lookback_max: usize,
+    ) -> (Vec<u8>, bool) {
+        let mut stage = LazyHtml::new(rule, utf8(), flight.then_some(64 * 1024));
+        if let Mode::Plain(plain) = &mut stage.mode {
+            plain.lookback_max = lookback_max;
+        }
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            stage.write(&input[from..cut], &mut out);
+            from = cut;
+        }
+        let structured = stage.structured();
+        stage.finish(&mut out);
+        (out, structured)
+    }
+
+    /// What lol_html's stage writes for `input` in one piece: the reference.
+    fn structured(input: &[u8], flight: bool) -> Vec<u8> {
+        structured_with(rule(), input, flight)
+    }
+
+    fn structured_with(rule: UrlRule, input: &[u8], flight: bool) -> Vec<u8> {
+        let mut stage = HtmlStage::new(rule, utf8(), flight.then_some(64 * 1024));
+        let mut out = Vec::new();
+        stage.write(input, &mut out);
+        stage.finish(&mut out);
+        out
+    }
+
+    fn every_cut(input: &[u8]) -> impl Iterator<Item = Vec<usize>> + '_ {
+        (0..=input.len()).map(|i| vec![i])
+    }
+
+    #[test]
+    fn a_page_without_triggers_never_needs_lol_html() {
+        let page = include_bytes!("../../../../fixtures/site/index.html");
+        for cuts in [vec![], (1..page.len()).step_by(97).collect()] {
+            let (out, handed_over) = lazy_with(site_rule(), page, &cuts, true, LOOKBACK_MAX);
+            assert!(!handed_over);
+            assert!(out == structured_with(site_rule(), page, true));
+            assert!(out != page, "the page has URLs to rewrite");
+        }
+    }
+
+    #[test]
+    fn a_safe_meta_cut_anywhere_is_no_trigger() {
+        let page = b"<head><META charset='UTF-8'><meta http-equiv=Content-Type content=\"text/html; charset=utf-8\"><meta name=x content=\"a &amp; \xc3\xa9\"></head><a href=//origin.example.com/a>";
+        for cuts in every_cut(page) {
+            let (out, handed_over) = lazy(page, &cuts, true, LOOKBACK_MAX);
+            assert!(!handed_over, "cut at {cuts:?}");
+            assert_eq!(out, structured(page, true), "cut at {cuts:?}");
+        }
+    }
+
+    #[test]
+    fn an_unsafe_charset_or_a_flight_marker_hands_over_at_every_cut() {
+        let pages: [&[u8]; 5] = [
+            b"<a href=//origin.example.com/1><meta charset=shift_jis><a href=//origin.example.com/2>",
+            b"<a href=//origin.example.com/1><MeTa\nhttp-equiv='content-type' content='text/html;charset=big5'>//origin.example.com/2",
+            b"<a href=//origin.example.com/1><meta charset=gbk charset=utf-8>//origin.example.com/2",
+            b"<p>https://origin.example.com/</p><script>self.__next_f.push([1,\"5:T1c,https://origin.example.com/x\"])</script>",
+            b"<p>https://origin.example.com/</p><script> self.__next_f.push([1,\"https://origin.example.com/\"])</script><p>//origin.example.com/",
+        ];
+        for page in pages {
+            let want = structured(page, true);
+            assert_ne!(
+                want,
+                rule().rewrite_all(page),
+                "{}",
+                String::from_utf8_lossy(page)
+            );
+            for cuts in every_cut(page) {
+                let (out, handed_over) = lazy(page, &cuts, true, LOOKBACK_MAX);
+                assert!(handed_over, "cut at {cuts:?}");
+                assert_eq!(
+                    out,
+                    want,
+                    "cut at {cuts:?} of {}",
+                    String::from_utf8_lossy(page)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_verdicts_follow_lol_html_tokenizer() {
+        let cases: [(&[u8], Verdict); 14] = [
+            (b"<meta charset=utf-8>", Verdict::Safe),
+            (b"<meta charset=sjis>", Verdict::Unsafe),
+            (b"<meta/charset=sjis>", Verdict::Unsafe),
+            (b"<meta\rcharset=\"sjis\">", Verdict::Unsafe),
+            (b"<metadata charset=sjis>", Verdict::Safe),
+            (b"<meta x='>' charset=sjis>", Verdict::Unsafe),
+            (b"<meta x=a>charset=sjis>", Verdict::Safe),
+            (b"<meta =charset=sjis>", Verdict::Safe),
+            (b"<meta charset = 'big5' >", Verdict::Unsafe),
+            (
+                b"<meta http-equiv=refresh content='charset=sjis'>",
+                Verdict::Safe,
+            ),
+            (
+                b"<meta content='charset=sjis' http-equiv=' content-type '>",
+                Verdict::Unsafe,
+            ),
+            (b"<meta charset='sjis", Verdict::Incomplete),
+            (b"<me", Verdict::Incomplete),
+            (b"<mark>", Verdict::Safe),
+        ];
+        for (tag, want) in cases {
+            assert_eq!(
+                meta_verdict(tag, encoding_rs::UTF_8),
+                want,
+                "{}",
+                String::from_utf8_lossy(tag)
+            );
+        }
+    }
+
+    #[test]
+    fn a_page_longer_than_the_lookback_hands_over_with_the_same_output() {
+        let page = include_bytes!("../../../../fixtures/site/news/article.html");
+        for max in [0, 1, 100, 4096, page.len() - 1] {
+            let cuts: Vec<usize> = (1..page.len()).step_by(1000).collect();
+            let (out, handed_over) = lazy_with(site_rule(), page, &cuts, true, max);
+            assert!(handed_over, "lookback {max}");
+            assert!(
+                out == structured_with(site_rule(), page, true),
+                "lookback {max}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_output_is_lol_html_stage_output_at_any_split(
+            parts in proptest::collection::vec(prop_oneof![
+                Just(&b"<script>"[..]), Just(&b"</script>"[..]), Just(&b"<script> "[..]),
+                Just(&b"self.__next_f.push("[..]), Just(&b"[1,\"a:https://origin.example.com/x\"])"[..]),
+                Just(&b"[1,\"3:T2a,"[..]), Just(&b"<!--"[..]), Just(&b"-->"[..]),
+                Just(&b"<meta"[..]), Just(&b"<META "[..]), Just(&b"<m"[..]), Just(&b"<"[..]), Just(&b">"[..]),
+                Just(&b" charset="[..]), Just(&b"utf-8"[..]), Just(&b"shift_jis"[..]), Just(&b"big5"[..]),
+                Just(&b" http-equiv=content-type"[..]), Just(&b" content='text/html; charset="[..]),
+                Just(&b"'"[..]), Just(&b"\""[..]), Just(&b"/"[..]), Just(&b" "[..]), Just(&b"\r"[..]), Just(&b"="[..]),
+                Just(&b"https://origin.example.com/x"[..]), Just(&b"//origin.example.com"[..]),
+                Just(&b"<textarea>"[..]), Just(&b"</textarea>"[..]), Just(&b"\xff\xc3"[..]), Just("é".as_bytes()),
+                // Whole tags, so that verdicts and hand-overs are common.
+                Just(&b"<meta charset=shift_jis>"[..]), Just(&b"<meta charset=\"utf-8\">"[..]),
+                Just(&b"<meta http-equiv=content-type content='text/html; charset=big5'>"[..]),
+                Just(&b"<script>self.__next_f.push([1,\"https://origin.example.com/\"])</script>"[..]),
+            ], 0..48),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+            flight in any::<bool>(),
+            lookback in prop_oneof![Just(LOOKBACK_MAX), 0..256usize],
+        ) {
+            let input = parts.concat();
+            let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (out, _) = lazy(&input, &cuts, flight, lookback);
+            prop_assert_eq!(out, structured(&input, flight), "{:?} cuts {:?}", String::from_utf8_lossy(&input), cuts);
+        }
+    }
+}
