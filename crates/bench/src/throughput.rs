@@ -1,8 +1,11 @@
-//! Pipeline throughput against bare lol_html, on real pages fed in 8 KiB chunks.
+//! Pipeline throughput against bare lol_html, on real pages fed in 8 KiB chunks; and, on the
+//! plain pages, against the plain way to do this job: lol_html with element handlers that
+//! rewrite URL attributes ([`run_handlers`], what a typical HTMLRewriter-based proxy does).
 //!
-//! Both sides get the same bytes in the same chunks. Before anything is timed, each side's
-//! output is checked: bare lol_html (no handlers) must return the input unchanged, and the
-//! pipeline must return exactly the URL rule applied to the input. On the captured Next.js
+//! Every side gets the same bytes in the same chunks. Before anything is timed, each side's
+//! output is checked: bare lol_html (no handlers) must return the input unchanged, the
+//! pipeline must return exactly the URL rule applied to the input, and the handlers' output
+//! must carry the same URL attribute values as the pipeline's. On the captured Next.js
 //! pages ([`rsc_pages`]) a plain replacement is not the right answer (`T` row lengths change),
 //! so there the pipeline's output is checked row by row with the independent reader in
 //! [`crate::flight`], and must not depend on how the input was split; its digest is printed so
@@ -12,7 +15,11 @@
 
 use std::time::{Duration, Instant};
 
-use lol_html::{HtmlRewriter, Settings};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use lol_html::html_content::Element;
+use lol_html::{element, HtmlRewriter, Settings};
 use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
 
 /// Size of each pushed chunk.
@@ -133,6 +140,73 @@ pub fn run_bare(input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// URL attributes the handler-based rewriter ([`run_handlers`]) rewrites.
+pub const URL_ATTRIBUTES: [&str; 8] = [
+    "href",
+    "src",
+    "srcset",
+    "action",
+    "formaction",
+    "poster",
+    "imagesrcset",
+    "content",
+];
+
+/// The plain way: lol_html with one element handler per URL attribute, each applying the URL
+/// rule to the attribute's value and setting it when it changed. It rewrites attributes only,
+/// not text, inline scripts or styles, and knows nothing of Flight payloads.
+pub fn run_handlers(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
+    {
+        let settings = URL_ATTRIBUTES
+            .iter()
+            .map(|&name| {
+                let rule = rule();
+                element!(format!("[{name}]"), move |el: &mut Element| {
+                    if let Some(value) = el.get_attribute(name) {
+                        let rewritten = rule.rewrite_all(value.as_bytes());
+                        if rewritten != value.as_bytes() {
+                            el.set_attribute(name, &String::from_utf8_lossy(&rewritten))?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .fold(Settings::new(), Settings::append_element_content_handler);
+        let mut rewriter = HtmlRewriter::new(settings, |c: &[u8]| out.extend_from_slice(c));
+        for chunk in input.chunks(CHUNK) {
+            rewriter
+                .write(chunk)
+                .expect("the handler rewriter accepts the page");
+        }
+        rewriter.end().expect("the handler rewriter ends");
+    }
+    out
+}
+
+/// Every URL attribute's value in `html`, in document order, as `(attribute, value)`.
+fn url_attribute_values(html: &[u8]) -> Vec<(&'static str, String)> {
+    let found = Rc::new(RefCell::new(Vec::new()));
+    let settings = URL_ATTRIBUTES
+        .iter()
+        .map(|&name| {
+            let found = Rc::clone(&found);
+            element!(format!("[{name}]"), move |el: &mut Element| {
+                if let Some(value) = el.get_attribute(name) {
+                    found.borrow_mut().push((name, value));
+                }
+                Ok(())
+            })
+        })
+        .fold(Settings::new(), Settings::append_element_content_handler);
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    rewriter.write(html).expect("lol_html reads the page");
+    rewriter.end().expect("lol_html ends");
+    Rc::try_unwrap(found)
+        .map(RefCell::into_inner)
+        .unwrap_or_default()
+}
+
 /// The full pipeline (identity coding, the stage `page`'s content type selects, URL rule,
 /// batched output), fed in [`CHUNK`]-byte chunks.
 pub fn run_pipeline(page: &Page) -> Vec<u8> {
@@ -169,6 +243,20 @@ pub fn verify(page: &Page) -> Result<(), String> {
                 "{}: pipeline output differs from the URL rule",
                 page.name
             ));
+        }
+        if page.name != "scripts" {
+            let want = url_attribute_values(&out);
+            let got = url_attribute_values(&run_handlers(&page.bytes));
+            if got != want || want.is_empty() {
+                let first = got.iter().zip(&want).position(|(a, b)| a != b);
+                return Err(format!(
+                    "{}: the handler rewriter's URL attributes differ from the pipeline's \
+                     ({} against {} values, first difference at {first:?})",
+                    page.name,
+                    got.len(),
+                    want.len()
+                ));
+            }
         }
         return Ok(());
     }
@@ -214,6 +302,14 @@ pub struct PageResult {
     pub bare: Rate,
     /// The pipeline.
     pub pipeline: Rate,
+    /// lol_html with URL attribute handlers ([`run_handlers`]), on the plain pages.
+    pub handlers: Option<Rate>,
+}
+
+/// Whether [`run_handlers`] is measured on `page`: the plain pages (it cannot rewrite Flight
+/// payloads, and the pathological page has no attributes).
+fn has_handlers_side(page: &Page) -> bool {
+    !page.rsc && page.name != "scripts"
 }
 
 /// Times both sides on `page` for `rounds` interleaved rounds. Each round processes ~16 MB
@@ -228,10 +324,18 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
     let reps = (round_bytes / page.bytes.len()).max(1);
     let mut bare = Vec::with_capacity(rounds);
     let mut pipeline = Vec::with_capacity(rounds);
+    let mut handlers = Vec::with_capacity(rounds);
     // Warm-up.
     std::hint::black_box(run_bare(&page.bytes));
     std::hint::black_box(run_pipeline(page));
     for _ in 0..rounds {
+        if has_handlers_side(page) {
+            let t = Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(run_handlers(std::hint::black_box(&page.bytes)));
+            }
+            handlers.push(t.elapsed() / reps as u32);
+        }
         let t = Instant::now();
         for _ in 0..reps {
             std::hint::black_box(run_bare(std::hint::black_box(&page.bytes)));
@@ -246,10 +350,12 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
     PageResult {
         bare: rate(page.bytes.len(), &mut bare),
         pipeline: rate(page.bytes.len(), &mut pipeline),
+        handlers: (!handlers.is_empty()).then(|| rate(page.bytes.len(), &mut handlers)),
     }
 }
 
-/// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s,
+/// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s
+/// (sides `bare`, `pipeline`, and `handlers` on the plain pages),
 /// `<page>.bytes`, and for the RSC pages `<page>.digest` (FNV-1a of the pipeline's output, in
 /// hex).
 ///
@@ -264,7 +370,12 @@ pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
             lines.push(format!("{}.digest={digest:016x}", page.name));
         }
         let r = measure(&page, rounds);
-        for (side, rate) in [("bare", r.bare), ("pipeline", r.pipeline)] {
+        let sides = [
+            ("bare", Some(r.bare)),
+            ("pipeline", Some(r.pipeline)),
+            ("handlers", r.handlers),
+        ];
+        for (side, rate) in sides.into_iter().filter_map(|(s, r)| Some((s, r?))) {
             lines.push(format!("{}.{side}.median={:.2}", page.name, rate.median));
             lines.push(format!("{}.{side}.min={:.2}", page.name, rate.min));
             lines.push(format!("{}.{side}.max={:.2}", page.name, rate.max));
@@ -290,6 +401,17 @@ mod tests {
         // A page whose URLs the rule changes: the pipeline must not equal the bare output.
         let page = &pages()[1];
         assert_ne!(run_pipeline(page), run_bare(&page.bytes));
+    }
+
+    #[test]
+    fn the_attribute_check_sees_what_the_handlers_rewrite() {
+        // The handlers change URL attributes, so comparing their values is not vacuous.
+        for page in pages() {
+            let before = url_attribute_values(&page.bytes);
+            let after = url_attribute_values(&run_handlers(&page.bytes));
+            assert_eq!(before.len(), after.len(), "{}", page.name);
+            assert!(before != after, "{}", page.name);
+        }
     }
 
     #[test]

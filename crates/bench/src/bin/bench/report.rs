@@ -43,13 +43,18 @@ fn ratio(r: &CaseResult, a: Side, b: Side, f: impl Fn(&Sample) -> f64 + Copy) ->
 
 /// Pipeline MB/s over bare lol_html MB/s for `page`.
 fn pipeline_over_bare(rates: &crate::throughput::Rates, page: &str) -> f64 {
+    side_over(rates, page, "pipeline", "bare")
+}
+
+/// `page`'s MB/s on side `a` over side `b` (NaN if either is missing).
+fn side_over(rates: &crate::throughput::Rates, page: &str, a: &str, b: &str) -> f64 {
     let rate = |side: &str| {
         rates
             .get(&format!("{page}.{side}"))
             .copied()
             .unwrap_or(f64::NAN)
     };
-    rate("pipeline") / rate("bare")
+    rate(a) / rate(b)
 }
 
 fn find<'a>(latency: &'a [CaseResult], name: &str) -> Option<&'a CaseResult> {
@@ -160,6 +165,26 @@ pub fn results(
         "throughput_pipeline_over_bare_lolhtml",
         fmt(pipeline_over_bare(&tp.native, "1mb")),
     );
+    // The goal is per page, natively and in wasm: report the worst plain page of each, and the
+    // plain way (lol_html with URL attribute handlers) beside it.
+    for (suffix, rates) in [("", &tp.native), ("_wasm", &tp.wasm)] {
+        let worst = PAGES
+            .iter()
+            .map(|page| pipeline_over_bare(rates, page))
+            .fold(f64::NAN, f64::min);
+        put(
+            &format!("throughput_pipeline_over_bare_lolhtml_min{suffix}"),
+            fmt(worst),
+        );
+        put(
+            &format!("throughput_handlers_over_bare_lolhtml{suffix}"),
+            fmt(side_over(rates, "1mb", "handlers", "bare")),
+        );
+        put(
+            &format!("throughput_pipeline_over_handlers{suffix}"),
+            fmt(side_over(rates, "1mb", "pipeline", "handlers")),
+        );
+    }
     let native_pipeline = tp.native.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
     let wasm_pipeline = tp.wasm.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
     put(
@@ -325,12 +350,11 @@ pub fn results(
             } else {
                 &tp.wasm
             };
-            for side in ["pipeline", "bare"] {
-                let v = rates
-                    .get(&format!("{page}.{side}"))
-                    .copied()
-                    .unwrap_or(f64::NAN);
-                put(&format!("throughput_mbps_{platform}_{side}_{page}"), fmt(v));
+            for side in ["pipeline", "bare", "handlers"] {
+                // The handler rewriter runs on the plain pages only.
+                if let Some(&v) = rates.get(&format!("{page}.{side}")) {
+                    put(&format!("throughput_mbps_{platform}_{side}_{page}"), fmt(v));
+                }
             }
         }
     }
@@ -404,8 +428,8 @@ pub fn print_tables(
     print_rsc_tables(latency, captures);
     println!("\nThroughput (MB/s, 8 KiB chunks; median of run medians [min–max])");
     println!(
-        "{:<9} {:<13} {:>22} {:>22} {:>7}",
-        "platform", "page", "pipeline", "bare lol_html", "ratio"
+        "{:<9} {:<13} {:>22} {:>22} {:>7} {:>22}",
+        "platform", "page", "pipeline", "bare lol_html", "ratio", "attribute handlers"
     );
     for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
         for page in PAGES.iter().chain(&RSC_PAGES) {
@@ -422,8 +446,13 @@ pub fn print_tables(
                 format!("{v:.0} [{lo:.0}–{hi:.0}]")
             };
             let r = pipeline_over_bare(rates, page);
+            let handlers = if rates.contains_key(&format!("{page}.handlers")) {
+                show("handlers")
+            } else {
+                "–".to_owned()
+            };
             println!(
-                "{platform:<9} {page:<13} {:>22} {:>22} {r:>7.3}",
+                "{platform:<9} {page:<13} {:>22} {:>22} {r:>7.3} {handlers:>22}",
                 show("pipeline"),
                 show("bare")
             );
