@@ -102,11 +102,13 @@ pub fn rsc_pages() -> Vec<Page> {
     ]
 }
 
-/// Pathological markup, measured for its floor rather than its ratio: 1 MiB of empty
+/// Pathological markup, measured for its floor rather than its ratio: a Flight script, so that
+/// the HTML stage needs lol_html's structure from the start, then 1 MiB of empty
 /// `<script></script>` elements. Every script is a candidate Next.js Flight script, so the
 /// HTML stage's per-script work is all there is; a page of plain text runs at hundreds of MB/s.
 pub fn pathological_pages() -> Vec<Page> {
     let mut scripts = Vec::with_capacity(1 << 20);
+    scripts.extend_from_slice(b"<script>self.__next_f.push([1,\"x\"])</script>");
     while scripts.len() < 1 << 20 {
         scripts.extend_from_slice(b"<script></script>");
     }

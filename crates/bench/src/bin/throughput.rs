@@ -4,30 +4,21 @@
 //! scripts/benchmark.sh can compare the two on identical inputs.
 
 fn main() {
-    if let Ok(side) = std::env::var("TS_BENCH_PROFILE") {
-        // Run one side in a loop, for a profiler: `TS_BENCH_PROFILE=pipeline|bare|handlers`, on the 1 MB
-        // page or on `TS_BENCH_PAGE=<name>` (e.g. `next_live`).
-        let name = std::env::var("TS_BENCH_PAGE").unwrap_or_else(|_| "1mb".into());
-        let pages = ts_bench::throughput::all_pages();
-        let Some(page) = pages.iter().find(|p| p.name == name) else {
-            eprintln!("throughput: no page named {name:?}");
-            std::process::exit(2);
-        };
-        let reps = (200 << 20) / page.bytes.len();
-        for _ in 0..reps {
-            let out = match side.as_str() {
-                "bare" => ts_bench::throughput::run_bare(&page.bytes),
-                "handlers" => ts_bench::throughput::run_handlers(&page.bytes),
-                _ => ts_bench::throughput::run_pipeline(page),
-            };
-            std::hint::black_box(out);
-        }
-        return;
+    // `throughput loop SIDE PAGE MB`: the same, from arguments, for wasm (where the guest does
+    // not see the host's environment).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("loop") {
+        let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
+        let megabytes = arg(4, "200").parse().unwrap_or(200);
+        return run_loop(&arg(2, "pipeline"), &arg(3, "1mb"), megabytes);
     }
-    let rounds = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(9usize);
+    if let Ok(side) = std::env::var("TS_BENCH_PROFILE") {
+        // Run one side in a loop, for a profiler: `TS_BENCH_PROFILE=pipeline|bare|handlers`, on
+        // the 1 MB page or on `TS_BENCH_PAGE=<name>` (e.g. `next_live`).
+        let name = std::env::var("TS_BENCH_PAGE").unwrap_or_else(|_| "1mb".into());
+        return run_loop(&side, &name, 200);
+    }
+    let rounds = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(9usize);
     match ts_bench::throughput::run_all(rounds.max(1)) {
         Ok(lines) => {
             for line in lines {
@@ -38,5 +29,23 @@ fn main() {
             eprintln!("throughput: output check failed: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+/// Runs one side on one page over and over, `megabytes` MiB in all.
+fn run_loop(side: &str, name: &str, megabytes: usize) {
+    let pages = ts_bench::throughput::all_pages();
+    let Some(page) = pages.iter().find(|p| p.name == name) else {
+        eprintln!("throughput: no page named {name:?}");
+        std::process::exit(2);
+    };
+    let reps = (megabytes << 20) / page.bytes.len();
+    for _ in 0..reps {
+        let out = match side {
+            "bare" => ts_bench::throughput::run_bare(&page.bytes),
+            "handlers" => ts_bench::throughput::run_handlers(&page.bytes),
+            _ => ts_bench::throughput::run_pipeline(page),
+        };
+        std::hint::black_box(out);
     }
 }

@@ -36,7 +36,6 @@
 
 use encoding_rs::Encoding;
 use lol_html::AsciiCompatibleEncoding;
-use memchr::memmem;
 
 use crate::body::html::{declared_charset, HtmlStage, FLIGHT_MARKER};
 use crate::body::rsc::RscReport;
@@ -254,7 +253,17 @@ fn has_marker(overlap: &[u8], input: &[u8]) -> bool {
     buffer[..overlap.len()].copy_from_slice(overlap);
     buffer[overlap.len()..overlap.len() + seam_len].copy_from_slice(&input[..seam_len]);
     let seam = &buffer[..overlap.len() + seam_len];
-    memmem::find(seam, FLIGHT_MARKER).is_some() || memmem::find(input, FLIGHT_MARKER).is_some()
+    seam.windows(FLIGHT_MARKER.len())
+        .any(|w| w == FLIGHT_MARKER)
+        || has_whole_marker(input)
+}
+
+/// Whether `bytes` holds the whole Flight marker. It is found from its `__`: `_` is rare in
+/// markup, and a one-byte scan is cheap on every target (a substring search without SIMD, as
+/// in wasm, costs several times more).
+fn has_whole_marker(bytes: &[u8]) -> bool {
+    const AT: usize = FLIGHT_MARKER.len() - b"__next_f.push(".len();
+    memchr::memchr_iter(b'_', bytes).any(|i| i >= AT && bytes[i - AT..].starts_with(FLIGHT_MARKER))
 }
 
 /// What the `<meta` tags in some bytes mean for the plain stage.
@@ -283,9 +292,9 @@ fn scan_metas(bytes: &[u8], encoding: &'static Encoding) -> MetaScan {
     incomplete.map_or(MetaScan::Clear, MetaScan::Incomplete)
 }
 
-/// Offsets of `<m` and `<M`, each in order (a `<meta` in any letter case starts with one).
+/// Offsets of `<m` and `<M`, in order (a `<meta` in any letter case starts with one).
 fn meta_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    memmem::find_iter(bytes, b"<m").chain(memmem::find_iter(bytes, b"<M"))
+    memchr::memchr_iter(b'<', bytes).filter(|&i| matches!(bytes.get(i + 1), Some(b'm' | b'M')))
 }
 
 /// A `<m` tag's meaning for the plain stage.
