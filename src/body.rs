@@ -119,6 +119,7 @@ pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
             every_chunk: settings.publisher.flush_every_chunk,
         },
         nextjs: settings.integrations.nextjs,
+        ..PipelineOptions::default()
     };
     let job = Job {
         codec,

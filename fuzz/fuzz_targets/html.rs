@@ -1,11 +1,11 @@
 //! The HTML stage on arbitrary bytes: the same output for every way the body is cut into
-//! chunks, never an error for an identity body, and a page without the origin host (in any
-//! case) comes back byte for byte.
+//! chunks and whether or not lol_html runs from the first byte, never an error for an identity
+//! body, and a page without the origin host (in any case) comes back byte for byte.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::UrlRule;
-use trusted_server_fuzz::{assert_split_invariant, whole_and_split};
+use trusted_server_core::{Codec, PipelineOptions, UrlRule};
+use trusted_server_fuzz::{assert_split_invariant, run, whole_and_split};
 use trusted_server_fuzz::{contains_ignore_case, options, rewrite_for, show, split_input};
 use trusted_server_fuzz::{ORIGIN, TARGETS};
 
@@ -24,6 +24,28 @@ fuzz_target!(|data: &[u8]| {
 
     let ((whole, _), (split, _)) = whole_and_split(rewrite, &rule, &options, body, &input.cuts);
     assert_split_invariant(body, &input.cuts, &whole, &split);
+    // lol_html runs only once a page needs it: the output must be what it is with lol_html
+    // from the first byte.
+    let from_the_start = PipelineOptions {
+        html_lookback: 0,
+        ..options
+    };
+    let (structured, _) = run(
+        Codec::Identity,
+        rewrite,
+        &rule,
+        &from_the_start,
+        body,
+        &input.cuts,
+    )
+    .unwrap_or_else(|e| panic!("an identity body gave an error: {e}"));
+    assert!(
+        structured == whole,
+        "the lazy HTML stage differs from lol_html from the start:\ninput  {}\nlazy   {}\nlol_html {}",
+        show(body),
+        show(&whole),
+        show(&structured)
+    );
     // Flight scripts are decoded and written back in Next.js's escaping, so a push string
     // escaped differently (`\/`, `\u00e9`) comes back in Next.js's form even with no URL in
     // it: the `js_string` and `rsc` targets check those pages.

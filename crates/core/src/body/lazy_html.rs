@@ -80,7 +80,7 @@ struct Plain {
     written: usize,
     encoding: AsciiCompatibleEncoding,
     flight_limit: Option<usize>,
-    /// [`LOOKBACK_MAX`], smaller in tests.
+    /// At most [`LOOKBACK_MAX`] by default.
     lookback_max: usize,
 }
 
@@ -151,11 +151,13 @@ impl Lookback {
 }
 
 impl LazyHtml {
-    /// A stage for a document in `encoding`, with [`HtmlStage::new`]'s arguments.
+    /// A stage for a document in `encoding`, with [`HtmlStage::new`]'s arguments, keeping at
+    /// most `lookback_max` bytes for a replay (past that, lol_html takes over).
     pub fn new(
         rule: UrlRule,
         encoding: AsciiCompatibleEncoding,
         flight_limit: Option<usize>,
+        lookback_max: usize,
     ) -> Self {
         LazyHtml {
             mode: Mode::Plain(Box::new(Plain {
@@ -166,7 +168,7 @@ impl LazyHtml {
                 written: 0,
                 encoding,
                 flight_limit,
-                lookback_max: LOOKBACK_MAX,
+                lookback_max,
             })),
         }
     }
@@ -452,10 +454,7 @@ mod tests {
         flight: bool,
         lookback_max: usize,
     ) -> (Vec<u8>, bool) {
-        let mut stage = LazyHtml::new(rule, utf8(), flight.then_some(64 * 1024));
-        if let Mode::Plain(plain) = &mut stage.mode {
-            plain.lookback_max = lookback_max;
-        }
+        let mut stage = LazyHtml::new(rule, utf8(), flight.then_some(64 * 1024), lookback_max);
         let mut out = Vec::new();
         let mut from = 0;
         for &cut in cuts.iter().chain([&input.len()]) {

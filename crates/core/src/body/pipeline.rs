@@ -36,6 +36,11 @@ pub struct PipelineOptions {
     pub flush: FlushPolicy,
     /// How Next.js payloads are handled (`[integrations.nextjs]`).
     pub nextjs: Nextjs,
+    /// Most bytes of an HTML page kept while the URL rule alone suffices, so that lol_html can
+    /// replay them if the page turns out to need its structure (see the `lazy_html` module).
+    /// The output does not depend on it; 0 runs lol_html from the first byte. Default
+    /// [`LOOKBACK_MAX`](crate::body::lazy_html::LOOKBACK_MAX), 2 MiB.
+    pub html_lookback: usize,
 }
 
 impl Default for PipelineOptions {
@@ -45,6 +50,7 @@ impl Default for PipelineOptions {
             nextjs: trusted_server_settings::Settings::DEFAULT
                 .integrations
                 .nextjs,
+            html_lookback: crate::body::lazy_html::LOOKBACK_MAX,
         }
     }
 }
@@ -112,12 +118,16 @@ const FLUSH_CREDIT_MAX: usize = 8 * FLUSH_UNIT;
 const UTF16_BOMS: [[u8; 2]; 2] = [[0xff, 0xfe], [0xfe, 0xff]];
 
 impl Stage {
-    fn new(rewrite: Rewrite, rule: UrlRule, nextjs: &Nextjs) -> Self {
+    fn new(rewrite: Rewrite, rule: UrlRule, options: &PipelineOptions) -> Self {
+        let nextjs = &options.nextjs;
         let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
         match rewrite {
-            Rewrite::Html(encoding) => {
-                Stage::Html(Box::new(LazyHtml::new(rule, encoding, flight_limit)))
-            }
+            Rewrite::Html(encoding) => Stage::Html(Box::new(LazyHtml::new(
+                rule,
+                encoding,
+                flight_limit,
+                options.html_lookback,
+            ))),
             Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
             Rewrite::Flight => Stage::Flight(Box::new(FlightStage::new(
                 rule,
@@ -347,7 +357,7 @@ impl<W: Write> BodyPipeline<W> {
         options: &PipelineOptions,
         sink: W,
     ) -> Self {
-        let stage = Stage::new(rewrite, rule, &options.nextjs);
+        let stage = Stage::new(rewrite, rule, options);
         let policy = options.flush;
         let downstream = Downstream {
             stage: Some(stage),
