@@ -551,6 +551,21 @@ pub fn start_service_pair(
     origin: SocketAddr,
     extra: &[(&str, String)],
 ) -> Result<ServicePair, String> {
+    start_service_pair_with(root, dir, origin, extra, &[])
+}
+
+/// [`start_service_pair`], with `buffered_extra` overrides for the buffered build only (the
+/// e2e suite gives it another `logging.level`, so one pair proves both levels).
+///
+/// # Errors
+/// If a build fails or Viceroy does not come up.
+pub fn start_service_pair_with(
+    root: &Path,
+    dir: &Path,
+    origin: SocketAddr,
+    extra: &[(&str, String)],
+    buffered_extra: &[(&str, String)],
+) -> Result<ServicePair, String> {
     let overrides = |streaming: bool| {
         let mut list = vec![
             (
@@ -568,7 +583,8 @@ pub fn start_service_pair(
                 streaming.to_string(),
             ),
         ];
-        list.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        let only = if streaming { &[] } else { buffered_extra };
+        list.extend((extra.iter().chain(only)).map(|(k, v)| ((*k).to_owned(), v.clone())));
         list
     };
     let manifest = root.join("fastly.toml");
