@@ -4,9 +4,9 @@
 //!
 //! For each path: `--warmup` requests per side, then `--samples` interleaved rounds (in round
 //! `i` the target goes first when `i` is even, the baseline when it is odd). Every request is a
-//! new connection (`Connection: close`), timed from the moment the request is written by the
-//! same raw client as the local benchmark ([`e2e::get`]): the end of the response head, the
-//! first body byte and the last byte.
+//! new connection (`Connection: close`), timed from the moment the request is handed to the
+//! same client as the local benchmark ([`e2e::get`], hyper's HTTP/1 client): the end of the
+//! response head, the first body byte and the last byte.
 //!
 //! **Cold starts.** A request is *cold* when either
 //! 1. it is the first request of the run to its side, or the first after that side has been
