@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::chart;
 use crate::report::{self, ChartPanel, ChartRow};
 
 /// A request is cold (rule 2) when its time to headers exceeds this many warm medians...
@@ -825,8 +826,8 @@ pub fn chart(paths: &[PathResult]) -> Vec<ChartPanel> {
             let mut rows = Vec::new();
             for s in &p.series {
                 let color = match s.which {
-                    Which::Target => "#1f77b4",
-                    Which::Baseline => "#d62728",
+                    Which::Target => chart::BLUE,
+                    Which::Baseline => chart::RED,
                 };
                 rows.push(ChartRow {
                     label: s.which.name().to_owned(),
@@ -838,7 +839,7 @@ pub fn chart(paths: &[PathResult]) -> Vec<ChartPanel> {
                 if !cold.is_empty() {
                     rows.push(ChartRow {
                         label: format!("{} cold", s.which.name()),
-                        color: "#777777",
+                        color: chart::GREY,
                         points: cold,
                     });
                 }
