@@ -8,20 +8,35 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use fastly::Request;
+use trusted_server_settings::LogLevel;
 
 use crate::failure::{Phase, Progress};
 
 /// The log endpoint the records go to (see the README's deploy section).
 pub const LOG_ENDPOINT: &str = "trusted_server";
 
-/// Sends `log` records to [`LOG_ENDPOINT`]. Called once, first thing.
-pub fn init_logging(level: log::LevelFilter) {
+/// Sends `log` records up to `level` (the `logging.level` setting) to [`LOG_ENDPOINT`].
+/// Called once, first thing.
+pub fn init_logging(level: LogLevel) {
     // `try_init` fails only if a logger is already set: then keep that one.
     let _ = log_fastly::Logger::builder()
-        .max_level(level)
+        .max_level(level_filter(level))
         .default_endpoint(LOG_ENDPOINT)
         .try_init();
     crate::failure::plain_reports();
+}
+
+/// The `log` filter for a `logging.level` setting. (The settings crate does not depend on
+/// `log`, so the mapping lives here.)
+pub fn level_filter(level: LogLevel) -> log::LevelFilter {
+    match level {
+        LogLevel::Off => log::LevelFilter::Off,
+        LogLevel::Error => log::LevelFilter::Error,
+        LogLevel::Warn => log::LevelFilter::Warn,
+        LogLevel::Info => log::LevelFilter::Info,
+        LogLevel::Debug => log::LevelFilter::Debug,
+        LogLevel::Trace => log::LevelFilter::Trace,
+    }
 }
 
 /// How a request ended.
@@ -194,6 +209,20 @@ impl Access {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn each_setting_level_is_the_log_level_of_that_name() {
+        for level in LogLevel::ALL {
+            let filter = level_filter(level);
+            assert!(
+                filter.as_str().eq_ignore_ascii_case(level.as_str()),
+                "{level:?}"
+            );
+        }
+        // Access lines are `info`, failure reports `warn`: `warn` keeps only the reports.
+        assert!(level_filter(LogLevel::Warn) < log::Level::Info);
+        assert!(level_filter(LogLevel::Warn) >= log::Level::Warn);
+    }
 
     #[test]
     fn the_line_has_every_field_and_dashes_for_the_unknown() {

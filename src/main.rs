@@ -25,7 +25,7 @@ include!(concat!(env!("OUT_DIR"), "/settings.rs"));
 /// A plain `main`, not `#[fastly::main]`: the macro sends the returned response itself, which
 /// rules out `stream_to_client`.
 fn main() {
-    access::init_logging(log::LevelFilter::Info);
+    access::init_logging(SETTINGS.logging.level);
     let request = Request::from_client();
     let mut access = Access::start(&request);
     match Route::classify(request.get_method_str(), request.get_path()) {

@@ -1,269 +1,21 @@
-//! Tools for end-to-end tests and benchmarks: a timing HTTP/1.1 client that records when the
-//! headers, the first body byte and the last byte arrived, and whether the message was
-//! complete; and process guards for the servers the tests start.
-//!
-//! The client is deliberately raw (a `TcpStream`): it must see exactly what went over the wire,
-//! including a chunked body that stops without its terminator.
+//! Tools for end-to-end tests and benchmarks: a timing HTTP/1 client on hyper ([`client`])
+//! that records when the headers, the first body byte and the last byte arrived, and whether
+//! the message was complete; a raw byte path for the few checks of wire bytes ([`wire`]); and
+//! process guards for the servers the tests start.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{self, BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod client;
 pub mod raw_origin;
+pub mod wire;
 
-/// One response, with arrival times measured from the moment the request was written.
-#[derive(Debug, Clone)]
-pub struct Timed {
-    /// Status code.
-    pub status: u16,
-    /// Headers, names lowercased, in order (bytes that are not UTF-8 replaced; see `head`).
-    pub headers: Vec<(String, String)>,
-    /// The raw header section: status line, headers and the empty line that ends them.
-    pub head: Vec<u8>,
-    /// Everything that arrived after the header section, transfer framing included (for a
-    /// `204` or `304`, bytes that must not be there).
-    pub raw_body: Vec<u8>,
-    /// The body after transfer decoding (still content-encoded).
-    pub body: Vec<u8>,
-    /// Whether the framing said the body ended (chunked terminator seen, or Content-Length
-    /// bytes received). `false` means the transfer was cut short.
-    pub complete: bool,
-    /// When the end of the header section arrived.
-    pub headers_at: Duration,
-    /// When the first body byte arrived, if any did.
-    pub first_body_at: Option<Duration>,
-    /// When the last byte arrived.
-    pub last_at: Duration,
-    /// `(arrival time, body bytes received by then)` after each read: the body's progress.
-    pub progress: Vec<(Duration, usize)>,
-}
-
-impl Timed {
-    /// The first value of header `name` (lowercase).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Body bytes that had arrived by `at`.
-    pub fn body_bytes_by(&self, at: Duration) -> usize {
-        self.progress
-            .iter()
-            .take_while(|(t, _)| *t <= at)
-            .last()
-            .map_or(0, |(_, n)| *n)
-    }
-}
-
-/// Sends one `GET` (with `Connection: close`) and reads the whole response.
-///
-/// # Errors
-/// Connection failures, or no complete header section within `timeout`.
-pub fn get(
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-    timeout: Duration,
-) -> io::Result<Timed> {
-    request(addr, "GET", path, headers, timeout)
-}
-
-/// Like [`get`] with any method and no body.
-///
-/// # Errors
-/// As [`get`].
-pub fn request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    timeout: Duration,
-) -> io::Result<Timed> {
-    send(addr, method, path, headers, &[], timeout)
-}
-
-/// Like [`request`] with a request body (sent with a `content-length`).
-///
-/// # Errors
-/// As [`get`].
-pub fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    timeout: Duration,
-) -> io::Result<Timed> {
-    let mut req = format!("{method} {path} HTTP/1.1\r\n");
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("host: {addr}\r\n"));
-    }
-    for (n, v) in headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if !body.is_empty() {
-        req.push_str(&format!("content-length: {}\r\n", body.len()));
-    }
-    req.push_str("connection: close\r\n\r\n");
-    let mut raw_request = req.into_bytes();
-    raw_request.extend_from_slice(body);
-    send_raw(addr, &raw_request, method == "HEAD", timeout)
-}
-
-/// Writes `raw_request` exactly as given (any version, any bytes) and reads the response until
-/// the connection closes; `head_only` for a `HEAD`, whose response has no body.
-///
-/// # Errors
-/// As [`get`].
-pub fn send_raw(
-    addr: SocketAddr,
-    raw_request: &[u8],
-    head_only: bool,
-    timeout: Duration,
-) -> io::Result<Timed> {
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(timeout))?;
-    let start = Instant::now();
-    stream.write_all(raw_request)?;
-    let mut raw = Vec::new();
-    let mut arrivals: Vec<(Duration, usize)> = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    let deadline = start + timeout;
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                raw.extend_from_slice(&buf[..n]);
-                arrivals.push((start.elapsed(), raw.len()));
-            }
-            // A reset after an abandoned stream is an end, not a test error.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
-            Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
-            {
-                break
-            }
-            Err(e) => return Err(e),
-        }
-        if Instant::now() > deadline {
-            break;
-        }
-        if head_only && raw.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-    }
-    parse(&raw, &arrivals, head_only)
-}
-
-fn arrival_of(arrivals: &[(Duration, usize)], offset: usize) -> Duration {
-    arrivals
-        .iter()
-        .find(|(_, len)| *len > offset)
-        .map_or_else(|| arrivals.last().map_or(Duration::ZERO, |a| a.0), |a| a.0)
-}
-
-fn parse(raw: &[u8], arrivals: &[(Duration, usize)], head_only: bool) -> io::Result<Timed> {
-    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_owned());
-    let head_end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bad("no complete header section"))?
-        + 4;
-    // A header value may carry any byte but controls; `head` keeps the exact bytes.
-    let head = String::from_utf8_lossy(&raw[..head_end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| bad("bad status line"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    let length: Option<usize> = header("content-length").and_then(|v| v.parse().ok());
-    let body_raw = &raw[head_end..];
-    let no_body = head_only || status == 204 || status == 304;
-    // (raw offset of each decoded body byte run, run length), to map bytes to arrival times.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let (body, complete) = if no_body {
-        (Vec::new(), true)
-    } else if chunked {
-        let mut body = Vec::new();
-        let mut pos = 0;
-        let mut complete = false;
-        while let Some(line_end) = body_raw[pos..].windows(2).position(|w| w == b"\r\n") {
-            let size_text = std::str::from_utf8(&body_raw[pos..pos + line_end]).unwrap_or("");
-            let size_text = size_text.split(';').next().unwrap_or("").trim();
-            let Ok(size) = usize::from_str_radix(size_text, 16) else {
-                break;
-            };
-            let data_start = pos + line_end + 2;
-            if size == 0 {
-                complete = body_raw[data_start..].starts_with(b"\r\n");
-                break;
-            }
-            let available = body_raw.len().saturating_sub(data_start).min(size);
-            body.extend_from_slice(&body_raw[data_start..data_start + available]);
-            runs.push((head_end + data_start, available));
-            if available < size || body_raw.len() < data_start + size + 2 {
-                break;
-            }
-            pos = data_start + size + 2;
-        }
-        (body, complete)
-    } else if let Some(len) = length {
-        let got = body_raw.len().min(len);
-        runs.push((head_end, got));
-        (body_raw[..got].to_vec(), body_raw.len() >= len)
-    } else {
-        runs.push((head_end, body_raw.len()));
-        (body_raw.to_vec(), true)
-    };
-    let first_body_at = runs
-        .iter()
-        .find(|(_, len)| *len > 0)
-        .map(|(off, _)| arrival_of(arrivals, *off));
-    // Body progress: decoded body bytes available after each read.
-    let progress = arrivals
-        .iter()
-        .map(|(t, raw_len)| {
-            let n: usize = runs
-                .iter()
-                .map(|(off, len)| raw_len.saturating_sub(*off).min(*len))
-                .sum();
-            (*t, n)
-        })
-        .collect();
-    Ok(Timed {
-        status,
-        headers,
-        head: raw[..head_end].to_vec(),
-        raw_body: body_raw.to_vec(),
-        body,
-        complete,
-        headers_at: arrival_of(arrivals, head_end - 1),
-        first_body_at,
-        last_at: arrivals.last().map_or(Duration::ZERO, |a| a.0),
-        progress,
-    })
-}
+pub use client::{get, request, send, send_version, Timed, Version};
 
 /// A child process killed (and reaped) when dropped, so a failing test leaves nothing behind.
 #[derive(Debug)]
@@ -551,6 +303,21 @@ pub fn start_service_pair(
     origin: SocketAddr,
     extra: &[(&str, String)],
 ) -> Result<ServicePair, String> {
+    start_service_pair_with(root, dir, origin, extra, &[])
+}
+
+/// [`start_service_pair`], with `buffered_extra` overrides for the buffered build only (the
+/// e2e suite gives it another `logging.level`, so one pair proves both levels).
+///
+/// # Errors
+/// If a build fails or Viceroy does not come up.
+pub fn start_service_pair_with(
+    root: &Path,
+    dir: &Path,
+    origin: SocketAddr,
+    extra: &[(&str, String)],
+    buffered_extra: &[(&str, String)],
+) -> Result<ServicePair, String> {
     let overrides = |streaming: bool| {
         let mut list = vec![
             (
@@ -568,7 +335,8 @@ pub fn start_service_pair(
                 streaming.to_string(),
             ),
         ];
-        list.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        let only = if streaming { &[] } else { buffered_extra };
+        list.extend((extra.iter().chain(only)).map(|(k, v)| ((*k).to_owned(), v.clone())));
         list
     };
     let manifest = root.join("fastly.toml");
@@ -597,26 +365,6 @@ pub fn start_service_pair(
 mod tests {
     use super::*;
 
-    fn at(ms: u64) -> Duration {
-        Duration::from_millis(ms)
-    }
-
-    #[test]
-    fn parses_a_complete_chunked_body_with_arrival_times() {
-        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-        let mut raw = head.to_vec();
-        raw.extend_from_slice(b"5\r\nhello\r\n");
-        let first = raw.len();
-        raw.extend_from_slice(b"6\r\n world\r\n0\r\n\r\n");
-        let t = parse(&raw, &[(at(1), first), (at(9), raw.len())], false).unwrap();
-        assert_eq!(t.body, b"hello world");
-        assert!(t.complete);
-        assert_eq!(t.first_body_at, Some(at(1)));
-        assert_eq!(t.last_at, at(9));
-        assert_eq!(t.body_bytes_by(at(1)), 5);
-        assert_eq!(t.body_bytes_by(at(9)), 11);
-    }
-
     #[test]
     fn same_bytes_shows_where_bodies_differ() {
         assert!(same_bytes(b"abc", b"abc").is_ok());
@@ -624,22 +372,5 @@ mod tests {
         assert!(e.contains("first difference at 2"), "{e}");
         let e = same_bytes(b"ab", b"abcd").unwrap_err();
         assert!(e.contains("2 bytes, expected 4"), "{e}");
-    }
-
-    #[test]
-    fn a_chunked_body_without_terminator_is_incomplete() {
-        let raw = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n".to_vec();
-        let t = parse(&raw, &[(at(1), raw.len())], false).unwrap();
-        assert_eq!(t.body, b"hello");
-        assert!(!t.complete);
-    }
-
-    #[test]
-    fn a_short_content_length_body_is_incomplete() {
-        let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhello".to_vec();
-        let t = parse(&raw, &[(at(1), raw.len())], false).unwrap();
-        assert!(!t.complete);
-        let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec();
-        assert!(parse(&raw, &[(at(1), raw.len())], false).unwrap().complete);
     }
 }

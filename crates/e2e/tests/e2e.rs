@@ -1,7 +1,7 @@
 //! End-to-end: the real service under real Viceroy, against the demo origin on loopback.
 //!
 //! One process (harness = false) builds the demo origin and two builds of the service (streaming
-//! and buffered, both pointed at the origin's port, which is only known at run time because
+//! and buffered, the buffered one also at `logging.level = "warn"`, both pointed at the origin's port, which is only known at run time because
 //! settings are compiled in), starts them on free ports, runs every scenario, and stops every
 //! server it started, whatever happens. Each scenario prints `ok` or `FAILED` with the reason;
 //! any failure (or no scenario at all) makes the process fail.
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use e2e::{
-    build_and_start_demo_origin, get, request, start_service_pair, workspace_root, ChildGuard,
+    build_and_start_demo_origin, get, request, start_service_pair_with, workspace_root, ChildGuard,
     Timed,
 };
 use trusted_server_core::UrlRule;
@@ -79,6 +79,10 @@ fn main() {
         (
             "every request leaves one access line, failures one report",
             access_lines_and_reports,
+        ),
+        (
+            "logging.level = warn keeps failure reports and drops access lines",
+            warn_level_keeps_reports_drops_access_lines,
         ),
         (
             "a truncated gzip body gives an incomplete transfer",
@@ -162,7 +166,16 @@ fn set_up() -> Result<World, String> {
         "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
         FIRST_BYTE_TIMEOUT_MS.to_string(),
     )];
-    let pair = start_service_pair(&root, &root.join("target/e2e"), origin_addr, &timeout)?;
+    // The buffered build also proves that `logging.level` takes effect (one build fewer than
+    // a third service just for that; no other scenario reads the buffered build's log).
+    let quiet = [("TRUSTED_SERVER__LOGGING__LEVEL", "warn".to_owned())];
+    let pair = start_service_pair_with(
+        &root,
+        &root.join("target/e2e"),
+        origin_addr,
+        &timeout,
+        &quiet,
+    )?;
     Ok(World {
         root,
         origin,
@@ -445,7 +458,12 @@ fn origin_dies_mid_body(w: &World) -> Outcome {
 /// Waits up to 5 s for a line of the streaming build's Viceroy log that contains every
 /// needle, and returns it.
 fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
-    let path = w.root.join("target/e2e/viceroy-streaming.log");
+    build_log_line(w, "streaming", needles)
+}
+
+/// The first line of `build`'s Viceroy log with every needle, waiting up to 5 s for it.
+fn build_log_line(w: &World, build: &str, needles: &[&str]) -> Result<String, String> {
+    let path = w.root.join(format!("target/e2e/viceroy-{build}.log"));
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let text =
@@ -528,6 +546,37 @@ fn access_lines_and_reports(w: &World) -> Outcome {
         ],
     )?;
     Ok(())
+}
+
+/// The buffered build is compiled with `logging.level = "warn"` (see `set_up`): its failure
+/// reports reach the log, its access lines (at `info`) do not.
+fn warn_level_keeps_reports_drops_access_lines(w: &World) -> Outcome {
+    let ok = fetch(w.buffered, "/news/article.html?level=warn", &[identity()])?;
+    check(ok.status == 200 && ok.complete, || {
+        format!("status {}", ok.status)
+    })?;
+    // A failure after that request: once its report is in the log, so would be the earlier
+    // request's access line, had it been logged.
+    let _ = get(
+        w.buffered,
+        "/news/article.html?die_after=4321",
+        &[identity()],
+        TIMEOUT,
+    );
+    build_log_line(
+        w,
+        "buffered",
+        &["trusted_server :: failure: ", "4321 bytes in"],
+    )?;
+    let path = w.root.join("target/e2e/viceroy-buffered.log");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    match text
+        .lines()
+        .find(|l| l.contains("trusted_server :: access "))
+    {
+        Some(line) => Err(format!("an access line at level warn: {line}")),
+        None => Ok(()),
+    }
 }
 
 fn truncated_gzip_is_incomplete(w: &World) -> Outcome {
@@ -676,11 +725,8 @@ fn redirects_and_cookies(w: &World) -> Outcome {
     check(r.header("location") == Some(&want), || {
         format!("location {:?}", r.header("location"))
     })?;
-    let cookies: Vec<&str> = r
-        .headers
-        .iter()
-        .filter(|(n, _)| n == "set-cookie")
-        .map(|(_, v)| v.as_str())
+    let cookies: Vec<String> = (r.header_values("set-cookie").into_iter())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
         .collect();
     check(
         cookies.len() == 2
@@ -750,11 +796,9 @@ fn flight_oracle(w: &World, original: &str, proxied: &[u8], host: &str, kind: &s
     })
 }
 
-fn vary_of(r: &Timed) -> Vec<&str> {
-    r.headers
-        .iter()
-        .filter(|(n, _)| n == "vary")
-        .map(|(_, v)| v.as_str())
+fn vary_of(r: &Timed) -> Vec<String> {
+    (r.header_values("vary").into_iter())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
         .collect()
 }
 

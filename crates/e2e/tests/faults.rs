@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use e2e::raw_origin::{chunk, RawOrigin, Script, Step, LAST_CHUNK};
-use e2e::{send, send_raw, start_service_pair, target_dir, workspace_root, Timed};
+use e2e::wire::send_raw;
+use e2e::{send_version, start_service_pair, target_dir, workspace_root, Timed, Version};
 use trusted_server_core::UrlRule;
 
 /// `publisher.origin_host` in trusted-server.toml: the authority the origin's pages use.
@@ -84,8 +85,11 @@ enum Client {
     /// HTTP/1.1 from the e2e client, with these headers (and `Host: PUBLIC_HOST` unless
     /// they have a `Host`).
     Http11(Vec<(&'static str, &'static str)>),
-    /// A raw HTTP/1.0 request.
+    /// An HTTP/1.0 request (hyper, which also holds the response to HTTP/1.0's rules).
     Http10,
+    /// An HTTP/1.1 `GET` written raw and its response read raw to the close: for the rows that
+    /// check wire bytes an HTTP client hides (a body after a `204` or `304`).
+    Wire,
     /// HTTP/2 over cleartext with prior knowledge (curl), for this authority (`:authority`;
     /// HTTP/2 has no `Host` header).
     H2c(&'static str),
@@ -348,14 +352,22 @@ fn origin_saw_http11(head: &[u8]) -> Result<(), String> {
 
 /// The values of header `name` in a raw header section, exact bytes.
 fn raw_values(head: &[u8], name: &str) -> Vec<Vec<u8>> {
+    let fields = head_fields(head).into_iter();
+    fields.filter(|(n, _)| n == name).map(|(_, v)| v).collect()
+}
+
+/// The `name: value` lines of a raw header section (after its first line), names lowercase,
+/// exact value bytes: request heads the raw origin received, and response heads from curl or
+/// the raw client.
+fn head_fields(head: &[u8]) -> Vec<(String, Vec<u8>)> {
     head.split(|&b| b == b'\n')
         .skip(1)
         .filter_map(|line| {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let colon = line.iter().position(|&b| b == b':')?;
             let (n, v) = line.split_at(colon);
-            n.eq_ignore_ascii_case(name.as_bytes())
-                .then(|| v[1..].trim_ascii().to_vec())
+            let name = String::from_utf8_lossy(n).to_ascii_lowercase();
+            Some((name, v[1..].trim_ascii().to_vec()))
         })
         .collect()
 }
@@ -798,6 +810,7 @@ fn rows() -> Vec<Row> {
                 ],
                 complete(code, Vec::new()),
             )
+            .client(Client::Wire)
             .response(|got| {
                 check(!got.body_raw.contains_seq(b"wrong"), || {
                     "the body of a bodiless status reached the client".into()
@@ -837,7 +850,7 @@ fn rows() -> Vec<Row> {
             ok_small(),
         )
         .response(|got| {
-            let values = raw_values(&got.head, "x-big");
+            let values = got.values("x-big");
             check(values.len() == 1 && values[0].len() == 16 << 10, || {
                 "the 16 KiB header did not reach the client whole".into()
             })
@@ -904,7 +917,7 @@ fn rows() -> Vec<Row> {
         )
         .response(|got| {
             check(
-                raw_values(&got.head, "content-type") == [b"text/html; charset=\xe9t\xe9"],
+                got.values("content-type") == [b"text/html; charset=\xe9t\xe9"],
                 || "the Content-Type did not reach the client unchanged".into(),
             )
         }),
@@ -919,10 +932,9 @@ fn rows() -> Vec<Row> {
             complete(200, gz.clone()),
         )
         .response(|got| {
-            check(
-                raw_values(&got.head, "content-encoding") == [b"gzip\xff"],
-                || "the Content-Encoding did not reach the client unchanged".into(),
-            )
+            check(got.values("content-encoding") == [b"gzip\xff"], || {
+                "the Content-Encoding did not reach the client unchanged".into()
+            })
         }),
     );
     for (size_mib, fits) in [(8, true), (32, false), (40, false)] {
@@ -971,7 +983,7 @@ fn rows() -> Vec<Row> {
             complete(200, body),
         )
         .response(move |got| {
-            let got_codings = raw_values(&got.head, "content-encoding");
+            let got_codings = got.values("content-encoding");
             check(got_codings == want, || {
                 format!("Content-Encoding lines at the client: {got_codings:?}")
             })
@@ -1081,7 +1093,7 @@ fn rows() -> Vec<Row> {
             b"\r\n",
         ]);
         Row::new(name, raw_ok(&headers, &small), ok_small()).response(move |got| {
-            let cookies = raw_values(&got.head, "set-cookie");
+            let cookies = got.values("set-cookie");
             check(cookies == [want], || {
                 format!(
                     "Set-Cookie at the client: {:?}",
@@ -1129,11 +1141,12 @@ fn rows() -> Vec<Row> {
 struct Got {
     /// `None` when the connection closed before a complete response head.
     status: Option<u16>,
-    /// The raw header section.
-    head: Vec<u8>,
+    /// The response headers: names lowercase, exact value bytes.
+    headers: Vec<(String, Vec<u8>)>,
     /// The body after transfer decoding.
     body: Vec<u8>,
-    /// The raw bytes after the header section (to see a body a bodiless status must not have).
+    /// The raw bytes after the header section, from the raw client only (to see a body a
+    /// bodiless status must not have).
     body_raw: Vec<u8>,
     complete: bool,
 }
@@ -1156,9 +1169,15 @@ impl ContainsSeq for Vec<u8> {
 
 impl Got {
     fn header(&self, name: &str) -> Option<String> {
-        raw_values(&self.head, name)
+        self.values(name)
             .first()
             .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// Every value of header `name` (lowercase), exact bytes.
+    fn values(&self, name: &str) -> Vec<Vec<u8>> {
+        let named = self.headers.iter().filter(|(n, _)| n == name);
+        named.map(|(_, v)| v.clone()).collect()
     }
 
     fn describe(&self) -> String {
@@ -1180,10 +1199,42 @@ impl Got {
 fn from_timed(t: Timed) -> Got {
     Got {
         status: Some(t.status),
-        body_raw: t.raw_body,
-        head: t.head,
+        body_raw: Vec::new(),
+        headers: t.headers,
         body: t.body,
         complete: t.complete,
+    }
+}
+
+/// A raw response: status and headers from its head, everything after the head as
+/// `body_raw`. Complete when the status has no body (the only rows that use it), since such a
+/// response ends at its head.
+fn from_wire(bytes: &[u8]) -> Got {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return no_head();
+    };
+    let head = &bytes[..end + 4];
+    let status: Option<u16> = String::from_utf8_lossy(head)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok());
+    Got {
+        status,
+        headers: head_fields(head),
+        body: Vec::new(),
+        body_raw: bytes[end + 4..].to_vec(),
+        complete: matches!(status, Some(204 | 304)),
+    }
+}
+
+/// The connection closed before a complete response head.
+fn no_head() -> Got {
+    Got {
+        status: None,
+        headers: Vec::new(),
+        body: Vec::new(),
+        body_raw: Vec::new(),
+        complete: false,
     }
 }
 
@@ -1194,26 +1245,41 @@ fn fetch(addr: SocketAddr, path: &str, client: &Client, scratch: &Path) -> Resul
             if !headers.iter().any(|(n, _)| *n == "host") {
                 headers.push(("host", PUBLIC_HOST));
             }
-            send(addr, "GET", path, &headers, &[], CLIENT_TIMEOUT)
+            send_version(
+                addr,
+                Version::HTTP_11,
+                "GET",
+                path,
+                &headers,
+                &[],
+                CLIENT_TIMEOUT,
+            )
         }
-        Client::Http10 => send_raw(
-            addr,
-            format!("GET {path} HTTP/1.0\r\nhost: {PUBLIC_HOST}\r\n\r\n").as_bytes(),
-            false,
-            CLIENT_TIMEOUT,
-        ),
+        Client::Http10 => {
+            let headers = [("host", PUBLIC_HOST)];
+            send_version(
+                addr,
+                Version::HTTP_10,
+                "GET",
+                path,
+                &headers,
+                &[],
+                CLIENT_TIMEOUT,
+            )
+        }
+        Client::Wire => {
+            let request =
+                format!("GET {path} HTTP/1.1\r\nhost: {PUBLIC_HOST}\r\nconnection: close\r\n\r\n");
+            return send_raw(addr, request.as_bytes(), CLIENT_TIMEOUT)
+                .map(|bytes| from_wire(&bytes))
+                .map_err(|e| format!("request failed: {e}"));
+        }
         Client::H2c(authority) => return fetch_h2c(addr, authority, path, scratch),
     };
     match result {
         Ok(t) => Ok(from_timed(t)),
         // The connection closed before a complete head.
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Ok(Got {
-            status: None,
-            head: Vec::new(),
-            body: Vec::new(),
-            body_raw: Vec::new(),
-            complete: false,
-        }),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Ok(no_head()),
         Err(e) => Err(format!("request failed: {e}")),
     }
 }
@@ -1264,7 +1330,7 @@ fn fetch_h2c(addr: SocketAddr, authority: &str, path: &str, scratch: &Path) -> R
     }
     Ok(Got {
         status,
-        head,
+        headers: head_fields(&head),
         body: std::fs::read(&body_file).unwrap_or_default(),
         body_raw: Vec::new(),
         complete: out.status.success(),

@@ -121,6 +121,58 @@ pub struct Integrations {
     pub nextjs: Nextjs,
 }
 
+/// How much the service logs: the most verbose level sent to the log endpoint.
+///
+/// The settings crate stays free of the `log` crate (the service maps this onto
+/// `log::LevelFilter`), so `build.rs` and the tools do not pull it in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Nothing.
+    Off,
+    /// Errors only.
+    Error,
+    /// Failure reports (every failure that ends or degrades a request), no access lines.
+    Warn,
+    /// Failure reports and one access line per request (the default).
+    Info,
+    /// Everything above and debug records.
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+impl LogLevel {
+    /// Every level, from quietest to most verbose.
+    pub const ALL: [LogLevel; 6] = [
+        LogLevel::Off,
+        LogLevel::Error,
+        LogLevel::Warn,
+        LogLevel::Info,
+        LogLevel::Debug,
+        LogLevel::Trace,
+    ];
+
+    /// The level as written in the settings (`off`, `error`, `warn`, `info`, `debug`, `trace`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Off => "off",
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+}
+
+/// Logging (`[logging]` section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Logging {
+    /// `logging.level`: the most verbose records sent to the log endpoint (default `info`:
+    /// access lines and failure reports; `warn` keeps only the failure reports).
+    pub level: LogLevel,
+}
+
 /// All settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -128,6 +180,8 @@ pub struct Settings {
     pub publisher: Publisher,
     /// The `[integrations.*]` sections.
     pub integrations: Integrations,
+    /// The `[logging]` section.
+    pub logging: Logging,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -156,6 +210,9 @@ impl Settings {
                 enabled: true,
                 max_held_bytes: 10 << 20,
             },
+        },
+        logging: Logging {
+            level: LogLevel::Info,
         },
         response_headers: Cow::Borrowed(&[]),
     };
@@ -199,6 +256,9 @@ impl Settings {
             max_held_bytes: {nextjs_max_held},
         }},
     }},
+    logging: ::trusted_server_settings::Logging {{
+        level: ::trusted_server_settings::LogLevel::{log_level:?},
+    }},
     response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
 }}",
             domain = s(&p.domain),
@@ -216,6 +276,7 @@ impl Settings {
             between = p.between_bytes_timeout_ms,
             nextjs_enabled = self.integrations.nextjs.enabled,
             nextjs_max_held = self.integrations.nextjs.max_held_bytes,
+            log_level = self.logging.level,
             headers = headers.join(", "),
         )
     }

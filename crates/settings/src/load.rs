@@ -14,7 +14,7 @@ use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::{HeaderSetting, Integrations, Nextjs, Publisher, Scheme, Settings};
+use crate::{HeaderSetting, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Settings};
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
 pub const ENV_PREFIX: &str = "TRUSTED_SERVER__";
@@ -72,6 +72,7 @@ impl LoadError {
 struct SettingsFile {
     publisher: PublisherFile,
     integrations: IntegrationsFile,
+    logging: LoggingFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
 }
@@ -105,6 +106,12 @@ struct NextjsFile {
     max_held_bytes: Option<Int<1024, { 1 << 30 }>>,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct LoggingFile {
+    level: Option<Level>,
+}
+
 /// A value as written. Environment values are always strings.
 #[derive(Deserialize)]
 #[serde(untagged, expecting = "expected a boolean, an integer or a string")]
@@ -127,6 +134,25 @@ impl TryFrom<Raw> for Flag {
             Raw::Text(s) if s == "true" || s == "false" => Ok(Flag(s == "true")),
             Raw::Text(s) => Err(format!("expected true or false, got {s:?}")),
             Raw::Int(n) => Err(format!("expected true or false, got {n}")),
+        }
+    }
+}
+
+/// A log level, written as its lowercase name (`"warn"`).
+#[derive(Deserialize)]
+#[serde(try_from = "Raw")]
+struct Level(LogLevel);
+
+impl TryFrom<Raw> for Level {
+    type Error = String;
+    fn try_from(raw: Raw) -> Result<Self, String> {
+        let names = || LogLevel::ALL.map(LogLevel::as_str).join(", ");
+        match raw {
+            Raw::Text(s) => (LogLevel::ALL.into_iter().find(|l| l.as_str() == s))
+                .map(Level)
+                .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
+            Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
+            Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
         }
     }
 }
@@ -561,6 +587,12 @@ fn convert(
                 max_held_bytes: int(n.max_held_bytes.map(|i| i.0), dn.max_held_bytes),
             },
         },
+        logging: Logging {
+            level: file
+                .logging
+                .level
+                .map_or(Settings::DEFAULT.logging.level, |l| l.0),
+        },
         response_headers: Cow::Owned(response_headers),
     };
     Ok((settings, notes))
@@ -636,6 +668,55 @@ mod tests {
     }
 
     #[test]
+    fn log_level_from_file_and_environment() {
+        assert_eq!(
+            load(MINIMAL, no_env()).unwrap().logging.level,
+            LogLevel::Info
+        );
+        let text = format!("{MINIMAL}\n[logging]\nlevel = \"warn\"\n");
+        let s = load(&text, no_env()).unwrap();
+        assert_eq!(s.logging.level, LogLevel::Warn);
+        assert!(
+            s.to_rust_expr().contains("LogLevel::Warn"),
+            "{}",
+            s.to_rust_expr()
+        );
+        let var = "TRUSTED_SERVER__LOGGING__LEVEL";
+        for level in LogLevel::ALL {
+            let s = load(&text, [(var, level.as_str())]).unwrap();
+            assert_eq!(s.logging.level, level);
+        }
+        // A bad value names the key and where it came from, and lists what is accepted.
+        let e = load(&text, [(var, "loud")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "invalid setting `logging.level` from {var}: expected one of off, error, warn, \
+                 info, debug, trace, got \"loud\""
+            )
+        );
+        for bad in [
+            "level = 3",
+            "level = true",
+            "level = \"INFO\"",
+            "lvl = \"info\"",
+        ] {
+            let text = format!("{MINIMAL}\n[logging]\n{bad}\n");
+            let e = load(&text, no_env()).unwrap_err();
+            let key = if bad.starts_with("lvl") {
+                "logging.lvl"
+            } else {
+                "logging.level"
+            };
+            assert_eq!(
+                (e.key.as_str(), &e.origin),
+                (key, &Some(Origin::Line(7))),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn env_overrides_win_and_are_typed() {
         let env = [
             (
@@ -691,6 +772,8 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__MAX_HELD", "1")], "integrations.nextjs.max_held"),
             (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__REMIX__ENABLED", "true")], "integrations.remix"),
             ("[integrations]\nnextjs=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "integrations.nextjs"),
+            (MINIMAL, &[("TRUSTED_SERVER__LOGGING__LEVEL", "verbose")], "logging.level"),
+            (MINIMAL, &[("TRUSTED_SERVER__LOGGING__COLOUR", "none")], "logging.colour"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -702,7 +785,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 12, "{vars:?}");
+        assert_eq!(vars.len(), 13, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var

@@ -26,6 +26,7 @@
 //! `---RESULTS---` block of `key=value` lines.
 
 mod cases;
+mod chart;
 mod latency;
 mod load;
 mod remote;

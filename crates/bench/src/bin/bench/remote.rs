@@ -4,9 +4,9 @@
 //!
 //! For each path: `--warmup` requests per side, then `--samples` interleaved rounds (in round
 //! `i` the target goes first when `i` is even, the baseline when it is odd). Every request is a
-//! new connection (`Connection: close`), timed from the moment the request is written by the
-//! same raw client as the local benchmark ([`e2e::get`]): the end of the response head, the
-//! first body byte and the last byte.
+//! new connection (`Connection: close`), timed from the moment the request is handed to the
+//! same client as the local benchmark ([`e2e::get`], hyper's HTTP/1 client): the end of the
+//! response head, the first body byte and the last byte.
 //!
 //! **Cold starts.** A request is *cold* when either
 //! 1. it is the first request of the run to its side, or the first after that side has been
@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::chart;
 use crate::report::{self, ChartPanel, ChartRow};
 
 /// A request is cold (rule 2) when its time to headers exceeds this many warm medians...
@@ -825,8 +826,8 @@ pub fn chart(paths: &[PathResult]) -> Vec<ChartPanel> {
             let mut rows = Vec::new();
             for s in &p.series {
                 let color = match s.which {
-                    Which::Target => "#1f77b4",
-                    Which::Baseline => "#d62728",
+                    Which::Target => chart::BLUE,
+                    Which::Baseline => chart::RED,
                 };
                 rows.push(ChartRow {
                     label: s.which.name().to_owned(),
@@ -838,7 +839,7 @@ pub fn chart(paths: &[PathResult]) -> Vec<ChartPanel> {
                 if !cold.is_empty() {
                     rows.push(ChartRow {
                         label: format!("{} cold", s.which.name()),
-                        color: "#777777",
+                        color: chart::GREY,
                         points: cold,
                     });
                 }

@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::chart;
+pub use crate::chart::{write_chart, ChartPanel, ChartRow};
 use crate::latency::{CaseResult, Sample, Side};
 use crate::load::LoadResult;
 use crate::rsc::CaptureReport;
@@ -12,7 +14,7 @@ use crate::throughput::{
     Rates, ThroughputResult, PAGES, PATHOLOGICAL_PAGES, RSC_HTML_PAGES, RSC_PAGES,
 };
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -560,9 +562,9 @@ fn print_rsc_tables(latency: &[CaseResult], captures: &[CaptureReport]) {
 /// If the file cannot be written.
 pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
     let colors = [
-        (Side::Direct, "#777777"),
-        (Side::Streaming, "#1f77b4"),
-        (Side::Buffered, "#d62728"),
+        (Side::Direct, chart::GREY),
+        (Side::Streaming, chart::BLUE),
+        (Side::Buffered, chart::RED),
     ];
     let panels: Vec<ChartPanel> = latency
         .iter()
@@ -572,7 +574,7 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
                 .iter()
                 .map(|(side, color)| ChartRow {
                     label: side.name().to_owned(),
-                    color,
+                    color: *color,
                     points: r
                         .samples
                         .get(side)
@@ -589,127 +591,6 @@ pub fn write_svg(path: &Path, latency: &[CaseResult]) -> std::io::Result<()> {
         "Latency per request (ms): hollow = first body byte, filled = last byte, bar = median",
         &panels,
     )
-}
-
-/// One row of a latency chart: a side and its requests.
-#[derive(Debug, Clone)]
-pub struct ChartRow {
-    /// Label at the left.
-    pub label: String,
-    /// SVG colour.
-    pub color: &'static str,
-    /// `(first body byte, last byte)` per request, in ms.
-    pub points: Vec<(f64, f64)>,
-}
-
-/// One panel of a latency chart: a page, with a row per side on a shared axis.
-#[derive(Debug, Clone)]
-pub struct ChartPanel {
-    /// The page.
-    pub title: String,
-    /// Its rows.
-    pub rows: Vec<ChartRow>,
-}
-
-/// Writes a latency chart: a panel per page, a row per side, a dot per request for the first
-/// body byte (hollow) and the last byte (filled), and a bar at each median.
-///
-/// # Errors
-/// If the file cannot be written.
-pub fn write_chart(path: &Path, title: &str, panels: &[ChartPanel]) -> std::io::Result<()> {
-    let (width, left, right) = (900.0, 150.0, 40.0);
-    let panel_height = |p: &ChartPanel| 50.0 + 20.0 * p.rows.len() as f64;
-    let height = 50.0 + panels.iter().map(panel_height).sum::<f64>();
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        xml_text(title)
-    );
-    let mut top = 40.0;
-    for p in panels {
-        let max = p
-            .rows
-            .iter()
-            .flat_map(|r| r.points.iter().map(|(_, last)| *last))
-            .fold(0.0f64, f64::max)
-            .max(0.001)
-            * 1.05;
-        let x = |ms: f64| left + (width - left - right) * (ms / max);
-        let _ = writeln!(
-            svg,
-            r#"<text x="10" y="{}" font-weight="bold">{}</text>"#,
-            top + 14.0,
-            xml_text(&p.title)
-        );
-        let axis_y = top + 30.0 + 20.0 * p.rows.len() as f64;
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{left}" y1="{axis_y}" x2="{}" y2="{axis_y}" stroke="#999"/>"##,
-            width - right
-        );
-        for tick in 0..=4 {
-            let v = max * f64::from(tick) / 4.0;
-            let _ = writeln!(
-                svg,
-                r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#555">{v:.1}</text>"##,
-                x(v),
-                axis_y + 14.0
-            );
-        }
-        for (i, row) in p.rows.iter().enumerate() {
-            let color = row.color;
-            let y = top + 30.0 + 20.0 * i as f64;
-            let _ = writeln!(
-                svg,
-                r#"<text x="20" y="{}" fill="{color}">{}</text>"#,
-                y + 4.0,
-                xml_text(&row.label)
-            );
-            for (first, last) in &row.points {
-                let _ = writeln!(
-                    svg,
-                    r#"<circle cx="{:.1}" cy="{y}" r="3" fill="none" stroke="{color}"/>"#,
-                    x(*first)
-                );
-                let _ = writeln!(
-                    svg,
-                    r#"<circle cx="{:.1}" cy="{y}" r="3" fill="{color}" opacity="0.6"/>"#,
-                    x(*last)
-                );
-            }
-            if row.points.is_empty() {
-                continue;
-            }
-            for m in [
-                median(row.points.iter().map(|p| p.0).collect()),
-                median(row.points.iter().map(|p| p.1).collect()),
-            ] {
-                let _ = writeln!(
-                    svg,
-                    r#"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{2}" stroke="{color}" stroke-width="2"/>"#,
-                    x(m),
-                    y - 8.0,
-                    y + 8.0
-                );
-            }
-        }
-        top += panel_height(p);
-    }
-    svg.push_str("</svg>\n");
-    std::fs::write(path, svg)
-}
-
-/// Escapes text for an SVG text node (paths may contain `&`).
-fn xml_text(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// One line describing the machine the numbers came from.

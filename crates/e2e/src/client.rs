@@ -1,0 +1,395 @@
+//! The timing HTTP/1 client of the end-to-end tests, the soak and the benchmarks, on hyper 1.
+//!
+//! hyper parses the response and undoes its transfer framing; this module only takes the
+//! times: when the head was parsed, when each body frame came out of the decoder (the first
+//! one is the first body byte), and when the decoder reported the end. hyper reports a chunked
+//! body without its terminator, or fewer bytes than the `Content-Length`, as an error on the
+//! body, which is what [`Timed::complete`] records: a cut transfer never looks complete.
+//!
+//! Each call opens one connection (`Connection: close`), on a current-thread tokio runtime
+//! kept per calling thread, so the timing includes no other request's work.
+
+use std::cell::OnceCell;
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use tokio::runtime::Runtime;
+use tokio::time::timeout_at;
+
+pub use hyper::Version;
+
+/// One response, with arrival times measured from the moment the request was sent.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    /// Status code.
+    pub status: u16,
+    /// The response's HTTP version.
+    pub version: Version,
+    /// Headers: names lowercase, exact value bytes, grouped by name in first-seen order.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body after transfer decoding (still content-encoded).
+    pub body: Vec<u8>,
+    /// Whether the framing said the body ended (chunked terminator seen, `Content-Length`
+    /// bytes received, or the close that ends a body without either). `false` means the
+    /// transfer was cut short or did not end within the timeout.
+    pub complete: bool,
+    /// When the response head had arrived.
+    pub headers_at: Duration,
+    /// When the first body byte arrived, if any did.
+    pub first_body_at: Option<Duration>,
+    /// When the last byte arrived: the end of the body (its terminator, for chunked), or the
+    /// last body bytes of a transfer that was cut short.
+    pub last_at: Duration,
+    /// `(arrival time, body bytes received by then)` after each body frame: the progress.
+    pub progress: Vec<(Duration, usize)>,
+}
+
+impl Timed {
+    /// The first value of header `name` (lowercase), if it is UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let value = self.headers.iter().find(|(n, _)| n == name)?;
+        std::str::from_utf8(&value.1).ok()
+    }
+
+    /// Every value of header `name` (lowercase), exact bytes, in order.
+    pub fn header_values(&self, name: &str) -> Vec<&[u8]> {
+        let named = self.headers.iter().filter(|(n, _)| n == name);
+        named.map(|(_, v)| v.as_slice()).collect()
+    }
+
+    /// Body bytes that had arrived by `at`.
+    pub fn body_bytes_by(&self, at: Duration) -> usize {
+        self.progress
+            .iter()
+            .take_while(|(t, _)| *t <= at)
+            .last()
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+/// Sends one `GET` (with `Connection: close`) and reads the whole response.
+///
+/// # Errors
+/// Connection failures; `InvalidData` when the connection ended (or the proxy sent something
+/// unparseable) before a complete response head; `TimedOut` when no head came in `timeout`.
+pub fn get(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    request(addr, "GET", path, headers, timeout)
+}
+
+/// Like [`get`] with any method and no body.
+///
+/// # Errors
+/// As [`get`].
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    send(addr, method, path, headers, &[], timeout)
+}
+
+/// Like [`request`] with a request body (sent with a `content-length`).
+///
+/// # Errors
+/// As [`get`]; `InvalidInput` for a method, path or header hyper would not send.
+pub fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    send_version(addr, Version::HTTP_11, method, path, headers, body, timeout)
+}
+
+/// Like [`send`] in HTTP `version` (`HTTP_10` or `HTTP_11`): hyper writes the request line in
+/// that version and holds the response to its rules (an HTTP/1.0 response cannot be chunked).
+///
+/// # Errors
+/// As [`send`].
+pub fn send_version(
+    addr: SocketAddr,
+    version: Version,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    let request = build_request(addr, version, method, path, headers, body)?;
+    thread_local! {
+        static RUNTIME: OnceCell<Runtime> = const { OnceCell::new() };
+    }
+    RUNTIME.with(|cell| {
+        let runtime = match cell.get() {
+            Some(runtime) => runtime,
+            None => {
+                let built = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                cell.get_or_init(|| built)
+            }
+        };
+        runtime.block_on(exchange(addr, request, timeout))
+    })
+}
+
+fn build_request(
+    addr: SocketAddr,
+    version: Version,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> io::Result<Request<Full<Bytes>>> {
+    let invalid = |what: &str, e: &dyn std::fmt::Display| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("{what}: {e}"))
+    };
+    let method = Method::from_bytes(method.as_bytes()).map_err(|e| invalid(method, &e))?;
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .version(version)
+        .body(Full::new(Bytes::copy_from_slice(body)))
+        .map_err(|e| invalid(path, &e))?;
+    let map = request.headers_mut();
+    // hyper's connection-level client sets no Host: it is ours to send, as any client must.
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        map.insert(
+            hyper::header::HOST,
+            HeaderValue::from_str(&addr.to_string()).map_err(|e| invalid("host", &e))?,
+        );
+    }
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(name, &e))?;
+        let value = HeaderValue::from_bytes(value.as_bytes()).map_err(|e| invalid(value, &e))?;
+        map.append(name, value);
+    }
+    map.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    Ok(request)
+}
+
+/// One request on a new connection, timed from just before the request is handed to hyper.
+async fn exchange(
+    addr: SocketAddr,
+    request: Request<Full<Bytes>>,
+    timeout: Duration,
+) -> io::Result<Timed> {
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no response head in time");
+    let deadline = tokio::time::Instant::now() + timeout;
+    let stream = timeout_at(deadline, tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+    stream.set_nodelay(true)?;
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        // The fault matrix sends 200 headers through the proxy; hyper's default is 100.
+        .max_headers(1000)
+        .handshake(TokioIo::new(stream))
+        .await
+        .map_err(no_head)?;
+    // The connection is driven by its own task and dropped with it when we are done.
+    let connection = tokio::spawn(connection);
+    let start = Instant::now();
+    let result = async {
+        let response = timeout_at(deadline, sender.send_request(request))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(no_head)?;
+        let headers_at = start.elapsed();
+        let (head, mut body) = response.into_parts();
+        let mut timed = Timed {
+            status: head.status.as_u16(),
+            version: head.version,
+            headers: (head.headers.iter())
+                .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+                .collect(),
+            body: Vec::new(),
+            complete: false,
+            headers_at,
+            first_body_at: None,
+            last_at: headers_at,
+            progress: Vec::new(),
+        };
+        loop {
+            match timeout_at(deadline, body.frame()).await {
+                // Out of time: what arrived is kept, and the transfer is not complete.
+                Err(_) => break,
+                Ok(None) => {
+                    timed.complete = true;
+                    timed.last_at = start.elapsed();
+                    break;
+                }
+                // Cut short (no terminator, short Content-Length, reset): not complete.
+                Ok(Some(Err(_))) => break,
+                Ok(Some(Ok(frame))) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue; // trailers
+                    };
+                    if data.is_empty() {
+                        continue;
+                    }
+                    let now = start.elapsed();
+                    timed.first_body_at.get_or_insert(now);
+                    timed.body.extend_from_slice(&data);
+                    timed.progress.push((now, timed.body.len()));
+                    timed.last_at = now;
+                }
+            }
+        }
+        Ok(timed)
+    }
+    .await;
+    connection.abort();
+    result
+}
+
+/// A failure before the response head: the connection closed, was reset, or carried
+/// something that is not an HTTP/1 response.
+fn no_head(e: hyper::Error) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("no complete response head: {e}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// Serves one connection: reads the request head, then writes `parts` with `gap` between
+    /// them and closes.
+    fn serve_once(parts: Vec<&'static [u8]>, gap: Duration) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().expect("accept");
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            for part in parts {
+                std::thread::sleep(gap);
+                let _ = socket.write_all(part);
+            }
+        });
+        addr
+    }
+
+    const SECOND: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_complete_chunked_body_with_arrival_times() {
+        let addr = serve_once(
+            vec![
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nX-A: \xe92\r\n\r\n",
+                b"5\r\nhello\r\n",
+                b"6\r\n world\r\n",
+                b"0\r\n\r\n",
+            ],
+            Duration::from_millis(40),
+        );
+        let t = get(addr, "/", &[], SECOND).unwrap();
+        assert_eq!(t.status, 200);
+        assert_eq!(t.body, b"hello world");
+        assert!(t.complete);
+        assert_eq!(t.header_values("x-a"), [&b"1"[..], b"\xe92"]);
+        let first = t.first_body_at.unwrap();
+        assert!(t.headers_at < first && first < t.last_at, "{t:?}");
+        // The terminator came 40 ms after the last data: the last byte is the terminator.
+        let last_data = t.progress.last().unwrap().0;
+        assert!(t.last_at >= last_data + Duration::from_millis(20), "{t:?}");
+        assert_eq!(t.body_bytes_by(first), 5);
+        assert_eq!(t.body_bytes_by(t.last_at), 11);
+    }
+
+    #[test]
+    fn a_chunked_body_without_terminator_is_incomplete() {
+        let addr = serve_once(
+            vec![b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n"],
+            Duration::ZERO,
+        );
+        let t = get(addr, "/", &[], SECOND).unwrap();
+        assert_eq!(t.body, b"hello");
+        assert!(!t.complete);
+    }
+
+    #[test]
+    fn a_short_content_length_body_is_incomplete() {
+        let addr = serve_once(
+            vec![b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhello"],
+            Duration::ZERO,
+        );
+        let t = get(addr, "/", &[], SECOND).unwrap();
+        assert_eq!(t.body, b"hello");
+        assert!(!t.complete);
+        let addr = serve_once(
+            vec![b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"],
+            Duration::ZERO,
+        );
+        assert!(get(addr, "/", &[], SECOND).unwrap().complete);
+    }
+
+    #[test]
+    fn a_body_that_stops_arriving_is_incomplete_at_the_timeout() {
+        let addr = serve_once(
+            vec![
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                b"",
+            ],
+            Duration::from_millis(800),
+        );
+        let t = get(addr, "/", &[], Duration::from_millis(400)).unwrap_err();
+        assert_eq!(t.kind(), io::ErrorKind::TimedOut, "{t}");
+        let addr = serve_once(
+            vec![
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                b"0\r\n\r\n",
+            ],
+            Duration::from_millis(300),
+        );
+        let t = get(addr, "/", &[], Duration::from_millis(500)).unwrap();
+        assert!(!t.complete && t.body == b"hello", "{t:?}");
+    }
+
+    #[test]
+    fn a_close_before_the_head_is_invalid_data() {
+        let addr = serve_once(vec![b"HTTP/1.1 200 OK\r\ncontent-le"], Duration::ZERO);
+        let e = get(addr, "/", &[], SECOND).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    #[test]
+    fn head_and_http_1_0() {
+        let addr = serve_once(
+            vec![b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n"],
+            Duration::ZERO,
+        );
+        let t = request(addr, "HEAD", "/", &[], SECOND).unwrap();
+        assert!(t.complete && t.body.is_empty(), "{t:?}");
+        // An HTTP/1.0 body ends at the close.
+        let addr = serve_once(vec![b"HTTP/1.0 200 OK\r\n\r\nall of it"], Duration::ZERO);
+        let t = send_version(addr, Version::HTTP_10, "GET", "/", &[], &[], SECOND).unwrap();
+        assert_eq!((t.version, t.complete), (Version::HTTP_10, true));
+        assert_eq!(t.body, b"all of it");
+    }
+}
