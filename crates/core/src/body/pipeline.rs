@@ -39,7 +39,7 @@ pub struct PipelineOptions {
     /// Most bytes of an HTML page kept while the URL rule alone suffices, so that lol_html can
     /// replay them if the page turns out to need its structure (see the `lazy_html` module).
     /// The output does not depend on it; 0 runs lol_html from the first byte. Default
-    /// [`LOOKBACK_MAX`](crate::body::lazy_html::LOOKBACK_MAX), 2 MiB.
+    /// 2 MiB.
     pub html_lookback: usize,
 }
 
