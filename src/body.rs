@@ -263,16 +263,25 @@ fn pump(
         *bytes_in += n as u64;
         pipeline.push(&buf[..n]).map_err(classify)?;
         // Checked after the work on this chunk, which gives the origin's next bytes time
-        // to arrive.
+        // to arrive. Only for a body with a length: asking whether a body is ready makes
+        // Viceroy consume a read error waiting in it (the next read then reports a clean
+        // end), and only a length lets that be caught (below). A chunked body is sent after
+        // every read, as it always was.
         let ready = match length {
             // Every promised byte is in: what follows is the end, not a wait.
             Some(len) if *bytes_in >= len => true,
-            Some(_) => downstream::origin_has_more_ready(&origin_body, true),
-            None => downstream::origin_has_more_ready(&origin_body, false),
+            Some(_) => downstream::origin_has_more_ready(&origin_body),
+            None => false,
         };
         if !ready {
             client_body.send_held().map_err(client_gone)?;
         }
+    }
+    if let Some(len) = length.filter(|&len| *bytes_in < len) {
+        return Err((
+            Failure::OriginBody,
+            format!("origin body ended after {bytes_in} of its {len} bytes"),
+        ));
     }
     let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
     drop(sink);

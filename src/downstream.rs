@@ -11,18 +11,19 @@
 //!
 //! The rule, applied after the pipeline has processed each origin read:
 //!
-//! - **the origin has more ready** (its next read would not wait: more bytes, or the end),
-//!   or every byte its `Content-Length` promised is in: keep the pipeline's output here, up
-//!   to [`HOLD_MAX_BYTES`]. With a `Content-Length` still unmet, "ready" may wait up to
-//!   [`ORIGIN_WAIT_MS`] for the next bytes; a body without a length never waits;
+//! - **the origin has more ready** (its next read would not wait more than [`ORIGIN_WAIT_MS`]:
+//!   more bytes, or the end), or every byte its `Content-Length` promised is in: keep the
+//!   pipeline's output here, up to [`HOLD_MAX_BYTES`]. Only a body with a `Content-Length` is
+//!   asked (see [`origin_has_more_ready`] for why); a chunked body counts as "would make us
+//!   wait" after every read, so it streams exactly as before;
 //! - **the origin would make us wait**: send what is held now. The first send is the response
 //!   head with those bytes as the start of its body (`set_body`, then `stream_to_client`), so
 //!   head and first bytes leave in one write;
 //! - **the origin's body ended and nothing was sent yet**: the whole output goes as one
 //!   response with a `Content-Length`, in one write, as the buffered build sends it.
 //!
-//! So a dripping page (chunked, a pause after each part) streams exactly as before: bytes are
-//! held only while the next origin bytes are already there, never across a wait on the origin.
+//! So a dripping page (chunked, a pause after each part) streams exactly as before, and bytes
+//! are never held across a wait on the origin longer than [`ORIGIN_WAIT_MS`].
 //! Memory is bounded by [`HOLD_MAX_BYTES`] of output. A failure before anything was sent still
 //! abandons the transfer (head, held bytes, no end), as a failure after the head always did: a
 //! body is sent with a `Content-Length` only once the pipeline has finished it.
@@ -49,25 +50,29 @@ use crate::access::SinkStats;
 /// 1 MiB), and is an eighth of what the buffered build may hold.
 pub const HOLD_MAX_BYTES: usize = 2 * 1024 * 1024;
 
-/// How long to wait for an origin's next bytes when its `Content-Length` says more are
+/// How long to wait for an origin's next bytes, when its `Content-Length` says more are
 /// coming, before sending what is held. On loopback and in a busy host, the next chunk of a
 /// body that is all in flight is often a few microseconds from being readable when the
 /// previous one has been processed; a wait this short lets such a body leave in one write,
-/// and costs an origin that really stalls at most this much per read. A body without a
-/// length (chunked: how dripping pages and streamed renders come) never waits.
+/// and costs an origin that really stalls at most this much per read.
 pub const ORIGIN_WAIT_MS: u32 = 1;
 
-/// Whether the origin body has more for us now: bytes to read, its end, or an error, so that
-/// the next read returns at once and holding output until after it costs no latency. With
-/// `wait`, waits up to [`ORIGIN_WAIT_MS`] for that.
+/// Whether the origin body has more for us within [`ORIGIN_WAIT_MS`]: bytes to read, its end,
+/// or an error, so that the next read returns at once and holding output until after it costs
+/// no latency.
+///
+/// Beware: under Viceroy 0.22, asking consumes a read error waiting in the body (its
+/// `is_ready` reads a chunk and puts back only data), so the next read reports a clean end.
+/// Ask only about a body with a `Content-Length`, and check at its end that every promised
+/// byte came.
 ///
 /// The fastly crate has no safe call for this (its `async_io` is crate-private), so this is
 /// the one place the adapter calls the ABI itself. A status other than OK counts as "not
 /// ready": the output is sent, as it always was.
 #[allow(unsafe_code)]
-pub fn origin_has_more_ready(body: &BodyHandle, wait: bool) -> bool {
-    // SAFETY (both blocks): the handle is borrowed for the calls only, so it stays owned (and
-    // open) by `body`; the out-pointers point at live `u32`s and the handle array at one.
+pub fn origin_has_more_ready(body: &BodyHandle) -> bool {
+    // SAFETY (all three blocks): the handle is borrowed for the calls only, so it stays owned
+    // (and open) by `body`; the out-pointers point at live `u32`s and the handle array at one.
     #[allow(deprecated)]
     let handle = unsafe { body.as_u32() };
     let mut ready = 0u32;
@@ -75,8 +80,8 @@ pub fn origin_has_more_ready(body: &BodyHandle, wait: bool) -> bool {
     if !status.is_ok() {
         return false;
     }
-    if ready != 0 || !wait {
-        return ready != 0;
+    if ready != 0 {
+        return true;
     }
     let handles = [handle];
     let mut done = u32::MAX;
