@@ -4,7 +4,6 @@
 
 use std::cell::Cell;
 use std::fmt::Write as _;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use fastly::Request;
@@ -63,29 +62,18 @@ pub struct SinkStats {
     pub bytes: Cell<u64>,
     /// Write calls (host calls on Fastly).
     pub writes: Cell<u64>,
+    /// When the response head was sent, if the sink sends it (see `downstream`).
+    pub sent_at: Cell<Option<Instant>>,
 }
 
-/// A `Write` that records [`SinkStats`] on its way to `W`.
-pub struct CountingSink<W> {
-    /// The real sink.
-    pub inner: W,
-    /// Shared counters.
-    pub stats: Rc<SinkStats>,
-}
-
-impl<W: std::io::Write> std::io::Write for CountingSink<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        if n > 0 && self.stats.first_write.get().is_none() {
-            self.stats.first_write.set(Some(Instant::now()));
+impl SinkStats {
+    /// Records one write (one host call) of `bytes` body bytes.
+    pub fn record(&self, bytes: usize) {
+        if bytes > 0 && self.first_write.get().is_none() {
+            self.first_write.set(Some(Instant::now()));
         }
-        self.stats.bytes.set(self.stats.bytes.get() + n as u64);
-        self.stats.writes.set(self.stats.writes.get() + 1);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        self.bytes.set(self.bytes.get() + bytes as u64);
+        self.writes.set(self.writes.get() + 1);
     }
 }
 
@@ -157,7 +145,7 @@ impl Access {
         self.headers_at = Some(Instant::now());
     }
 
-    /// Takes the body counters of a [`CountingSink`].
+    /// Takes the body counters of a sink.
     pub fn body_written(&mut self, stats: &SinkStats) {
         self.first_body_at = stats.first_write.get();
         self.bytes_out = Some(stats.bytes.get());
@@ -208,7 +196,7 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use std::rc::Rc;
 
     #[test]
     fn each_setting_level_is_the_log_level_of_that_name() {
@@ -240,12 +228,8 @@ mod tests {
             assert!(line.contains(field), "{field} missing from {line}");
         }
         let stats = Rc::new(SinkStats::default());
-        let mut sink = CountingSink {
-            inner: Vec::new(),
-            stats: Rc::clone(&stats),
-        };
-        sink.write_all(b"hello").unwrap();
-        sink.write_all(b" world").unwrap();
+        stats.record(5);
+        stats.record(6);
         access.headers_sent(200);
         access.body_written(&stats);
         access.outcome = Outcome::PassedThrough("not-text".into());

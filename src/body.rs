@@ -9,7 +9,7 @@ use std::io::Read;
 use std::rc::Rc;
 use std::time::Instant;
 
-use fastly::http::body::StreamingBody;
+use fastly::handle::BodyHandle;
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
@@ -17,8 +17,9 @@ use trusted_server_core::{
     PipelineOptions, PipelineReport, ResponseContext, Rewrite, Settings, UrlRule,
 };
 
-use crate::access::{Access, CountingSink, Outcome, SinkStats};
+use crate::access::{Access, Outcome, SinkStats};
 use crate::client::Client;
+use crate::downstream::{self, ClientBody, HoldingSink};
 use crate::failure::{self, Failure, Phase};
 use crate::{origin, reply};
 
@@ -189,9 +190,12 @@ fn report(
     );
 }
 
-/// Headers now, then the body chunk by chunk. On any failure the client stream is dropped
-/// without `finish()`: the platform abandons it, so the client sees an incomplete transfer
-/// rather than a short page that looks complete.
+/// The head and the body as the origin delivers it, through the pipeline into a
+/// [`ClientBody`]: output waits only while the origin has more ready (see `downstream`), so a
+/// body the origin sends at once leaves in one write, with a `Content-Length`, and a slow one
+/// streams as it arrives. On any failure the client body is dropped without `finish()`: the
+/// transfer is abandoned, so the client sees an incomplete transfer rather than a short page
+/// that looks complete.
 fn stream(
     response: Response,
     origin_body: Body,
@@ -201,14 +205,26 @@ fn stream(
 ) {
     let status = response.get_status().as_u16();
     let stats = Rc::new(SinkStats::default());
-    let client_body = CountingSink {
-        inner: response.stream_to_client(),
-        stats: Rc::clone(&stats),
-    };
-    access.headers_sent(status);
-    let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, client_body);
+    let client_body = ClientBody::new(response, Rc::clone(&stats));
+    let pipeline = BodyPipeline::new(
+        job.codec,
+        job.rewrite,
+        job.rule,
+        &job.options,
+        client_body.sink(),
+    );
     let mut bytes_in = 0;
-    let result = pump(pipeline, origin_body, &mut bytes_in);
+    let mut origin_body = origin_body;
+    let length = origin_body.known_length();
+    let result = pump(
+        pipeline,
+        origin_body.into_handle(),
+        length,
+        client_body,
+        &mut bytes_in,
+    );
+    access.headers_sent(status);
+    access.headers_at = stats.sent_at.get();
     access.bytes_in = Some(bytes_in);
     access.body_written(&stats);
     match result {
@@ -227,13 +243,17 @@ fn stream(
     }
 }
 
-/// Reads the origin body through the pipeline to the end and finishes the client stream. On
-/// an error the pipeline, and the client body in it, is dropped unfinished: abandoned.
+/// Reads the origin body through the pipeline to the end and finishes the client body. After
+/// each chunk, the output so far is sent unless the origin has more ready. On an error the
+/// client body is dropped unfinished: abandoned.
 fn pump(
-    mut pipeline: BodyPipeline<CountingSink<StreamingBody>>,
-    mut origin_body: Body,
+    mut pipeline: BodyPipeline<HoldingSink>,
+    mut origin_body: BodyHandle,
+    length: Option<u64>,
+    client_body: ClientBody,
     bytes_in: &mut u64,
 ) -> Result<PipelineReport, BodyFailure> {
+    let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let n = match origin_body.read(&mut buf) {
@@ -243,9 +263,30 @@ fn pump(
         };
         *bytes_in += n as u64;
         pipeline.push(&buf[..n]).map_err(classify)?;
+        // Checked after the work on this chunk, which gives the origin's next bytes time
+        // to arrive. Only for a body with a length: asking whether a body is ready makes
+        // Viceroy consume a read error waiting in it (the next read then reports a clean
+        // end), and only a length lets that be caught (below). A chunked body is sent after
+        // every read, as it always was.
+        let ready = match length {
+            // Every promised byte is in: what follows is the end, not a wait.
+            Some(len) if *bytes_in >= len => true,
+            Some(_) => downstream::origin_has_more_ready(&origin_body),
+            None => false,
+        };
+        if !ready {
+            client_body.send_held().map_err(client_gone)?;
+        }
+    }
+    if let Some(len) = length.filter(|&len| *bytes_in < len) {
+        return Err((
+            Failure::OriginBody,
+            format!("origin body ended after {bytes_in} of its {len} bytes"),
+        ));
     }
     let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
-    sink.inner.finish().map_err(|e| {
+    drop(sink);
+    client_body.finish().map_err(|e| {
         (
             Failure::ClientGone,
             format!("client stream did not finish: {e}"),

@@ -5,11 +5,13 @@
 //! any is sent) → **body** (streamed through the pipeline, or passed through untouched).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+// One call into the ABI, in `downstream::origin_has_more_ready`; nothing else.
+#![deny(unsafe_code)]
 
 mod access;
 mod body;
 mod client;
+mod downstream;
 mod failure;
 mod origin;
 mod reply;

@@ -1,19 +1,40 @@
-//! Load: `wrk` against the streaming proxy and the direct origin, bounded in time, at two
-//! concurrency levels, alternating targets.
+//! Load: `wrk` against the streaming proxy, the buffered proxy and the direct origin, bounded
+//! in time, at two concurrency levels, alternating targets.
+//!
+//! The two builds of the proxy are loaded on every page of [`PAGES`]: the pages whose origin
+//! answers at once, where the body leaves in as many writes as the build makes. The dripped
+//! and replayed pages are not loaded: each of their requests takes the origin's own 0.4–2 s, so
+//! a bounded `wrk` run gets a handful of them and measures the origin's pacing; the latency
+//! run compares the builds on those pages.
 
 use std::process::Command;
 
 use crate::latency::PUBLIC_HOST;
 use crate::{Options, Servers};
 
-/// The page under load: the article, uncompressed (the proxy rewrites all of it).
+/// The page the origin is loaded on, and the one whose keys carry no page suffix (as before
+/// more pages were loaded): the article, uncompressed (the proxy rewrites all of it).
 pub const PATH: &str = "/news/article.html";
+
+/// The name of [`PATH`] in [`PAGES`].
+pub const PATH_PAGE: &str = PAGES[0].0;
+
+/// The pages both builds are loaded on (name, path): the article, and the latency run's pages
+/// whose origin answers at once, uncompressed.
+pub const PAGES: [(&str, &str); 4] = [
+    ("article", PATH),
+    ("small", "/embed/poll.html"),
+    ("110kb", "/__gen/110kb.html"),
+    ("1mb", "/__gen/1024kb.html"),
+];
 
 /// One `wrk` run.
 #[derive(Debug, Clone)]
 pub struct LoadResult {
     /// `proxy` (streaming), `proxy_buffered` or `origin`.
     pub target: &'static str,
+    /// The page's name in [`PAGES`].
+    pub page: &'static str,
     /// Open connections.
     pub connections: u32,
     /// Requests per second.
@@ -40,12 +61,23 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
     // close`, wrk counts every request to Viceroy as a socket read error, even for
     // `/_ts/health`, so that mode cannot show errors honestly and is not used.)
     for connections in [8u32, 64] {
-        for (target, addr, host) in [
-            ("proxy", servers.streaming, Some(PUBLIC_HOST)),
-            ("proxy_buffered", servers.buffered, Some(PUBLIC_HOST)),
-            ("origin", servers.origin, None),
-        ] {
-            eprintln!("bench: load {target} with {connections} connections for {seconds}s");
+        let mut runs = Vec::new();
+        for (i, (page, path)) in PAGES.iter().enumerate() {
+            // The two builds alternate which goes first, page by page.
+            let mut pair = [
+                ("proxy", servers.streaming),
+                ("proxy_buffered", servers.buffered),
+            ];
+            if i % 2 == 1 {
+                pair.reverse();
+            }
+            runs.extend(pair.map(|(target, addr)| (target, *page, *path, addr, Some(PUBLIC_HOST))));
+        }
+        runs.push(("origin", PAGES[0].0, PATH, servers.origin, None));
+        for (target, page, path, addr, host) in runs {
+            eprintln!(
+                "bench: load {target} on {page} with {connections} connections for {seconds}s"
+            );
             let mut cmd = Command::new("wrk");
             cmd.args([
                 "-t2",
@@ -59,7 +91,7 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
             if let Some(host) = host {
                 cmd.args(["-H", &format!("Host: {host}")]);
             }
-            cmd.arg(format!("http://{addr}{PATH}"));
+            cmd.arg(format!("http://{addr}{path}"));
             let out = cmd
                 .output()
                 .map_err(|e| format!("wrk: {e} (install it: apt-get install wrk)"))?;
@@ -70,7 +102,9 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
                 ));
             }
             let text = String::from_utf8_lossy(&out.stdout);
-            results.push(parse(&text, target, connections)?);
+            let mut result = parse(&text, target, connections)?;
+            result.page = page;
+            results.push(result);
         }
     }
     Ok(results)
@@ -104,6 +138,7 @@ pub(crate) fn parse(
     }
     Ok(LoadResult {
         target,
+        page: PAGES[0].0,
         connections,
         rps: rps.ok_or_else(|| format!("no Requests/sec in wrk output:\n{text}"))?,
         p50_ms: p50.ok_or("no 50% line in wrk output")?,
