@@ -150,7 +150,11 @@ fuzz_target!(|data: &[u8]| {
             show(&stream_out)
         ),
     }
-    if !contains_ignore_case(&page, ORIGIN.as_bytes()) {
+    // The host may be in the decoded stream without being in the page: split across two
+    // pushes, or written with escapes. Then the stream is rewritten, as it must be.
+    if !contains_ignore_case(&page, ORIGIN.as_bytes())
+        && !contains_ignore_case(&stream_in, ORIGIN.as_bytes())
+    {
         // Not byte for byte: while a `T` row is open across scripts, the rows decoded meanwhile
         // move into the first string (the browser concatenates the strings, so it reads the
         // same stream). The markup and the stream are unchanged.
