@@ -129,17 +129,38 @@ fn rule() -> UrlRule {
 
 /// Bare lol_html with no handlers: the ceiling for any lol_html-based rewriter.
 pub fn run_bare(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
-    {
-        let mut rewriter = HtmlRewriter::new(Settings::new(), |c: &[u8]| out.extend_from_slice(c));
-        for chunk in input.chunks(CHUNK) {
-            rewriter
-                .write(chunk)
-                .expect("bare lol_html accepts the page");
-        }
-        rewriter.end().expect("bare lol_html ends");
+    run_lol_html(Settings::new(), input)
+}
+
+/// lol_html with `settings` over `input` in [`CHUNK`]-byte writes: its output.
+fn run_lol_html(settings: Settings<'_, '_>, input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
+    let mut rewriter = HtmlRewriter::new(settings, |c: &[u8]| out.extend_from_slice(c));
+    for chunk in input.chunks(CHUNK) {
+        rewriter.write(chunk).expect("lol_html accepts the page");
     }
+    rewriter.end().expect("lol_html ends");
     out
+}
+
+/// One element handler per [`URL_ATTRIBUTES`] entry, called with the attribute's name and
+/// value on every element that has it.
+fn on_url_attributes<F>(on: F) -> Settings<'static, 'static>
+where
+    F: Fn(&'static str, String, &mut Element) -> lol_html::HandlerResult + Clone + 'static,
+{
+    URL_ATTRIBUTES
+        .iter()
+        .map(|&name| {
+            let on = on.clone();
+            element!(format!("[{name}]"), move |el: &mut Element| {
+                match el.get_attribute(name) {
+                    Some(value) => on(name, value, el),
+                    None => Ok(()),
+                }
+            })
+        })
+        .fold(Settings::new(), Settings::append_element_content_handler)
 }
 
 /// URL attributes the handler-based rewriter ([`run_handlers`]) rewrites.
@@ -158,55 +179,27 @@ pub const URL_ATTRIBUTES: [&str; 8] = [
 /// rule to the attribute's value and setting it when it changed. It rewrites attributes only,
 /// not text, inline scripts or styles, and knows nothing of Flight payloads.
 pub fn run_handlers(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len() + input.len() / 8);
-    {
-        let settings = URL_ATTRIBUTES
-            .iter()
-            .map(|&name| {
-                let rule = rule();
-                element!(format!("[{name}]"), move |el: &mut Element| {
-                    if let Some(value) = el.get_attribute(name) {
-                        let rewritten = rule.rewrite_all(value.as_bytes());
-                        if rewritten != value.as_bytes() {
-                            el.set_attribute(name, &String::from_utf8_lossy(&rewritten))?;
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .fold(Settings::new(), Settings::append_element_content_handler);
-        let mut rewriter = HtmlRewriter::new(settings, |c: &[u8]| out.extend_from_slice(c));
-        for chunk in input.chunks(CHUNK) {
-            rewriter
-                .write(chunk)
-                .expect("the handler rewriter accepts the page");
+    let rule = rule();
+    let settings = on_url_attributes(move |name, value, el| {
+        let rewritten = rule.rewrite_all(value.as_bytes());
+        if rewritten != value.as_bytes() {
+            el.set_attribute(name, &String::from_utf8_lossy(&rewritten))?;
         }
-        rewriter.end().expect("the handler rewriter ends");
-    }
-    out
+        Ok(())
+    });
+    run_lol_html(settings, input)
 }
 
 /// Every URL attribute's value in `html`, in document order, as `(attribute, value)`.
 fn url_attribute_values(html: &[u8]) -> Vec<(&'static str, String)> {
     let found = Rc::new(RefCell::new(Vec::new()));
-    let settings = URL_ATTRIBUTES
-        .iter()
-        .map(|&name| {
-            let found = Rc::clone(&found);
-            element!(format!("[{name}]"), move |el: &mut Element| {
-                if let Some(value) = el.get_attribute(name) {
-                    found.borrow_mut().push((name, value));
-                }
-                Ok(())
-            })
-        })
-        .fold(Settings::new(), Settings::append_element_content_handler);
-    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-    rewriter.write(html).expect("lol_html reads the page");
-    rewriter.end().expect("lol_html ends");
-    Rc::try_unwrap(found)
-        .map(RefCell::into_inner)
-        .unwrap_or_default()
+    let sink = Rc::clone(&found);
+    let settings = on_url_attributes(move |name, value, _| {
+        sink.borrow_mut().push((name, value));
+        Ok(())
+    });
+    run_lol_html(settings, html);
+    found.take()
 }
 
 /// The full pipeline (identity coding, the stage `page`'s content type selects, URL rule,
