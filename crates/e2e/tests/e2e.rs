@@ -209,6 +209,15 @@ fn fixture(world: &World, path: &str) -> Vec<u8> {
     std::fs::read(world.root.join("fixtures/site").join(path)).expect("fixture exists")
 }
 
+/// [`fetch`], requiring a complete `200`.
+fn fetch_complete(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Result<Timed, String> {
+    let r = fetch(addr, path, headers)?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {} complete {}", r.status, r.complete)
+    })?;
+    Ok(r)
+}
+
 /// What the proxy must send for `original` when the client used `authority` over http.
 /// The rule itself is tested exhaustively in the core; here it is the oracle for the wiring.
 fn expected(original: &[u8], authority: &str) -> Vec<u8> {
@@ -267,14 +276,11 @@ fn same_bytes(label: &str, got: &[u8], want: &[u8]) -> Outcome {
 
 fn first_bytes_before_second_chunk(w: &World) -> Outcome {
     // Head at once, then 4 parts each after 700 ms: the second origin chunk leaves at ~700 ms.
-    let r = fetch(
+    let r = fetch_complete(
         w.streaming,
         "/news/article.html?drip_ms=700&drip_chunks=4",
         &[identity()],
     )?;
-    check(r.status == 200 && r.complete, || {
-        format!("status {} complete {}", r.status, r.complete)
-    })?;
     same_bytes(
         "body",
         &r.body,
@@ -315,10 +321,7 @@ fn first_bytes_before_second_chunk(w: &World) -> Outcome {
 /// scenario above and the chunked framing checked here).
 fn complete_body_leaves_whole(w: &World) -> Outcome {
     let authority = w.streaming.to_string();
-    let r = fetch(w.streaming, "/embed/poll.html", &[identity()])?;
-    check(r.status == 200 && r.complete, || {
-        format!("status {} complete {}", r.status, r.complete)
-    })?;
+    let r = fetch_complete(w.streaming, "/embed/poll.html", &[identity()])?;
     same_bytes(
         "body",
         &r.body,
@@ -355,14 +358,11 @@ fn complete_body_leaves_whole(w: &World) -> Outcome {
 }
 
 fn gzip_stays_gzip_and_streams(w: &World) -> Outcome {
-    let r = fetch(
+    let r = fetch_complete(
         w.streaming,
         "/news/article.html?drip_ms=700&drip_chunks=4",
         &[("accept-encoding", "gzip")],
     )?;
-    check(r.status == 200 && r.complete, || {
-        format!("status {} complete {}", r.status, r.complete)
-    })?;
     check(r.header("content-encoding") == Some("gzip"), || {
         format!("content-encoding {:?}", r.header("content-encoding"))
     })?;
@@ -380,7 +380,7 @@ fn gzip_stays_gzip_and_streams(w: &World) -> Outcome {
 }
 
 fn brotli_round_trip(w: &World) -> Outcome {
-    let r = fetch(w.streaming, "/", &[("accept-encoding", "br")])?;
+    let r = fetch_complete(w.streaming, "/", &[("accept-encoding", "br")])?;
     check(r.header("content-encoding") == Some("br"), || {
         format!("content-encoding {:?}", r.header("content-encoding"))
     })?;
@@ -986,9 +986,6 @@ fn flight_navigation_rewritten(w: &World) -> Outcome {
     };
     let path = "/next/about?_rsc=kbjVg6WzCIn1t0Fs&nextjs_timing=0";
     let r = fetch(w.streaming, path, &nav("identity"))?;
-    check(r.status == 200 && r.complete, || {
-        format!("status {} complete {}", r.status, r.complete)
-    })?;
     check(
         r.header("content-type")
             .is_some_and(|c| c.starts_with("text/x-component")),
@@ -1046,10 +1043,7 @@ fn nextjs_page_streams(w: &World) -> Outcome {
     const LAST_CHUNK: Duration = Duration::from_millis(785);
     const EARLY: Duration = Duration::from_millis(600);
     let host = w.streaming.to_string();
-    let r = fetch(w.streaming, "/next/live", &[identity()])?;
-    check(r.status == 200 && r.complete, || {
-        format!("status {} complete {}", r.status, r.complete)
-    })?;
+    let r = fetch_complete(w.streaming, "/next/live", &[identity()])?;
     no_origin_urls("live page", &r.body, &host)?;
     flight_oracle(w, "live.body", &r.body, &host, "html")?;
     let first = r.first_body_at.ok_or("no body")?;
