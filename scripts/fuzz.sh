@@ -10,9 +10,6 @@
 # bounded check for scripts/test.sh. libFuzzer is not fully repeatable even with a seed, so it
 # can still find something new. Open-ended exploration is the timed mode.
 #
-# FUZZ_RSC_SMALL_CAP=1 also fuzzes the rsc target at the smallest max_held_bytes (1 KiB). It is
-# off by default because the degraded path there has open findings (fuzz/regressions/README.md).
-#
 # Set-up: the nightly toolchain (rustup, profile minimal) and cargo-fuzz (pinned) are installed
 # only when missing. FUZZ_SANITIZER=address builds with AddressSanitizer (slower; the core is
 # `forbid(unsafe_code)`, so the default is none). To reproduce a crash:

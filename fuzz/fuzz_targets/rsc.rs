@@ -7,7 +7,8 @@
 //! * a Flight response comes out exactly as the model says, row by row, and reports a degrade
 //!   exactly when the model does; no rewritable origin URL is left when it did not degrade;
 //! * in a page, the strings decode to the model's rows (or, where it degraded, each row either
-//!   rewritten or as it came), and the markup around them gets the URL rule;
+//!   rewritten or as it came, or a newline row rewritten up to a possible URL and as it came
+//!   from there), and the markup around them gets the URL rule;
 //! * without the origin host anywhere (in any case), a Flight response comes back byte for
 //!   byte, and a page's markup and decoded stream are unchanged.
 #![no_main]
@@ -19,20 +20,12 @@ use trusted_server_fuzz::{assert_split_invariant, whole_and_split};
 use trusted_server_fuzz::{contains_ignore_case, cut_points, options, rewrite_for, show};
 use trusted_server_fuzz::{split_input, utf16_bom, ORIGIN, TARGETS};
 
-/// Whether the smallest cap is fuzzed (`FUZZ_RSC_SMALL_CAP=1`). Off by default: the degraded
-/// path near it has open findings (fuzz/regressions/README.md, `rsc-inline-cap-row-neither`),
-/// which the bounded run in scripts/test.sh would otherwise hit by chance.
-fn small_cap() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("FUZZ_RSC_SMALL_CAP").is_some_and(|v| v == "1"))
-}
-
 fuzz_target!(|data: &[u8]| {
     let input = split_input(data);
     let (scheme, target) = TARGETS[usize::from(input.config >> 4) % TARGETS.len()];
     let rule = UrlRule::new(ORIGIN, scheme, target);
     let mut options = options(input.config);
-    if input.config & 8 != 0 && small_cap() {
+    if input.config & 8 != 0 {
         // The smallest cap the settings allow: rows and holds over it degrade.
         options.nextjs.max_held_bytes = 1024;
     }
@@ -144,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
             show(&expected.rewritten())
         ),
         Some(why) => assert!(
-            expected.each_row_rewritten_or_original(&stream_out),
+            expected.each_row_whole_or_released(&stream_out, &rule),
             "degraded ({why}), and a row is neither rewritten nor as it came:\nstream {}\noutput {}",
             show(&stream_in),
             show(&stream_out)

@@ -25,6 +25,10 @@ pub struct Row {
     pub original: Vec<u8>,
     /// The row with the URL rule applied (equal to `original` when nothing applies).
     pub rewritten: Vec<u8>,
+    /// For a newline row, the length of its `<id>:`; `None` for any other row. A newline row
+    /// streams, so a degrade can let it go as it came part way through (see
+    /// [`Model::each_row_whole_or_released`]).
+    pub newline_head: Option<usize>,
 }
 
 /// What a Flight stream must become.
@@ -64,6 +68,51 @@ impl Model {
         }
         reachable.contains(&out.len())
     }
+
+    /// Like [`each_row_rewritten_or_original`](Self::each_row_rewritten_or_original), and a
+    /// newline row may also be rewritten up to a possible URL and come out as it came from
+    /// there: what a degrade produces when it must let go of a URL whose next bytes have not
+    /// arrived, with nothing later sure to take it (the row's earlier bytes had already gone
+    /// out rewritten). A URL is never half rewritten, and no row goes back to rewriting.
+    pub fn each_row_whole_or_released(&self, out: &[u8], rule: &UrlRule) -> bool {
+        let mut reachable = vec![0usize];
+        for row in &self.rows {
+            let mut next = Vec::new();
+            let mut reach = |end: usize| {
+                if !next.contains(&end) {
+                    next.push(end);
+                }
+            };
+            for &at in &reachable {
+                let rest = &out[at..];
+                for form in [&row.rewritten, &row.original] {
+                    if rest.starts_with(form) {
+                        reach(at + form.len());
+                    }
+                }
+                let Some(head) = row.newline_head else {
+                    continue;
+                };
+                let o = &row.original;
+                if !rest.starts_with(&o[..head]) {
+                    continue;
+                }
+                // Where a held possible URL can start.
+                for k in (head..o.len()).filter(|&k| matches!(o[k], b'h' | b'H' | b'/' | b'\\')) {
+                    let done = rule.rewrite_all(&o[head..k]);
+                    let rest = &rest[head..];
+                    if rest.starts_with(&done) && rest[done.len()..].starts_with(&o[k..]) {
+                        reach(at + head + done.len() + o.len() - k);
+                    }
+                }
+            }
+            if next.is_empty() {
+                return false;
+            }
+            reachable = next;
+        }
+        reachable.contains(&out.len())
+    }
 }
 
 /// Models the rewriting of stream `s` with `rule`, `T` rows longer than `max_held` passing
@@ -74,6 +123,7 @@ pub fn model(s: &[u8], rule: &UrlRule, max_held: u64) -> Model {
         m.rows.push(Row {
             original: bytes.to_vec(),
             rewritten: bytes.to_vec(),
+            newline_head: None,
         })
     };
     let mut p = 0;
@@ -107,6 +157,7 @@ pub fn model(s: &[u8], rule: &UrlRule, max_held: u64) -> Model {
             m.rows.push(Row {
                 original: s[start..end].to_vec(),
                 rewritten,
+                newline_head: Some(p - start),
             });
             p = end;
             continue;
@@ -160,6 +211,7 @@ pub fn model(s: &[u8], rule: &UrlRule, max_held: u64) -> Model {
                 m.rows.push(Row {
                     original: s[start..end].to_vec(),
                     rewritten,
+                    newline_head: None,
                 });
                 p = end;
                 continue;

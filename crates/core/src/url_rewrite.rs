@@ -374,6 +374,13 @@ impl StreamReplacer {
         self.carry.clear();
     }
 
+    /// Emits whatever is held as it came, unrewritten: for when the bytes that would decide it
+    /// bypass the rule, so deciding it as if the input ended ([`flush`](Self::flush)) could
+    /// rewrite a host that those bytes continue (`//origin.example.com` then `.evil.test`).
+    pub fn pass_held(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.carry);
+    }
+
     /// Ends the stream.
     pub fn finish(mut self, out: &mut Vec<u8>) {
         self.flush(out);

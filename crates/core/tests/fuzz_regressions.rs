@@ -4,7 +4,7 @@
 mod support;
 
 use support::{rewrite_kind, rules, run};
-use trusted_server_core::Codec;
+use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, PipelineReport, UrlRule};
 
 /// A page with one Flight push whose string body is `body` (already escaped).
 fn push_page(body: &[u8]) -> Vec<u8> {
@@ -77,4 +77,122 @@ fn a_gzip_member_with_a_bad_trailer_is_an_origin_error_not_a_panic() {
             }
         }
     }
+}
+
+/// The fuzz crate's independent model of Flight rows and of Next.js's push strings (written
+/// from the wire format, not from the core), so a saved `rsc` input replays here as it did
+/// there.
+#[path = "../../../fuzz/src/flight.rs"]
+#[allow(dead_code)]
+mod flight;
+
+/// Replays a saved input of the `rsc` fuzz target for an inline page at the 1 KiB cap (config
+/// bits 4 and 8): the rule, the Flight stream, the page the target built from it, and the
+/// page's chunk cuts. The trailer is read as `split_input` in `fuzz/src/lib.rs` reads it:
+/// `cuts ‖ config ‖ n`, `n` two-byte cut values, the first half placing the scripts and the
+/// second half cutting the page.
+fn rsc_inline_page(name: &str) -> (UrlRule, String, Vec<u8>, Vec<usize>) {
+    const TARGETS: [(&str, &str); 4] = [
+        ("http", "127.0.0.1:7676"),
+        ("https", "www.a-much-longer-first-party-host-name.example"),
+        ("https", "a.io"),
+        ("http", "p.test:8080"),
+    ];
+    let path = format!(
+        "{}/../../fuzz/regressions/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (&last, rest) = data.split_last().unwrap();
+    let n = usize::from(last & 0x0f);
+    assert!(n < 15, "{name}: one-byte chunks are not replayed here");
+    let (&config, rest) = rest.split_last().unwrap();
+    assert_eq!(
+        config & 0x0c,
+        0x0c,
+        "{name}: not an inline page at the small cap"
+    );
+    let (body, spec) = rest.split_at(rest.len() - 2 * n);
+    let raw: Vec<u16> = spec
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let cut_points = |raw: &[u16], len: usize| {
+        let mut cuts: Vec<usize> = raw.iter().map(|&c| usize::from(c) % (len + 1)).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts
+    };
+    let (scheme, target) = TARGETS[usize::from(config >> 4) % TARGETS.len()];
+    let rule = UrlRule::new(support::ORIGIN, scheme, target);
+    let stream = String::from_utf8_lossy(body).into_owned();
+    let script_cuts = cut_points(&raw[..n / 2], stream.len());
+    let page = flight::inline_page(&stream, &script_cuts, &raw);
+    let cuts = cut_points(&raw[n / 2..], page.len());
+    (rule, stream, page, cuts)
+}
+
+/// Runs a page through the HTML pipeline at the smallest cap the settings allow.
+fn run_small_cap(rule: &UrlRule, page: &[u8], cuts: &[usize]) -> (Vec<u8>, PipelineReport) {
+    let html = rewrite_kind("text/html; charset=utf-8");
+    let mut options = PipelineOptions::default();
+    options.nextjs.max_held_bytes = 1024;
+    let mut pipeline = BodyPipeline::new(Codec::Identity, html, rule.clone(), &options, Vec::new());
+    let mut last = 0;
+    for &cut in cuts.iter().chain([&page.len()]) {
+        pipeline.push(&page[last..cut]).unwrap();
+        last = cut;
+    }
+    pipeline.finish().unwrap()
+}
+
+/// Found by `rsc` at the 1 KiB cap (`fuzz/regressions/rsc-inline-cap-row-neither` and `-2`):
+/// when held output passed the cap, what the row rewriter held was let go in a way that
+/// rewrote part of a row and not the rest: the decoded output had a row that was neither the
+/// row rewritten nor the row as it came. A degrade may pass rows on as they came, but each
+/// row must come out whole in one form or the other.
+#[test]
+fn a_cap_release_passes_each_row_on_rewritten_or_as_it_came() {
+    for name in ["rsc-inline-cap-row-neither", "rsc-inline-cap-row-neither-2"] {
+        let (rule, stream, page, cuts) = rsc_inline_page(name);
+        let model = flight::model(stream.as_bytes(), &rule, 1024);
+        for cuts in [&[][..], &cuts] {
+            let (out, report) = run_small_cap(&rule, &page, cuts);
+            let (decoded, _) = flight::read_pushes(&out).expect("the output's strings decode");
+            if report.rsc.degraded.is_none() {
+                assert!(decoded == model.rewritten(), "{name} cut at {cuts:?}");
+                continue;
+            }
+            if let Some(bad) = first_row_neither(&model, &decoded) {
+                panic!("{name} cut at {cuts:?}: {bad}");
+            }
+        }
+    }
+}
+
+/// Where `out` stops being the model's rows, each rewritten or as it came: the first row that
+/// cannot be matched, with both forms and the output there.
+fn first_row_neither(model: &flight::Model, out: &[u8]) -> Option<String> {
+    if model.each_row_rewritten_or_original(out) {
+        return None;
+    }
+    // A greedy walk, for the message only (the check above is the exact one).
+    let mut at = 0;
+    for (i, row) in model.rows.iter().enumerate() {
+        if out[at..].starts_with(&row.rewritten) {
+            at += row.rewritten.len();
+        } else if out[at..].starts_with(&row.original) {
+            at += row.original.len();
+        } else {
+            let show = |b: &[u8]| format!("{:?}", String::from_utf8_lossy(b));
+            let end = (at + row.original.len().max(row.rewritten.len()) + 40).min(out.len());
+            return Some(format!(
+                "row {i}\noriginal  {}\nrewritten {}\noutput    {}",
+                show(&row.original),
+                show(&row.rewritten),
+                show(&out[at..end])
+            ));
+        }
+    }
+    Some("the rows match greedily, but not all of the output".to_owned())
 }

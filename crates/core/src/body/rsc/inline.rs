@@ -19,7 +19,9 @@
 //! **Degrading.** Over `max_held` bytes held, a push this stage cannot parse, a script that
 //! ends inside its string, or the end of the document: what is held is released as it came
 //! (a `T` row with its original length is still valid), and anything unparsed passes through
-//! as it is.
+//! as it is. A possible URL at the end of a newline row is not let go by the cap while a
+//! string is open to take it later, since only its next bytes can decide it; outside a string
+//! it goes as it came, with the rest of its row.
 
 use base64::Engine as _;
 
@@ -286,6 +288,9 @@ impl InlineFlight {
         match outcome {
             Decoded::More => text.len(),
             Decoded::End(at) => {
+                // While the string is still open: a possible URL can then wait for the next
+                // string instead of being let go as it came (see `enforce_cap`).
+                self.enforce_cap(out);
                 self.string_end(out);
                 self.script = Script::Close(0);
                 at
@@ -399,6 +404,15 @@ impl InlineFlight {
     }
 
     /// Over the cap, the open row is released as it came rather than held any longer.
+    ///
+    /// A possible URL at the end of a newline row (a few dozen bytes at most) is not a row:
+    /// inside a `[1,"…"]` string it stays in the rewriter
+    /// ([`RowRewriter::release_row`]), and its next bytes decide it, so the row comes out
+    /// whole. Its bytes then go into this string, or a hold starts again where it ends.
+    /// Outside a string (after markup, or a push's closing), no later string is sure to come
+    /// (the document may end, a base64 push may follow), so it goes into the slot now, as it
+    /// came, with the rest of its row ([`RowRewriter::release_held`]); keeping it would leave
+    /// it nowhere to go but the markup.
     fn enforce_cap(&mut self, out: &mut Vec<u8>) {
         let Some(hold) = &mut self.hold else {
             self.peak_held = self.peak_held.max(self.rows.held());
@@ -407,10 +421,12 @@ impl InlineFlight {
         let held = hold.slot.len() + hold.after.len() + self.rows.held();
         self.peak_held = self.peak_held.max(held);
         if held > self.max_held {
-            self.rows.release_held(
-                "held output passed integrations.nextjs.max_held_bytes",
-                &mut hold.slot,
-            );
+            let why = "held output passed integrations.nextjs.max_held_bytes";
+            if matches!(self.script, Script::Text(_)) {
+                self.rows.release_row(why, &mut hold.slot);
+            } else {
+                self.rows.release_held(why, &mut hold.slot);
+            }
             self.release(out);
         }
     }
@@ -572,6 +588,79 @@ mod tests {
         );
         assert!(out.contains(&filler));
         assert!(out.ends_with(&push("", &text[10..])), "{out}");
+    }
+
+    #[test]
+    fn a_possible_url_at_a_string_end_is_decided_by_its_next_bytes_despite_the_cap() {
+        // The first string ends with a possible URL; the second string decides it. Held
+        // output passes the cap inside the second string (a long row), or in the markup
+        // between (filler). Either way the URL comes out whole: rewritten when the next bytes
+        // make it the origin, as it came when they make it another host.
+        let filler = "<p>filler</p>".repeat(100);
+        let long = "x".repeat(1100);
+        for (end, next, rewritten) in [
+            ("https://origin.exa", "mple.com/", "https://p.test/"),
+            (
+                "//origin.example.com",
+                ".evil.test/",
+                "//origin.example.com.evil.test/",
+            ),
+        ] {
+            for (between, tail) in [("", long.as_str()), (filler.as_str(), "")] {
+                let input = [
+                    push("", &format!("0:\"https://{ORIGIN}/\"\n1:\"{end}")),
+                    between.to_owned(),
+                    push("", &format!("{next}{tail}\"\n")),
+                ]
+                .concat();
+                for chunk in [1, 7, 4096] {
+                    let out = run_chunked(input.as_bytes(), "p.test", 1024, chunk);
+                    let out = String::from_utf8(out).unwrap();
+                    let stream: String = out
+                        .split("self.__next_f.push([1,\"")
+                        .skip(1)
+                        .map(|s| s.split("\"])").next().unwrap())
+                        .collect();
+                    let expected =
+                        escape(&format!("0:\"https://p.test/\"\n1:\"{rewritten}{tail}\"\n"));
+                    let released =
+                        escape(&format!("0:\"https://p.test/\"\n1:\"{end}{next}{tail}\"\n"));
+                    assert!(
+                        stream == expected || (!between.is_empty() && stream == released),
+                        "{end} + {next}, {} bytes between, chunk {chunk}: {out}",
+                        between.len()
+                    );
+                    assert!(out.contains(between));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_possible_url_held_over_the_cap_in_markup_stays_in_its_string() {
+        // The last string ends with a possible URL, then markup passes the cap: no later
+        // string is sure to come (the document ends, a base64 push or a damaged one follows),
+        // so the URL goes out in the string it came from, as it came, before the markup.
+        use base64::Engine as _;
+        let filler = "<p>filler</p>".repeat(100);
+        let binary = base64::engine::general_purpose::STANDARD.encode(b".evil.test/\"\n");
+        for after in [
+            "</body></html>".to_owned(),
+            format!("<script>self.__next_f.push([3,\"{binary}\"])</script>"),
+            "<script>self.__next_f.push([1,foo])</script>".to_owned(),
+        ] {
+            let flight = |host: &str| push("", &format!("0:\"https://{host}/\"\n1:\"//{ORIGIN}"));
+            let input = [flight(ORIGIN), filler.clone(), after.clone()].concat();
+            let expected = [flight("p.test"), filler.clone(), after.clone()].concat();
+            for chunk in [1, 7, 4096] {
+                let out = run_chunked(input.as_bytes(), "p.test", 1024, chunk);
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    expected,
+                    "{after} chunk {chunk}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -14,8 +14,11 @@
 //!
 //! Degrading is always possible because the original bytes are a valid stream: a `T` row
 //! longer than the cap passes through unchanged (and unheld), a row the caller can no longer
-//! wait for is released as it came ([`RowRewriter::release_held`]), and bytes the parser
-//! cannot follow end rewriting for the rest of the stream. Nothing is ever dropped.
+//! wait for is released as it came ([`RowRewriter::release_row`]), and bytes the parser
+//! cannot follow end rewriting for the rest of the stream. Nothing is ever dropped. A release
+//! never mixes forms inside a `T` row; a newline row streams, so when its possible URL must
+//! go before its next bytes arrive ([`RowRewriter::release_held`]) it comes out rewritten up
+//! to that URL and as it came from there, never switching back.
 
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
@@ -40,6 +43,9 @@ enum State {
     Bytes { remaining: u64 },
     /// Inside a newline-terminated row.
     Line,
+    /// Inside a newline row whose possible URL was released as it came: the rest of the row
+    /// is copied to its `\n`, so a row once let go does not switch back to being rewritten.
+    LineAsItCame,
     /// Rewriting stopped for the rest of the stream: everything is copied.
     Opaque,
 }
@@ -110,14 +116,24 @@ impl RowRewriter {
         self.degraded
     }
 
-    /// Emits everything held as it came: the open `T` row keeps its original length and passes
-    /// through unchanged. Used when the cap is reached or the caller cannot wait any longer.
-    pub(crate) fn release_held(&mut self, why: &'static str, out: &mut Vec<u8>) {
-        if !self.is_holding() {
+    /// Lets the open `T` row go as it came, for a caller that cannot hold it any longer (the
+    /// cap): its original length digits and text so far are emitted, and the rest of its bytes
+    /// will be copied unchanged, so the whole row comes out in its original form.
+    ///
+    /// A possible URL held at the end of a newline row (the line replacer's carry) stays held.
+    /// The row's earlier bytes have already gone out rewritten, and the carry is at most one
+    /// match long, so no cap needs it out. Emitting it now would decide it before its next
+    /// bytes: as if the stream ended here (`//origin…` rewritten although `.evil` follows) or
+    /// as it came (an origin URL left in a row rewritten around it). Either way the row would
+    /// be neither rewritten nor as it came.
+    pub(crate) fn release_row(&mut self, why: &'static str, out: &mut Vec<u8>) {
+        if !matches!(
+            self.state,
+            State::Text { .. } | State::Length { held: true, .. }
+        ) {
             return;
         }
         self.degrade(why);
-        self.line.flush(out);
         out.append(&mut self.header);
         out.append(&mut self.text);
         self.state = match self.state {
@@ -131,6 +147,26 @@ impl RowRewriter {
         };
     }
 
+    /// Emits everything held as it came, for a caller that needs nothing held at all: before
+    /// bytes that reach the client without being rewritten ([`observe`](Self::observe), or
+    /// everything after [`give_up`](Self::give_up)), or when the cap is passed where nothing
+    /// later is sure to take a possible URL's bytes. The open `T` row goes as in
+    /// [`release_row`](Self::release_row); a newline row's possible URL goes unrewritten and
+    /// the rest of that row is copied as it came. Decided as if the stream ended instead,
+    /// `//origin…` would be rewritten although `.evil` may follow; and rewriting the rest of
+    /// the row could not complete the released URL, only the URLs after it.
+    pub(crate) fn release_held(&mut self, why: &'static str, out: &mut Vec<u8>) {
+        if !self.is_holding() {
+            return;
+        }
+        self.degrade(why);
+        if self.line.held() > 0 {
+            self.line.pass_held(out);
+            self.state = State::LineAsItCame;
+        }
+        self.release_row(why, out);
+    }
+
     /// Stops rewriting for the rest of the stream, releasing what is held.
     pub(crate) fn give_up(&mut self, why: &'static str, out: &mut Vec<u8>) {
         self.release_held(why, out);
@@ -140,12 +176,8 @@ impl RowRewriter {
 
     /// Ends the stream. A row left open is released as it came.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
-        if matches!(
-            self.state,
-            State::Text { .. } | State::Length { held: true, .. }
-        ) {
-            self.release_held("the stream ended inside a text row", out);
-        }
+        self.release_row("the stream ended inside a text row", out);
+        // Here the input did end, so a possible URL is decided as it stands.
         self.line.flush(out);
     }
 
@@ -174,6 +206,7 @@ impl RowRewriter {
                     n
                 }
                 State::Line => self.line_bytes(input, out, rewrite),
+                State::LineAsItCame => self.line_bytes(input, out, false),
                 State::Opaque => {
                     out.extend_from_slice(input);
                     input.len()
@@ -397,6 +430,58 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "1:T1d,https://origin.example.com/ab2:\"//p.test/\"\n"
+        );
+    }
+
+    #[test]
+    fn the_cap_leaves_a_possible_url_in_a_newline_row_to_its_next_bytes() {
+        // A newline row whose possible URL is held when the cap lets go of what is held: the
+        // bytes after it decide it, as if nothing had been released. (Found by fuzzing: it
+        // was decided as if the stream ended there, so a row came out half rewritten.)
+        for (first, rest, expected) in [
+            (
+                "0:\"//origin.example.com",
+                ".evil.test/\",\"//origin.example.com/\"\n",
+                "0:\"//origin.example.com.evil.test/\",\"//p.test/\"\n",
+            ),
+            (
+                "0:\"https://origin.exa",
+                "mple.com/\"\n",
+                "0:\"https://p.test/\"\n",
+            ),
+        ] {
+            let mut rows = RowRewriter::new(rule("p.test"), 1 << 20);
+            let mut out = Vec::new();
+            rows.write(first.as_bytes(), &mut out);
+            assert!(rows.is_holding(), "{first}");
+            rows.release_row("test", &mut out);
+            rows.write(rest.as_bytes(), &mut out);
+            rows.finish(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+            assert!(
+                rows.degraded().is_none(),
+                "nothing was passed on unrewritten"
+            );
+        }
+    }
+
+    #[test]
+    fn released_before_bytes_that_bypass_it_a_possible_url_goes_out_as_it_came() {
+        // Its next bytes will not be rewritten (a base64 push, or the rest after a give-up):
+        // decided as if the stream ended, `//origin.example.com` would have been rewritten
+        // although `.evil.test` follows.
+        let mut rows = RowRewriter::new(rule("p.test"), 1 << 20);
+        let mut out = Vec::new();
+        rows.write(
+            b"0:\"https://origin.example.com/\",\"//origin.example.com",
+            &mut out,
+        );
+        rows.give_up("test", &mut out);
+        rows.write(b".evil.test/\"\n", &mut out);
+        rows.finish(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "0:\"https://p.test/\",\"//origin.example.com.evil.test/\"\n"
         );
     }
 
