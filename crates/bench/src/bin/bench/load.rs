@@ -1,5 +1,11 @@
 //! Load: `wrk` against the streaming proxy, the buffered proxy and the direct origin, bounded
-//! in time, at two concurrency levels, alternating targets.
+//! in time, at two concurrency levels, in interleaved rounds.
+//!
+//! One long `wrk` run per target moves by ±20% from one run to the next on a 2-core machine
+//! (wrk, Viceroy and the origin share the cores), which is more than the difference between
+//! the builds. So each page is loaded in several short rounds ([`rounds`]); in each round the
+//! two builds run back to back, in an order that alternates by round and page, and the report
+//! takes the median of the per-round ratios, with their spread.
 //!
 //! The two builds of the proxy are loaded on every page of [`PAGES`]: the pages whose origin
 //! answers at once, where the body leaves in as many writes as the build makes. The dripped
@@ -28,6 +34,16 @@ pub const PAGES: [(&str, &str); 4] = [
     ("1mb", "/__gen/1024kb.html"),
 ];
 
+/// Rounds per page and concurrency level, and the seconds of each `wrk` run: 5 × 3 s (3 × 2 s
+/// with `--quick`). About 4.5 minutes in all (1.5 with `--quick`).
+pub fn rounds(quick: bool) -> (u32, u32) {
+    if quick {
+        (3, 2)
+    } else {
+        (5, 3)
+    }
+}
+
 /// One `wrk` run.
 #[derive(Debug, Clone)]
 pub struct LoadResult {
@@ -37,6 +53,8 @@ pub struct LoadResult {
     pub page: &'static str,
     /// Open connections.
     pub connections: u32,
+    /// Which round (0 for a single run).
+    pub round: u32,
     /// Requests per second.
     pub rps: f64,
     /// Median latency, ms.
@@ -52,7 +70,7 @@ pub struct LoadResult {
 /// # Errors
 /// If `wrk` is missing or its output cannot be read.
 pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, String> {
-    let seconds = if options.quick { 3 } else { 10 };
+    let (rounds, seconds) = rounds(options.quick);
     let mut results = Vec::new();
     // Keep-alive connections, as browsers use. Viceroy's listener does not set TCP_NODELAY,
     // so on a kept-alive connection the second segment of a *streamed* body waits for the
@@ -61,53 +79,71 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
     // close`, wrk counts every request to Viceroy as a socket read error, even for
     // `/_ts/health`, so that mode cannot show errors honestly and is not used.)
     for connections in [8u32, 64] {
-        let mut runs = Vec::new();
-        for (i, (page, path)) in PAGES.iter().enumerate() {
-            // The two builds alternate which goes first, page by page.
-            let mut pair = [
-                ("proxy", servers.streaming),
-                ("proxy_buffered", servers.buffered),
-            ];
-            if i % 2 == 1 {
-                pair.reverse();
+        for round in 0..rounds {
+            let mut runs = Vec::new();
+            for (i, (page, path)) in PAGES.iter().enumerate() {
+                // The two builds alternate which goes first, page by page and round by round.
+                let mut pair = [
+                    ("proxy", servers.streaming),
+                    ("proxy_buffered", servers.buffered),
+                ];
+                if (i + round as usize) % 2 == 1 {
+                    pair.reverse();
+                }
+                runs.extend(
+                    pair.map(|(target, addr)| (target, *page, *path, addr, Some(PUBLIC_HOST))),
+                );
             }
-            runs.extend(pair.map(|(target, addr)| (target, *page, *path, addr, Some(PUBLIC_HOST))));
-        }
-        runs.push(("origin", PAGES[0].0, PATH, servers.origin, None));
-        for (target, page, path, addr, host) in runs {
-            eprintln!(
-                "bench: load {target} on {page} with {connections} connections for {seconds}s"
-            );
-            let mut cmd = Command::new("wrk");
-            cmd.args([
-                "-t2",
-                &format!("-c{connections}"),
-                &format!("-d{seconds}s"),
-                "--latency",
-                "--timeout",
-                "10s",
-            ])
-            .args(["-H", "Accept-Encoding: identity"]);
-            if let Some(host) = host {
-                cmd.args(["-H", &format!("Host: {host}")]);
+            runs.push(("origin", PAGES[0].0, PATH, servers.origin, None));
+            for (target, page, path, addr, host) in runs {
+                eprintln!(
+                    "bench: load {target} on {page} with {connections} connections for {seconds}s \
+                     (round {} of {rounds})",
+                    round + 1
+                );
+                let text = wrk(addr, path, host, connections, seconds)?;
+                let mut result = parse(&text, target, connections)?;
+                result.page = page;
+                result.round = round;
+                results.push(result);
             }
-            cmd.arg(format!("http://{addr}{path}"));
-            let out = cmd
-                .output()
-                .map_err(|e| format!("wrk: {e} (install it: apt-get install wrk)"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "wrk failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            let text = String::from_utf8_lossy(&out.stdout);
-            let mut result = parse(&text, target, connections)?;
-            result.page = page;
-            results.push(result);
         }
     }
     Ok(results)
+}
+
+/// One bounded `wrk` run; its `--latency` report.
+fn wrk(
+    addr: std::net::SocketAddr,
+    path: &str,
+    host: Option<&str>,
+    connections: u32,
+    seconds: u32,
+) -> Result<String, String> {
+    let mut cmd = Command::new("wrk");
+    cmd.args([
+        "-t2",
+        &format!("-c{connections}"),
+        &format!("-d{seconds}s"),
+        "--latency",
+        "--timeout",
+        "10s",
+    ])
+    .args(["-H", "Accept-Encoding: identity"]);
+    if let Some(host) = host {
+        cmd.args(["-H", &format!("Host: {host}")]);
+    }
+    cmd.arg(format!("http://{addr}{path}"));
+    let out = cmd
+        .output()
+        .map_err(|e| format!("wrk: {e} (install it: apt-get install wrk)"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "wrk failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Parses wrk's `--latency` report.
@@ -140,6 +176,7 @@ pub(crate) fn parse(
         target,
         page: PAGES[0].0,
         connections,
+        round: 0,
         rps: rps.ok_or_else(|| format!("no Requests/sec in wrk output:\n{text}"))?,
         p50_ms: p50.ok_or("no 50% line in wrk output")?,
         p99_ms: p99.ok_or("no 99% line in wrk output")?,

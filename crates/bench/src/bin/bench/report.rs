@@ -268,9 +268,11 @@ pub fn results(
             fmt(pipeline / bare),
         );
     }
+    let summary = per_target(load);
     let over_origin = |target: &str, c: u32| {
         let rps = |t: &str| {
-            load.iter()
+            summary
+                .iter()
                 .find(|l| l.target == t && l.connections == c && l.page == load::PATH_PAGE)
                 .map_or(f64::NAN, |l| l.rps)
         };
@@ -386,15 +388,15 @@ pub fn results(
         for (page, rps, p50) in stream_over_buffered(load, c) {
             put(
                 &format!("load_rps_stream_over_buffered_c{c}_{page}"),
-                fmt(rps),
+                fmt(rps.median),
             );
             put(
                 &format!("load_p50_stream_over_buffered_c{c}_{page}"),
-                fmt(p50),
+                fmt(p50.median),
             );
         }
     }
-    for l in load {
+    for l in &summary {
         // The article's keys keep the names they had when it was the only page loaded.
         let k = if l.page == load::PATH_PAGE {
             format!("{}_c{}", l.target, l.connections)
@@ -409,32 +411,97 @@ pub fn results(
     out
 }
 
-/// Per loaded page at `connections`: streaming req/s over buffered req/s, and streaming p50
-/// over buffered p50 (from the same interleaved pair of `wrk` runs).
-fn stream_over_buffered(load: &[LoadResult], connections: u32) -> Vec<(&'static str, f64, f64)> {
-    let pages = load
-        .iter()
-        .filter(|l| l.connections == connections && l.target == "proxy")
-        .map(|l| l.page);
-    pages
-        .filter_map(|page| {
-            let of = |target: &str| {
-                load.iter()
-                    .find(|l| l.connections == connections && l.target == target && l.page == page)
-            };
-            let (s, b) = (of("proxy")?, of("proxy_buffered")?);
-            Some((page, s.rps / b.rps, s.p50_ms / b.p50_ms))
+/// A ratio over interleaved rounds: the median of the per-round ratios, with their min and
+/// max.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundRatio {
+    /// Median of the per-round ratios.
+    pub median: f64,
+    /// Smallest per-round ratio.
+    pub lo: f64,
+    /// Largest per-round ratio.
+    pub hi: f64,
+}
+
+impl RoundRatio {
+    fn of(per_round: Vec<f64>) -> RoundRatio {
+        RoundRatio {
+            lo: per_round.iter().copied().fold(f64::NAN, f64::min),
+            hi: per_round.iter().copied().fold(f64::NAN, f64::max),
+            median: median(per_round),
+        }
+    }
+}
+
+/// The runs of each target, page and concurrency level, one record per group (in the order
+/// of their first run): median req/s, p50 and p99 over its rounds, errors summed.
+fn per_target(load: &[LoadResult]) -> Vec<LoadResult> {
+    let mut groups: Vec<Vec<&LoadResult>> = Vec::new();
+    for l in load {
+        let same = |g: &&mut Vec<&LoadResult>| {
+            (g[0].target, g[0].page, g[0].connections) == (l.target, l.page, l.connections)
+        };
+        match groups.iter_mut().find(same) {
+            Some(g) => g.push(l),
+            None => groups.push(vec![l]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let of = |f: fn(&LoadResult) -> f64| median(g.iter().map(|l| f(l)).collect());
+            LoadResult {
+                rps: of(|l| l.rps),
+                p50_ms: of(|l| l.p50_ms),
+                p99_ms: of(|l| l.p99_ms),
+                errors: g.iter().map(|l| l.errors).sum(),
+                round: 0,
+                ..g[0].clone()
+            }
         })
         .collect()
 }
 
-/// The worst loaded page at `connections`: the lowest req/s ratio and the highest p50 ratio
-/// (each from its own worst page). `NaN` when nothing was loaded.
+/// Per loaded page at `connections`: streaming req/s over buffered req/s, and streaming p50
+/// over buffered p50, each from the two builds' runs in the same round (they ran back to
+/// back), over the rounds.
+fn stream_over_buffered(
+    load: &[LoadResult],
+    connections: u32,
+) -> Vec<(&'static str, RoundRatio, RoundRatio)> {
+    let mut pages: Vec<&'static str> = Vec::new();
+    for l in load.iter().filter(|l| l.connections == connections) {
+        if l.target == "proxy" && !pages.contains(&l.page) {
+            pages.push(l.page);
+        }
+    }
+    pages
+        .into_iter()
+        .filter_map(|page| {
+            let runs = |target: &'static str| {
+                load.iter().filter(move |l| {
+                    l.connections == connections && l.target == target && l.page == page
+                })
+            };
+            let pairs: Vec<(&LoadResult, &LoadResult)> = runs("proxy")
+                .filter_map(|s| Some((s, runs("proxy_buffered").find(|b| b.round == s.round)?)))
+                .collect();
+            (!pairs.is_empty()).then(|| {
+                let rps = RoundRatio::of(pairs.iter().map(|(s, b)| s.rps / b.rps).collect());
+                let p50 = RoundRatio::of(pairs.iter().map(|(s, b)| s.p50_ms / b.p50_ms).collect());
+                (page, rps, p50)
+            })
+        })
+        .collect()
+}
+
+/// The worst loaded page at `connections`: the lowest median req/s ratio and the highest
+/// median p50 ratio (each from its own worst page). `NaN` when nothing was loaded.
 fn stream_over_buffered_worst(load: &[LoadResult], connections: u32) -> (f64, f64) {
     stream_over_buffered(load, connections)
         .iter()
-        .fold((f64::NAN, f64::NAN), |(rps, p50), &(_, r, p)| {
-            (rps.min(r), p50.max(p))
+        .fold((f64::NAN, f64::NAN), |(rps, p50), (_, r, p)| {
+            (rps.min(r.median), p50.max(p.median))
         })
 }
 
@@ -523,12 +590,15 @@ pub fn print_tables(
             pipeline / bare
         );
     }
-    println!("\nLoad (wrk, keep-alive, uncompressed; the origin on the article only)");
+    println!(
+        "\nLoad (wrk, keep-alive, uncompressed; the origin on the article only; medians over \
+         interleaved rounds)"
+    );
     println!(
         "{:<15} {:<8} {:>5} {:>10} {:>9} {:>9} {:>7}",
         "target", "page", "conns", "req/s", "p50 ms", "p99 ms", "errors"
     );
-    for l in load {
+    for l in per_target(load) {
         println!(
             "{:<15} {:<8} {:>5} {:>10.0} {:>9.2} {:>9.2} {:>7}",
             l.target, l.page, l.connections, l.rps, l.p50_ms, l.p99_ms, l.errors
@@ -537,7 +607,9 @@ pub fn print_tables(
     for c in [8, 64] {
         for (page, rps, p50) in stream_over_buffered(load, c) {
             println!(
-                "streaming/buffered at {c} connections on {page}: req/s {rps:.3}, p50 {p50:.3}"
+                "streaming/buffered at {c} connections on {page}: req/s {:.3} [{:.3}–{:.3}], \
+                 p50 {:.3} [{:.3}–{:.3}] (median [min–max] of per-round ratios)",
+                rps.median, rps.lo, rps.hi, p50.median, p50.lo, p50.hi
             );
         }
     }
@@ -763,28 +835,41 @@ mod tests {
         assert!(aggregate_rate(&rates, &bytes, &["a", "c"], "pipeline").is_nan());
     }
 
-    #[test]
-    fn load_ratios_take_the_worst_page_not_the_mean() {
-        let run = |target, page, connections, rps, p50_ms| LoadResult {
+    fn run(
+        target: &'static str,
+        page: &'static str,
+        connections: u32,
+        round: u32,
+        rps: f64,
+        p50_ms: f64,
+    ) -> LoadResult {
+        LoadResult {
             target,
             page,
             connections,
+            round,
             rps,
             p50_ms,
             p99_ms: 0.0,
-            errors: 0,
-        };
+            errors: 1,
+        }
+    }
+
+    #[test]
+    fn load_ratios_take_the_worst_page_not_the_mean() {
         let load = [
-            run("proxy", "article", 8, 200.0, 10.0),
-            run("proxy_buffered", "article", 8, 100.0, 20.0),
-            run("proxy_buffered", "small", 8, 100.0, 10.0),
-            run("proxy", "small", 8, 90.0, 11.0),
-            run("origin", "article", 8, 1000.0, 1.0),
-            run("proxy", "article", 64, 100.0, 10.0),
+            run("proxy", "article", 8, 0, 200.0, 10.0),
+            run("proxy_buffered", "article", 8, 0, 100.0, 20.0),
+            run("proxy_buffered", "small", 8, 0, 100.0, 10.0),
+            run("proxy", "small", 8, 0, 90.0, 11.0),
+            run("origin", "article", 8, 0, 1000.0, 1.0),
+            run("proxy", "article", 64, 0, 100.0, 10.0),
         ];
         let per_page = stream_over_buffered(&load, 8);
         assert_eq!(per_page.len(), 2);
-        assert_eq!(per_page[0], ("article", 2.0, 0.5));
+        assert_eq!(per_page[0].0, "article");
+        assert_eq!(per_page[0].1.median, 2.0);
+        assert_eq!(per_page[0].2.median, 0.5);
         assert_eq!(stream_over_buffered_worst(&load, 8), (0.9, 1.1));
         // No buffered run to compare with: nothing, not a made-up ratio.
         assert!(stream_over_buffered(&load, 64).is_empty());
@@ -795,6 +880,40 @@ mod tests {
         assert!(keys.contains(&("load_rps_proxy_c8".into(), "200".into())));
         assert!(keys.contains(&("load_rps_proxy_c8_small".into(), "90".into())));
         assert!(keys.contains(&("load_rps_stream_over_buffered_c64".into(), "na".into())));
+    }
+
+    #[test]
+    fn load_ratios_pair_runs_of_the_same_round_and_take_the_median() {
+        // The machine was slow in round 1 for both builds: pairing by round sees streaming
+        // ahead in every round, although its slow run is below buffered's fast ones.
+        let load = [
+            run("proxy", "article", 64, 0, 110.0, 9.0),
+            run("proxy_buffered", "article", 64, 0, 100.0, 10.0),
+            run("proxy_buffered", "article", 64, 1, 50.0, 20.0),
+            run("proxy", "article", 64, 1, 60.0, 19.0),
+            run("proxy", "article", 64, 2, 105.0, 10.0),
+            run("proxy_buffered", "article", 64, 2, 100.0, 10.0),
+            // A run without its partner counts for nothing.
+            run("proxy", "article", 64, 3, 1.0, 1000.0),
+        ];
+        let per_page = stream_over_buffered(&load, 64);
+        assert_eq!(per_page.len(), 1);
+        let (_, rps, p50) = per_page[0];
+        assert_eq!((rps.median, rps.lo, rps.hi), (1.1, 1.05, 1.2));
+        assert_eq!((p50.median, p50.lo, p50.hi), (0.95, 0.9, 1.0));
+        // The per-target keys are medians over rounds, errors summed.
+        let summary = per_target(&load);
+        assert_eq!(summary.len(), 2);
+        assert_eq!((summary[0].target, summary[0].rps), ("proxy", 105.0));
+        assert_eq!(summary[0].errors, 4);
+        assert_eq!(
+            (summary[1].target, summary[1].rps),
+            ("proxy_buffered", 100.0)
+        );
+        let keys = results_load_keys(&load);
+        assert!(keys.contains(&("load_rps_stream_over_buffered_c64".into(), "1.100".into())));
+        assert!(keys.contains(&("load_rps_proxy_c64".into(), "105".into())));
+        assert!(keys.contains(&("load_errors_proxy_c64".into(), "4".into())));
     }
 
     /// The load keys of a results block with nothing else measured.
