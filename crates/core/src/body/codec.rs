@@ -55,7 +55,8 @@ enum EncoderState {
     Brotli(Box<brotli::CompressorWriter<Buf>>),
 }
 
-/// Streaming encoder; the counterpart of [`Decoder`], with the same buffer protocol.
+/// Streaming encoder; the counterpart of [`Decoder`](super::decode::Decoder), with the same
+/// buffer protocol.
 pub struct Encoder {
     state: EncoderState,
     /// Plain bytes written since the last flush.
