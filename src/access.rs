@@ -100,6 +100,9 @@ pub struct Access {
     pub bytes_out: Option<u64>,
     /// Host write calls for the body.
     pub writes: Option<u64>,
+    /// For a rewritten HTML body: whether lol_html ran (`true`), or the URL rule alone
+    /// rewrote it (no Flight marker, no unsafe `<meta>` charset; see the core's lazy stage).
+    pub html_structured: Option<bool>,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -120,6 +123,7 @@ impl Access {
             bytes_in: None,
             bytes_out: None,
             writes: None,
+            html_structured: None,
             outcome: Outcome::Finished,
         }
     }
@@ -166,10 +170,15 @@ impl Access {
             Outcome::PassedThrough(why) => format!("passed-through({why})"),
             Outcome::Error => "error".to_owned(),
         };
+        let html = match self.html_structured {
+            Some(true) => "lol_html",
+            Some(false) => "plain",
+            None => "-",
+        };
         let mut line = String::with_capacity(200);
         let _ = write!(
             line,
-            "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} \
+            "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
              headers_ms={} first_byte_ms={} last_byte_ms={} outcome={}",
             self.trace_id,
             self.method,
@@ -179,6 +188,7 @@ impl Access {
             n(self.bytes_in),
             n(self.bytes_out),
             n(self.writes),
+            html,
             ms(self.headers_at),
             ms(self.first_body_at),
             ms(self.last_byte_at),
@@ -222,6 +232,7 @@ mod tests {
             "path=\"/a%20b\"",
             "status=0",
             "in=-",
+            "html=-",
             "first_byte_ms=-",
             "outcome=finished",
         ] {
@@ -233,11 +244,13 @@ mod tests {
         access.headers_sent(200);
         access.body_written(&stats);
         access.outcome = Outcome::PassedThrough("not-text".into());
+        access.html_structured = Some(true);
         let line = access.line();
         for field in [
             "status=200",
             "out=11",
             "writes=2",
+            "html=lol_html",
             "outcome=passed-through(not-text)",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");

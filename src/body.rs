@@ -27,6 +27,25 @@ use crate::{origin, reply};
 /// costs no latency and means fewer host calls when the origin is fast.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// First read buffer for a body of unknown length; it doubles (up to [`READ_CHUNK`]) each time
+/// a read fills it.
+const FIRST_READ_CHUNK: usize = 16 * 1024;
+
+/// The read buffer for an origin body of `length` bytes, if known: no larger than the body.
+/// Every request runs in a fresh instance, whose memory the host maps, faults in and tears
+/// down per request, so bytes the guest touches cost even when it never reads into them:
+/// with a 64 KiB buffer for a 1.3 KB page the streaming build served 8–12% fewer requests
+/// than the buffered one at 64 connections, and the same with a buffer the body's size.
+fn read_buffer(length: Option<u64>) -> Vec<u8> {
+    let size = match length {
+        Some(len) => usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .clamp(1, READ_CHUNK),
+        None => FIRST_READ_CHUNK,
+    };
+    vec![0u8; size]
+}
+
 /// A response whose headers are final, with the plan for its body.
 pub struct Prepared {
     response: Response,
@@ -204,8 +223,11 @@ fn stream(
     access: &mut Access,
 ) {
     let status = response.get_status().as_u16();
+    let is_html = matches!(job.rewrite, Rewrite::Html(_));
     let stats = Rc::new(SinkStats::default());
-    let client_body = ClientBody::new(response, Rc::clone(&stats));
+    let mut origin_body = origin_body;
+    let length = origin_body.known_length();
+    let client_body = ClientBody::new(response, Rc::clone(&stats), length);
     let pipeline = BodyPipeline::new(
         job.codec,
         job.rewrite,
@@ -214,8 +236,6 @@ fn stream(
         client_body.sink(),
     );
     let mut bytes_in = 0;
-    let mut origin_body = origin_body;
-    let length = origin_body.known_length();
     let result = pump(
         pipeline,
         origin_body.into_handle(),
@@ -230,7 +250,7 @@ fn stream(
     match result {
         Ok(pipeline_report) => {
             access.last_byte_at = Some(Instant::now());
-            log_degraded(&pipeline_report, settings, access);
+            record_report(&pipeline_report, is_html, settings, access);
         }
         Err(failure) => {
             access.outcome = if failure.0 == Failure::ClientGone {
@@ -254,7 +274,7 @@ fn pump(
     bytes_in: &mut u64,
 ) -> Result<PipelineReport, BodyFailure> {
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = read_buffer(length);
     loop {
         let n = match origin_body.read(&mut buf) {
             Ok(0) => break,
@@ -263,6 +283,10 @@ fn pump(
         };
         *bytes_in += n as u64;
         pipeline.push(&buf[..n]).map_err(classify)?;
+        if n == buf.len() && n < READ_CHUNK && length.is_none_or(|len| *bytes_in < len) {
+            // The origin delivers faster than this buffer takes it.
+            buf.resize(n * 2, 0);
+        }
         // Checked after the work on this chunk, which gives the origin's next bytes time
         // to arrive. Only for a body with a length: asking whether a body is ready makes
         // Viceroy consume a read error waiting in it (the next read then reports a clean
@@ -295,8 +319,17 @@ fn pump(
     Ok(pipeline_report)
 }
 
-/// Records, once per response, where rewriting gave way to passing original bytes through.
-fn log_degraded(pipeline_report: &PipelineReport, settings: &Settings, access: &Access) {
+/// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
+/// response, where rewriting gave way to passing original bytes through.
+fn record_report(
+    pipeline_report: &PipelineReport,
+    is_html: bool,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    if is_html {
+        access.html_structured = Some(pipeline_report.html_structured);
+    }
     let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
     if pipeline_report.utf16 {
         log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
@@ -341,6 +374,7 @@ fn buffer(
     settings: &Settings,
     access: &mut Access,
 ) {
+    let is_html = matches!(job.rewrite, Rewrite::Html(_));
     let mut encoded = Vec::new();
     let limit = BUFFERED_MAX_BYTES as u64 + 1;
     let read = origin_body
@@ -380,7 +414,7 @@ fn buffer(
             access.first_body_at = access.headers_at;
             access.bytes_out = Some(out.len() as u64);
             access.writes = Some(1);
-            log_degraded(&pipeline_report, settings, access);
+            record_report(&pipeline_report, is_html, settings, access);
             response.set_body(out);
             response.send_to_client();
             access.last_byte_at = Some(Instant::now());
@@ -508,6 +542,19 @@ mod tests {
         let mut single = origin_response("text/html");
         single.set_header("content-encoding", "gzip");
         assert!(plan(single).changes_body());
+    }
+
+    #[test]
+    fn the_read_buffer_is_no_larger_than_the_body() {
+        assert_eq!(read_buffer(Some(1319)).len(), 1319);
+        assert_eq!(
+            read_buffer(Some(0)).len(),
+            1,
+            "a read must be able to see the end"
+        );
+        assert_eq!(read_buffer(Some(10 << 20)).len(), READ_CHUNK);
+        assert_eq!(read_buffer(Some(u64::MAX)).len(), READ_CHUNK);
+        assert_eq!(read_buffer(None).len(), FIRST_READ_CHUNK);
     }
 
     #[test]

@@ -135,12 +135,15 @@ pub struct HoldingSink {
 }
 
 impl ClientBody {
-    /// A body for `response`, whose headers are final; nothing is sent yet.
-    pub fn new(response: Response, stats: Rc<SinkStats>) -> Self {
+    /// A body for `response`, whose headers are final; nothing is sent yet. `expected` is the
+    /// origin body's length, if known: the output is about as long, so the held bytes get
+    /// room for it (up to [`HOLD_MAX_BYTES`]) at once rather than by doubling.
+    pub fn new(response: Response, stats: Rc<SinkStats>, expected: Option<u64>) -> Self {
+        let room = expected.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         ClientBody {
             inner: Rc::new(RefCell::new(Inner {
                 state: State::Unsent(Box::new(response)),
-                held: Vec::new(),
+                held: Vec::with_capacity(room.min(HOLD_MAX_BYTES)),
                 stats,
             })),
         }

@@ -560,6 +560,8 @@ fn access_lines_and_reports(w: &World) -> Outcome {
         "outcome=finished",
         "first_byte_ms=",
         "writes=",
+        // No Flight script and no `<meta>` charset other than UTF-8: the URL rule alone.
+        "html=plain",
     ] {
         check(line.contains(field), || {
             format!("{field} missing from {line}")
@@ -568,6 +570,16 @@ fn access_lines_and_reports(w: &World) -> Outcome {
     check(!line.contains("last_byte_ms=-"), || {
         format!("no last byte time: {line}")
     })?;
+    // A Next.js page has Flight scripts: lol_html ran.
+    fetch_complete(w.streaming, "/next/about", &[identity()])?;
+    log_line(
+        w,
+        &[
+            "trusted_server :: access ",
+            "path=\"/next/about\"",
+            "html=lol_html",
+        ],
+    )?;
     // A death mid-body: the access line says abandoned, and one report says why and where.
     let path = "/news/article.html?die_after=4321";
     assert_incomplete(w.streaming, path, &[("accept-encoding", "identity")])?;
