@@ -34,13 +34,16 @@ pub const PAGES: [(&str, &str); 4] = [
     ("1mb", "/__gen/1024kb.html"),
 ];
 
-/// Rounds per page and concurrency level, and the seconds of each `wrk` run: 5 × 3 s (3 × 2 s
-/// with `--quick`). About 4.5 minutes in all (1.5 with `--quick`).
+/// Rounds per page and concurrency level, and the seconds of each `wrk` run: 10 × 2 s (3 × 2 s
+/// with `--quick`). About 6 minutes in all (under 2 with `--quick`). At 64 connections the
+/// per-round ratios of two builds that send these pages alike spread over about ±15%, so the
+/// median of 5 rounds still moved between full runs (article: 1.071, then 0.915); 10 rounds of
+/// 2 s narrow that for the time of 5 of 4 s.
 pub fn rounds(quick: bool) -> (u32, u32) {
     if quick {
         (3, 2)
     } else {
-        (5, 3)
+        (10, 2)
     }
 }
 
