@@ -104,7 +104,10 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
                      (round {} of {rounds})",
                     round + 1
                 );
-                let text = wrk(addr, path, host, connections, seconds)?;
+                let mut headers = vec!["Accept-Encoding: identity".to_owned()];
+                headers.extend(host.map(|h| format!("Host: {h}")));
+                let url = format!("http://{addr}{path}");
+                let text = wrk(&url, &headers, 2, connections, seconds)?;
                 let mut result = parse(&text, target, connections)?;
                 result.page = page;
                 result.round = round;
@@ -115,29 +118,30 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
     Ok(results)
 }
 
-/// One bounded `wrk` run; its `--latency` report.
-fn wrk(
-    addr: std::net::SocketAddr,
-    path: &str,
-    host: Option<&str>,
+/// One bounded `wrk` run against `url` with `threads` threads and the given header lines
+/// (`Name: value`); its `--latency` report. The local matrix and `--target` mode both run
+/// `wrk` through this.
+pub(crate) fn wrk(
+    url: &str,
+    headers: &[String],
+    threads: u32,
     connections: u32,
     seconds: u32,
 ) -> Result<String, String> {
     let mut cmd = Command::new("wrk");
     cmd.args([
-        "-t2",
+        &format!("-t{threads}"),
         &format!("-c{connections}"),
         &format!("-d{seconds}s"),
         "--latency",
         "--timeout",
         "10s",
-    ])
-    .args(["-H", "Accept-Encoding: identity"]);
-    if let Some(host) = host {
-        cmd.args(["-H", &format!("Host: {host}")]);
+    ]);
+    for h in headers {
+        cmd.args(["-H", h]);
     }
-    cmd.arg(format!("http://{addr}{path}"));
     let out = cmd
+        .arg(url)
         .output()
         .map_err(|e| format!("wrk: {e} (install it: apt-get install wrk)"))?;
     if !out.status.success() {

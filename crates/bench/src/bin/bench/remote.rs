@@ -532,33 +532,15 @@ pub fn load(options: &RemoteOptions) -> Result<Option<Vec<RemoteLoad>>, String> 
             which.name(),
             options.connections
         );
-        let mut cmd = Command::new("wrk");
-        cmd.args([
-            "-t1",
-            &format!("-c{}", options.connections),
-            &format!("-d{seconds}s"),
-            "--latency",
-            "--timeout",
-            "10s",
-        ]);
-        for (n, v) in &options.headers {
-            cmd.args(["-H", &format!("{n}: {v}")]);
-        }
-        if let Some(host) = &options.host {
-            cmd.args(["-H", &format!("Host: {host}")]);
-        }
-        cmd.arg(format!(
-            "http://{}{}{path}",
-            endpoint.authority, endpoint.prefix
-        ));
-        let run = cmd.output().map_err(|e| format!("wrk: {e}"))?;
-        if !run.status.success() {
-            return Err(format!(
-                "wrk failed: {}",
-                String::from_utf8_lossy(&run.stderr)
-            ));
-        }
-        let result = crate::load::parse(&String::from_utf8_lossy(&run.stdout), which.name(), 0)?;
+        let mut headers: Vec<String> = options
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{n}: {v}"))
+            .collect();
+        headers.extend(options.host.as_ref().map(|h| format!("Host: {h}")));
+        let url = format!("http://{}{}{path}", endpoint.authority, endpoint.prefix);
+        let report = crate::load::wrk(&url, &headers, 1, options.connections, seconds)?;
+        let result = crate::load::parse(&report, which.name(), 0)?;
         out.push(RemoteLoad {
             which,
             result: crate::load::LoadResult {
