@@ -37,10 +37,8 @@ fn med(r: &CaseResult, side: Side, f: impl Fn(&Sample) -> f64) -> f64 {
 /// `i` of both sides ran back to back).
 fn ratio(r: &CaseResult, a: Side, b: Side, f: impl Fn(&Sample) -> f64 + Copy) -> (f64, f64, f64) {
     let (xa, xb) = (field(r, a, f), field(r, b, f));
-    let per_round: Vec<f64> = xa.iter().zip(&xb).map(|(x, y)| x / y).collect();
-    let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (median(xa) / median(xb), lo, hi)
+    let spread = RoundRatio::of(xa.iter().zip(&xb).map(|(x, y)| x / y).collect());
+    (median(xa) / median(xb), spread.lo, spread.hi)
 }
 
 /// Pipeline MB/s over bare lol_html MB/s for `page`.
