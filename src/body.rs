@@ -264,8 +264,8 @@ fn stream(
 }
 
 /// Reads the origin body through the pipeline to the end and finishes the client body. After
-/// each chunk, the output so far is sent unless the origin has more ready. On an error the
-/// client body is dropped unfinished: abandoned.
+/// each chunk, the output so far is flushed and sent unless the origin has more ready. On an
+/// error the client body is dropped unfinished: abandoned.
 fn pump(
     mut pipeline: BodyPipeline<HoldingSink>,
     mut origin_body: BodyHandle,
@@ -299,6 +299,9 @@ fn pump(
             None => false,
         };
         if !ready {
+            // Only now does the output of this chunk have to leave: a flush while more is
+            // ready would end a compressed block nobody waits for.
+            pipeline.flush().map_err(classify)?;
             client_body.send_held().map_err(client_gone)?;
         }
     }

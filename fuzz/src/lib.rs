@@ -135,8 +135,13 @@ pub fn run(
 ) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
     let mut pipeline = BodyPipeline::new(codec, rewrite, rule.clone(), options, Vec::new());
     let mut last = 0;
-    for &cut in cuts {
+    for (i, &cut) in cuts.iter().enumerate() {
         pipeline.push(&body[last..cut])?;
+        // The adapter flushes when the origin pauses, not after every read: flush after every
+        // other cut, so both a flushed and an unflushed chunk end are fuzzed.
+        if i % 2 == 0 {
+            pipeline.flush()?;
+        }
         last = cut;
     }
     pipeline.push(&body[last..])?;

@@ -78,9 +78,9 @@ pub struct Publisher {
     /// `publisher.flush_threshold`: bytes of output collected before they are written to the
     /// client in one host call (default 8192). `0` disables size-triggered flushing.
     pub flush_threshold: u32,
-    /// `publisher.flush_every_chunk`: also flush at the end of every origin chunk (default
-    /// `true`), so bytes never wait for more origin input. Turning it off trades first-byte
-    /// latency for fewer, larger writes.
+    /// `publisher.flush_every_chunk`: also flush at the end of every origin chunk the origin
+    /// does not follow at once (default `true`), so bytes never wait for more origin input.
+    /// Turning it off trades first-byte latency for fewer, larger writes.
     pub flush_every_chunk: bool,
     /// `publisher.connect_timeout_ms`: origin connect timeout (default 5000).
     pub connect_timeout_ms: u32,

@@ -6,8 +6,11 @@
 //! client stream when the pipeline finished, abandon it when anything failed.
 //!
 //! Output is batched: bytes collect in the encoder's buffer and reach the sink (one host call
-//! on Fastly) when the buffer passes the flush threshold or, with `flush_every_chunk`, at the
-//! end of every origin chunk, never per lol_html fragment.
+//! on Fastly) when the buffer passes the flush threshold, or when the caller asks with
+//! [`BodyPipeline::flush`], never per lol_html fragment. The caller asks because only it knows
+//! whether more input is on its way: the adapter flushes when the origin would make it wait,
+//! not after every origin read, so a compressed body the origin sends at once is not cut into
+//! sync-flushed blocks that nobody waits for.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -25,7 +28,8 @@ use trusted_server_settings::Nextjs;
 pub struct FlushPolicy {
     /// Write to the sink once this many bytes are waiting; `0` disables size-triggered writes.
     pub threshold: usize,
-    /// Also write and flush at the end of every pushed chunk, so nothing waits for more input.
+    /// Honour [`BodyPipeline::flush`]: write and flush everything so far, so nothing waits for
+    /// more input. Off, output reaches the sink only past `threshold` and at the end.
     pub every_chunk: bool,
 }
 
@@ -202,7 +206,7 @@ struct Downstream<W: Write> {
     policy: FlushPolicy,
     sink: W,
     report: PipelineReport,
-    /// Page bytes a compressed coding may still flush for; see `chunk_end`.
+    /// Page bytes a compressed coding may still flush for; see `flush_requested`.
     flush_credit: usize,
     /// A typed failure parked here when a `Write` call from inside a decoder fails, so the
     /// pipeline can report it as what it is rather than as undecodable input.
@@ -254,7 +258,8 @@ impl<W: Write> Downstream<W> {
         Ok(())
     }
 
-    /// End of one origin chunk: with `every_chunk`, make everything so far reach the client.
+    /// The caller's [`BodyPipeline::flush`]: with `every_chunk`, make everything so far reach
+    /// the client.
     ///
     /// A compressed coding pays for every flush: it ends a block, which costs a few bytes and
     /// the compression context. So a flush spends [`FLUSH_UNIT`] bytes of credit, and credit
@@ -262,7 +267,7 @@ impl<W: Write> Downstream<W> {
     /// starts). Small chunks after a pause still leave at once (the 9-byte Flight rows
     /// Next.js sends on their own), but an origin that trickles a byte per chunk gets one
     /// flush per [`FLUSH_UNIT`] bytes of page, not one per byte.
-    fn chunk_end(&mut self) -> Result<(), PipelineError> {
+    fn flush_requested(&mut self) -> Result<(), PipelineError> {
         if !self.policy.every_chunk {
             return Ok(());
         }
@@ -327,8 +332,8 @@ impl<W: Write> Write for Downstream<W> {
         }
     }
 
-    /// Decoders flush their inner writer; when the client is flushed is the flush policy's
-    /// decision, taken once per origin chunk, so this does nothing.
+    /// Decoders flush their inner writer; when the client is flushed is the caller's decision
+    /// ([`BodyPipeline::flush`]), so this does nothing.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -385,16 +390,31 @@ impl<W: Write> BodyPipeline<W> {
         }
     }
 
-    /// Pushes one origin chunk (any size, any split).
+    /// Pushes one origin chunk (any size, any split). Its output reaches the sink once the
+    /// flush threshold's worth is waiting; the rest waits for more input, [`Self::flush`] or
+    /// [`Self::finish`].
     ///
     /// # Errors
     /// See [`PipelineError`]; after an error the pipeline must not be used again.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), PipelineError> {
         self.bytes_in += chunk.len() as u64;
-        if let Err(e) = self.decoder.write(chunk) {
-            return Err(self.classify(e));
+        match self.decoder.write(chunk) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.classify(e)),
         }
-        self.decoder.inner_mut().chunk_end()
+    }
+
+    /// Makes the output of everything pushed so far reach the sink, and flushes the sink: call
+    /// it when the output must not wait for more input (the origin is pausing). With
+    /// `every_chunk` off it does nothing. A compressed coding pays for each flush (it ends a
+    /// block), so there a flush happens only while page bytes since the last ones have earned
+    /// it (see `flush_requested`): an origin trickling a byte at a time does not bloat the
+    /// output, and the bytes it holds back leave with the next flush or at the end.
+    ///
+    /// # Errors
+    /// See [`PipelineError`]; after an error the pipeline must not be used again.
+    pub fn flush(&mut self) -> Result<(), PipelineError> {
+        self.decoder.inner_mut().flush_requested()
     }
 
     /// Ends the body and returns the sink (flushed) with a report.
@@ -533,6 +553,7 @@ mod tests {
         let mut after_each = Vec::new();
         for piece in origin.chunks(chunk) {
             p.push(piece).unwrap();
+            p.flush().unwrap();
             after_each.push(p.decoder.inner_mut().sink.writes.len());
         }
         let (sink, _) = p.finish().unwrap();
@@ -595,6 +616,7 @@ mod tests {
         for (i, chunk) in chunks.iter().enumerate() {
             let before = p.decoder.inner_mut().sink.writes.len();
             p.push(chunk).unwrap();
+            p.flush().unwrap();
             assert!(
                 p.decoder.inner_mut().sink.writes.len() > before,
                 "chunk {i} waited"
@@ -626,6 +648,11 @@ mod tests {
         );
         p.push(b"<html><head><link href=\"https://origin.example.com/a.css\"></head>")
             .unwrap();
+        assert!(
+            p.decoder.inner_mut().sink.writes.is_empty(),
+            "a push alone waits for more input, a flush or the threshold"
+        );
+        p.flush().unwrap();
         let sink = &p.decoder.inner_mut().sink;
         assert_eq!(
             sink.writes.concat(),
@@ -653,6 +680,8 @@ mod tests {
         );
         for piece in page.as_bytes().chunks(100) {
             p.push(piece).unwrap();
+            // Off: asking changes nothing.
+            p.flush().unwrap();
         }
         let (sink, report) = p.finish().unwrap();
         let expected = page.replace("https://origin.example.com", "http://127.0.0.1:7676");
@@ -682,7 +711,9 @@ mod tests {
             sink,
         );
         p.push(b"<p>one</p>").unwrap();
-        let err = p.push(b"<p>two</p>").unwrap_err();
+        p.flush().unwrap();
+        p.push(b"<p>two</p>").unwrap();
+        let err = p.flush().unwrap_err();
         assert!(matches!(err, PipelineError::Client(_)), "{err}");
     }
 
@@ -713,6 +744,7 @@ mod tests {
             .unwrap();
         enc.flush().unwrap();
         p.push(enc.output()).unwrap();
+        p.flush().unwrap();
         // Before the body ends, what the client has must already decode to the rewritten head.
         let sent = p.decoder.inner_mut().sink.clone();
         let mut d = Decoder::new(Codec::Gzip, Vec::new());

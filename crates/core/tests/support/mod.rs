@@ -112,6 +112,9 @@ pub fn run_reported(
     let mut last = 0;
     for &cut in cuts {
         p.push(&input[last..cut])?;
+        // As the adapter does when the origin pauses after each piece: the worst case for a
+        // compressed coding, whose every flush ends a block.
+        p.flush()?;
         last = cut;
     }
     p.push(&input[last..])?;

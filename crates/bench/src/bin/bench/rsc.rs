@@ -67,6 +67,8 @@ pub fn reference(
     let mut written_after = Vec::with_capacity(chunks.len());
     for &len in chunks {
         p.push(&body[at..at + len]).map_err(|e| e.to_string())?;
+        // The captured chunks came with pauses between them: the adapter flushes at each.
+        p.flush().map_err(|e| e.to_string())?;
         written_after.push(written.get());
         at += len;
     }
