@@ -11,7 +11,7 @@ use e2e::{get, Timed};
 use trusted_server_core::{PipelineOptions, UrlRule};
 
 use crate::cases::Case;
-use crate::Servers;
+use crate::{Servers, PROCESSES};
 
 /// The `Host` every proxy request carries, so both proxy builds rewrite to the same authority
 /// and their outputs can be compared byte for byte.
@@ -44,11 +44,12 @@ impl Side {
         }
     }
 
-    fn addr(self, s: &Servers) -> SocketAddr {
+    /// The address of `process` (of [`crate::PROCESSES`]) serving this side; the origin is one.
+    fn addr(self, s: &Servers, process: usize) -> SocketAddr {
         match self {
             Side::Direct => s.origin,
-            Side::Streaming => s.streaming,
-            Side::Buffered => s.buffered,
+            Side::Streaming => s.streaming[process],
+            Side::Buffered => s.buffered[process],
         }
     }
 }
@@ -64,6 +65,8 @@ pub struct Sample {
     pub last_ms: f64,
     /// Share of the body that arrived before the origin sent its last byte (proxy sides).
     pub streamed_fraction: Option<f64>,
+    /// Which of the side's processes answered (always 0 for the origin).
+    pub process: usize,
 }
 
 /// All samples of one case, per side.
@@ -80,6 +83,7 @@ pub struct CaseResult {
 fn fetch(
     side: Side,
     servers: &Servers,
+    process: usize,
     case: &Case,
     rid: u64,
 ) -> Result<(Timed, SystemTime), String> {
@@ -91,7 +95,7 @@ fn fetch(
         headers.push(("host", PUBLIC_HOST));
     }
     let sent_at = SystemTime::now();
-    let r = get(side.addr(servers), &path, &headers, TIMEOUT)
+    let r = get(side.addr(servers, process), &path, &headers, TIMEOUT)
         .map_err(|e| format!("{} {path}: {e}", side.name()))?;
     if r.status != 200 || !r.complete {
         return Err(format!(
@@ -163,14 +167,18 @@ pub fn verify_outputs(
 ) -> Result<(), String> {
     let rule = UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST);
     for case in cases {
-        let (direct, _) = fetch(Side::Direct, servers, case, 0)?;
+        let (direct, _) = fetch(Side::Direct, servers, 0, case, 0)?;
         let want = match case.capture {
             Some(capture) => rsc_reference(case, capture, &direct, replay, options, &rule)?,
             None => rule.rewrite_all(&decoded(&direct)?),
         };
         let mut outputs = Vec::new();
-        for side in [Side::Streaming, Side::Buffered] {
-            let (r, _) = fetch(side, servers, case, 0)?;
+        let sides = [Side::Streaming, Side::Buffered];
+        for (side, process) in sides
+            .into_iter()
+            .flat_map(|s| (0..PROCESSES).map(move |p| (s, p)))
+        {
+            let (r, _) = fetch(side, servers, process, case, 0)?;
             if r.header("content-encoding") != direct.header("content-encoding") {
                 return Err(format!(
                     "{}: {} changed the content coding",
@@ -193,11 +201,14 @@ pub fn verify_outputs(
             }
             outputs.push(got);
         }
-        if outputs[0] != outputs[1] {
-            return Err(format!("{}: streaming and buffered differ", case.name));
+        if outputs.iter().any(|o| *o != outputs[0]) {
+            return Err(format!(
+                "{}: streaming and buffered (or two processes of one) differ",
+                case.name
+            ));
         }
         eprintln!(
-            "bench: verified {} ({} bytes): direct, streaming and buffered agree{}",
+            "bench: verified {} ({} bytes): direct, streaming and buffered (each process) agree{}",
             case.name,
             want.len(),
             if case.is_rsc() {
@@ -234,14 +245,19 @@ pub fn measure(servers: &Servers, cases: &[Case]) -> Result<Vec<CaseResult>, Str
         eprintln!("bench: latency {} ({} rounds)", case.name, case.rounds);
         // Warm-up, not recorded.
         for side in Side::ALL {
-            fetch(side, servers, case, 0)?;
+            for process in 0..PROCESSES {
+                fetch(side, servers, process, case, 0)?;
+            }
         }
         let mut samples: HashMap<Side, Vec<Sample>> = HashMap::new();
         let mut body_bytes = 0;
         for round in 0..case.rounds {
+            // Both builds alternate between their processes, round by round.
+            let process = round % PROCESSES;
             for k in 0..Side::ALL.len() {
                 let side = Side::ALL[(round + k) % Side::ALL.len()];
-                let (r, sent_at) = fetch(side, servers, case, rid)?;
+                let process = if side == Side::Direct { 0 } else { process };
+                let (r, sent_at) = fetch(side, servers, process, case, rid)?;
                 let ms = |d: Duration| d.as_secs_f64() * 1000.0;
                 let list = samples.entry(side).or_default();
                 if side != Side::Direct {
@@ -265,6 +281,7 @@ pub fn measure(servers: &Servers, cases: &[Case]) -> Result<Vec<CaseResult>, Str
                     first_body_ms: ms(r.first_body_at.unwrap_or(r.last_at)),
                     last_ms: ms(r.last_at),
                     streamed_fraction: None,
+                    process,
                 });
                 rid += 1;
             }

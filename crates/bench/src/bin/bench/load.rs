@@ -16,7 +16,7 @@
 use std::process::Command;
 
 use crate::latency::PUBLIC_HOST;
-use crate::{Options, Servers};
+use crate::{Options, Servers, PROCESSES};
 
 /// The page the origin is loaded on, and the one whose keys carry no page suffix (as before
 /// more pages were loaded): the article, uncompressed (the proxy rewrites all of it).
@@ -58,6 +58,9 @@ pub struct LoadResult {
     pub connections: u32,
     /// Which round (0 for a single run).
     pub round: u32,
+    /// Which of the build's processes was loaded (the round's parity; 0 for the origin and
+    /// `--target` runs).
+    pub process: usize,
     /// Requests per second.
     pub rps: f64,
     /// Median latency, ms.
@@ -84,21 +87,23 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
     for connections in [8u32, 64] {
         for round in 0..rounds {
             let mut runs = Vec::new();
+            // Each build's processes take turns, round by round (see `crate::PROCESSES`).
+            let process = round as usize % PROCESSES;
             for (i, (page, path)) in PAGES.iter().enumerate() {
                 // The two builds alternate which goes first, page by page and round by round.
                 let mut pair = [
-                    ("proxy", servers.streaming),
-                    ("proxy_buffered", servers.buffered),
+                    ("proxy", servers.streaming[process]),
+                    ("proxy_buffered", servers.buffered[process]),
                 ];
-                if (i + round as usize) % 2 == 1 {
+                if (i + round as usize / PROCESSES) % 2 == 1 {
                     pair.reverse();
                 }
-                runs.extend(
-                    pair.map(|(target, addr)| (target, *page, *path, addr, Some(PUBLIC_HOST))),
-                );
+                runs.extend(pair.map(|(target, addr)| {
+                    (target, *page, *path, addr, Some(PUBLIC_HOST), process)
+                }));
             }
-            runs.push(("origin", PAGES[0].0, PATH, servers.origin, None));
-            for (target, page, path, addr, host) in runs {
+            runs.push(("origin", PAGES[0].0, PATH, servers.origin, None, 0));
+            for (target, page, path, addr, host, process) in runs {
                 eprintln!(
                     "bench: load {target} on {page} with {connections} connections for {seconds}s \
                      (round {} of {rounds})",
@@ -111,6 +116,7 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
                 let mut result = parse(&text, target, connections)?;
                 result.page = page;
                 result.round = round;
+                result.process = process;
                 results.push(result);
             }
         }
@@ -184,6 +190,7 @@ pub(crate) fn parse(
         page: PAGES[0].0,
         connections,
         round: 0,
+        process: 0,
         rps: rps.ok_or_else(|| format!("no Requests/sec in wrk output:\n{text}"))?,
         p50_ms: p50.ok_or("no 50% line in wrk output")?,
         p99_ms: p99.ok_or("no 99% line in wrk output")?,

@@ -37,7 +37,9 @@ mod throughput;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use e2e::{build_and_start_demo_origin, start_service_pair, workspace_root, ChildGuard};
+use e2e::{
+    build_and_start_demo_origin, start_service_pair, start_viceroy, workspace_root, ChildGuard,
+};
 
 /// Command-line options.
 pub struct Options {
@@ -101,14 +103,23 @@ fn parse_args() -> Result<Options, String> {
     Ok(options)
 }
 
+/// How many Viceroy processes serve each build. Two processes serving the same module differ
+/// by up to 5% in the latency of a 7 ms page, and which one is faster changes when they are
+/// restarted (measured: 4 restarts of 2 + 2 processes, 400 interleaved rounds each). A ratio
+/// taken between one process of each build carries that difference as if it were the
+/// builds'. So each build runs in two, the rounds alternate between them, and the report
+/// shows how far the two processes of one build read apart: the A/A control every build
+/// comparison is read against.
+pub const PROCESSES: usize = 2;
+
 /// The servers under test.
 pub struct Servers {
     /// The demo origin.
     pub origin: std::net::SocketAddr,
-    /// The streaming build under Viceroy.
-    pub streaming: std::net::SocketAddr,
-    /// The buffered build under Viceroy.
-    pub buffered: std::net::SocketAddr,
+    /// The streaming build under Viceroy, in [`PROCESSES`] processes.
+    pub streaming: [std::net::SocketAddr; PROCESSES],
+    /// The buffered build under Viceroy, in [`PROCESSES`] processes.
+    pub buffered: [std::net::SocketAddr; PROCESSES],
     /// The origin's request log.
     pub origin_log: PathBuf,
     _guards: Vec<ChildGuard>,
@@ -120,13 +131,27 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let origin_log = out.join("origin.log");
     let (origin_guard, origin) = build_and_start_demo_origin(&root, Some(&origin_log))?;
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
-    let pair = start_service_pair(&root, &root.join("target/bench"), origin, &[])?;
+    let dir = root.join("target/bench");
+    let pair = start_service_pair(&root, &dir, origin, &[])?;
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
+    // The same modules again, each in a second process.
+    let mut second = |name: &str| {
+        let (guard, addr) = start_viceroy(
+            &dir.join(format!("{name}.wasm")),
+            &root.join("fastly.toml"),
+            &dir.join(format!("viceroy-{name}-2.log")),
+        )
+        .map_err(|e| format!("viceroy ({name}, second process): {e}"))?;
+        guards.push(guard);
+        Ok::<_, String>(addr)
+    };
+    let streaming = [pair.streaming, second("streaming")?];
+    let buffered = [pair.buffered, second("buffered")?];
     Ok(Servers {
         origin,
-        streaming: pair.streaming,
-        buffered: pair.buffered,
+        streaming,
+        buffered,
         origin_log,
         _guards: guards,
     })

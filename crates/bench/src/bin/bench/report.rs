@@ -41,6 +41,28 @@ fn ratio(r: &CaseResult, a: Side, b: Side, f: impl Fn(&Sample) -> f64 + Copy) ->
     (median(xa) / median(xb), spread.lo, spread.hi)
 }
 
+/// How far one build's two processes read apart on `r` (the A/A control, see
+/// `crate::PROCESSES`): per proxy side, the median of `f` over process 1's rounds over that
+/// of process 0's, as a factor ≥ 1 (the ratio or its inverse, whichever is larger); the larger
+/// of the two builds'.
+fn between_processes(r: &CaseResult, f: impl Fn(&Sample) -> f64 + Copy) -> f64 {
+    [Side::Streaming, Side::Buffered]
+        .into_iter()
+        .map(|side| {
+            let of = |process: usize| {
+                median(
+                    r.samples
+                        .get(&side)
+                        .map(|v| v.iter().filter(|s| s.process == process).map(f).collect())
+                        .unwrap_or_default(),
+                )
+            };
+            let q = of(1) / of(0);
+            q.max(1.0 / q)
+        })
+        .fold(f64::NAN, f64::max)
+}
+
 /// Pipeline MB/s over bare lol_html MB/s for `page`.
 fn pipeline_over_bare(rates: &crate::throughput::Rates, page: &str) -> f64 {
     side_over(rates, page, "pipeline", "bare")
@@ -151,6 +173,15 @@ pub fn results(
         fmt(latency
             .iter()
             .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+            .fold(f64::NAN, f64::max)),
+    );
+    // The A/A control for the key above: two processes of one build, on their worst page. A
+    // stream/buffered figure inside this is a difference this machine cannot tell apart.
+    put(
+        "ttlb_between_processes_worst",
+        fmt(latency
+            .iter()
+            .map(|r| between_processes(r, last))
             .fold(f64::NAN, f64::max)),
     );
     if let Some(r) = find(latency, "1mb") {
@@ -281,6 +312,9 @@ pub fn results(
         let (rps, p50) = stream_over_buffered_worst(load, c);
         put(&format!("load_rps_stream_over_buffered_c{c}"), fmt(rps));
         put(&format!("load_p50_stream_over_buffered_c{c}"), fmt(p50));
+        let (rps, p50) = load_between_processes_worst(load, c);
+        put(&format!("load_rps_between_processes_c{c}"), fmt(rps));
+        put(&format!("load_p50_between_processes_c{c}"), fmt(p50));
     }
     put(
         "load_errors",
@@ -296,6 +330,10 @@ pub fn results(
         put(
             &format!("first_body_stream_over_buffered_{n}"),
             fmt(ratio(r, Side::Streaming, Side::Buffered, first).0),
+        );
+        put(
+            &format!("ttlb_between_processes_{n}"),
+            fmt(between_processes(r, last)),
         );
         put(
             &format!("ttlb_proxy_over_origin_{n}"),
@@ -503,6 +541,55 @@ fn stream_over_buffered_worst(load: &[LoadResult], connections: u32) -> (f64, f6
         })
 }
 
+/// Per loaded page at `connections` and per build: the median req/s and p50 of the rounds on
+/// its process 1 over those on its process 0 (the A/A control, see `crate::PROCESSES`). Not
+/// paired by round, as the two processes never ran in the same round.
+fn load_between_processes(
+    load: &[LoadResult],
+    connections: u32,
+) -> Vec<(&'static str, &'static str, f64, f64)> {
+    let mut groups: Vec<(&'static str, &'static str)> = Vec::new();
+    for l in load.iter().filter(|l| l.connections == connections) {
+        if l.target != "origin" && !groups.contains(&(l.target, l.page)) {
+            groups.push((l.target, l.page));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(target, page)| {
+            let of = |process: usize, f: fn(&LoadResult) -> f64| {
+                median(
+                    load.iter()
+                        .filter(|l| {
+                            (l.connections, l.target, l.page, l.process)
+                                == (connections, target, page, process)
+                        })
+                        .map(f)
+                        .collect(),
+                )
+            };
+            let rps = of(1, |l| l.rps) / of(0, |l| l.rps);
+            let p50 = of(1, |l| l.p50_ms) / of(0, |l| l.p50_ms);
+            (target, page, rps, p50)
+        })
+        .collect()
+}
+
+/// The A/A control for [`stream_over_buffered_worst`]: how far one build's two processes read
+/// apart on the worst page, req/s as a factor ≤ 1 and p50 as one ≥ 1. `NaN` when a build ran
+/// in one process only.
+fn load_between_processes_worst(load: &[LoadResult], connections: u32) -> (f64, f64) {
+    load_between_processes(load, connections).iter().fold(
+        (f64::NAN, f64::NAN),
+        |(worst_rps, worst_p50), &(_, _, rps, p50)| {
+            (
+                worst_rps.min(rps.min(1.0 / rps)),
+                worst_p50.max(p50.max(1.0 / p50)),
+            )
+        },
+    )
+}
+
 /// Human-readable tables.
 pub fn print_tables(
     latency: &[CaseResult],
@@ -541,8 +628,9 @@ pub fn print_tables(
         let (fb, fb_lo, fb_hi) = ratio(r, Side::Streaming, Side::Buffered, |s| s.first_body_ms);
         let (lb, lb_lo, lb_hi) = ratio(r, Side::Streaming, Side::Buffered, |s| s.last_ms);
         let (po, po_lo, po_hi) = ratio(r, Side::Streaming, Side::Direct, |s| s.last_ms);
+        let aa = between_processes(r, |s| s.last_ms);
         println!(
-            "{:<11} {} bytes {}; ratios: first body stream/buffered {fb:.3} [{fb_lo:.3}–{fb_hi:.3}], last byte stream/buffered {lb:.3} [{lb_lo:.3}–{lb_hi:.3}], proxy/direct {po:.3} [{po_lo:.3}–{po_hi:.3}]",
+            "{:<11} {} bytes {}; ratios: first body stream/buffered {fb:.3} [{fb_lo:.3}–{fb_hi:.3}], last byte stream/buffered {lb:.3} [{lb_lo:.3}–{lb_hi:.3}], proxy/direct {po:.3} [{po_lo:.3}–{po_hi:.3}]; last byte between one build's processes {aa:.3}",
             "",
             r.body_bytes,
             r.case.encoding
@@ -608,6 +696,12 @@ pub fn print_tables(
                 "streaming/buffered at {c} connections on {page}: req/s {:.3} [{:.3}–{:.3}], \
                  p50 {:.3} [{:.3}–{:.3}] (median [min–max] of per-round ratios)",
                 rps.median, rps.lo, rps.hi, p50.median, p50.lo, p50.hi
+            );
+        }
+        for (target, page, rps, p50) in load_between_processes(load, c) {
+            println!(
+                "A/A, {target} process 2 over process 1 at {c} connections on {page}: \
+                 req/s {rps:.3}, p50 {p50:.3} (medians over their rounds)"
             );
         }
     }
@@ -846,6 +940,7 @@ mod tests {
             page,
             connections,
             round,
+            process: round as usize % 2,
             rps,
             p50_ms,
             p99_ms: 0.0,
@@ -915,6 +1010,60 @@ mod tests {
     }
 
     /// The load keys of a results block with nothing else measured.
+    #[test]
+    fn the_a_a_control_compares_one_builds_processes_on_the_worst_page() {
+        // Rounds 0 and 2 ran on process 0, round 1 on process 1 (`run` sets it by parity).
+        let load = [
+            run("proxy", "article", 8, 0, 100.0, 10.0),
+            run("proxy", "article", 8, 1, 80.0, 12.0),
+            run("proxy", "article", 8, 2, 120.0, 10.0),
+            run("proxy_buffered", "article", 8, 0, 100.0, 10.0),
+            run("proxy_buffered", "article", 8, 1, 110.0, 9.0),
+            // The origin runs in one process: never part of the control.
+            run("origin", "article", 8, 0, 1000.0, 1.0),
+            run("origin", "article", 8, 1, 10.0, 100.0),
+        ];
+        let per = load_between_processes(&load, 8);
+        assert_eq!(
+            per,
+            vec![
+                // Process 0's median of 100 and 120 is 120 (`median` takes the upper one).
+                ("proxy", "article", 80.0 / 120.0, 12.0 / 10.0),
+                ("proxy_buffered", "article", 1.1, 0.9)
+            ]
+        );
+        // Either direction is a deviation: buffered's faster second process reads as 1/1.1.
+        let (rps, p50) = load_between_processes_worst(&load, 8);
+        assert_eq!(rps, 80.0 / 120.0);
+        assert_eq!(p50, 1.2);
+        let keys = results_load_keys(&load);
+        assert!(keys.contains(&("load_rps_between_processes_c8".into(), "0.667".into())));
+        assert!(keys.contains(&("load_p50_between_processes_c8".into(), "1.200".into())));
+        assert!(keys.contains(&("load_rps_between_processes_c64".into(), "na".into())));
+
+        // Latency: medians per process, the larger deviation of the two builds, either way.
+        let sample = |last_ms: f64, process: usize| Sample {
+            headers_ms: 0.0,
+            first_body_ms: 0.0,
+            last_ms,
+            streamed_fraction: None,
+            process,
+        };
+        let case = crate::cases::all(true).remove(0);
+        let r = CaseResult {
+            case,
+            samples: [
+                (Side::Direct, vec![sample(1.0, 0), sample(50.0, 0)]),
+                (Side::Streaming, vec![sample(10.0, 0), sample(10.5, 1)]),
+                (Side::Buffered, vec![sample(10.0, 0), sample(8.0, 1)]),
+            ]
+            .into_iter()
+            .collect(),
+            body_bytes: 1,
+        };
+        assert_eq!(between_processes(&r, |s| s.last_ms), 1.25);
+    }
+
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
         let tp = ThroughputResult {
             native: Rates::new(),
