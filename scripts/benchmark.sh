@@ -6,7 +6,7 @@
 #
 #   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
 #
-# --quick takes about 7 minutes on a 2-core machine once the tools are built (full run: ~17).
+# --quick takes about 8 minutes on a 2-core machine once the tools are built (full run: ~18).
 # Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this
 # run's results in bench-results/runs/NAME.results for a later --compare NAME.
 #

@@ -43,7 +43,7 @@ use e2e::{
 
 /// Command-line options.
 pub struct Options {
-    /// About 7 minutes on 2 cores: fewer rounds, shorter load runs.
+    /// About 8 minutes on 2 cores: fewer rounds, shorter load runs.
     pub quick: bool,
     /// Store this run's results under this name.
     pub save: Option<String>,
