@@ -3,9 +3,11 @@
 //!
 //! One long `wrk` run per target moves by ±20% from one run to the next on a 2-core machine
 //! (wrk, Viceroy and the origin share the cores), which is more than the difference between
-//! the builds. So each page is loaded in several short rounds ([`rounds`]); in each round the
-//! two builds run back to back, in an order that alternates by round and page, and the report
-//! takes the median of the per-round ratios, with their spread.
+//! the builds. So each page is loaded in several short rounds ([`rounds`]); in each round every
+//! process of both builds runs back to back, the builds alternating, in an order rotated by
+//! round and page. The report takes the median of the per-round ratios (each build's
+//! processes averaged within the round), with their spread, and the same for one build's two
+//! processes against each other: the A/A control.
 //!
 //! The two builds of the proxy are loaded on every page of [`PAGES`]: the pages whose origin
 //! answers at once, where the body leaves in as many writes as the build makes. The dripped
@@ -13,6 +15,7 @@
 //! a bounded `wrk` run gets a handful of them and measures the origin's pacing; the latency
 //! run compares the builds on those pages.
 
+use std::net::SocketAddr;
 use std::process::Command;
 
 use crate::latency::PUBLIC_HOST;
@@ -34,16 +37,18 @@ pub const PAGES: [(&str, &str); 4] = [
     ("1mb", "/__gen/1024kb.html"),
 ];
 
-/// Rounds per page and concurrency level, and the seconds of each `wrk` run: 10 × 2 s (3 × 2 s
-/// with `--quick`). About 6 minutes in all (under 2 with `--quick`). At 64 connections the
-/// per-round ratios of two builds that send these pages alike spread over about ±15%, so the
-/// median of 5 rounds still moved between full runs (article: 1.071, then 0.915); 10 rounds of
-/// 2 s narrow that for the time of 5 of 4 s.
+/// Rounds per page and concurrency level, and the seconds of each `wrk` run: 6 × 2 s (2 × 2 s
+/// with `--quick`), each round loading both processes of both builds. About 7 minutes in all
+/// (2½ with `--quick`). At 64 connections the per-round ratios of two builds that send these
+/// pages alike spread over about ±15%, so the median of 5 single-process rounds still moved
+/// between full runs (article: 1.071, then 0.915); a round that averages two processes per
+/// build is steadier, and loading both in the same round gives the A/A control a pair per
+/// round, as the builds' ratio has.
 pub fn rounds(quick: bool) -> (u32, u32) {
     if quick {
-        (3, 2)
+        (2, 2)
     } else {
-        (10, 2)
+        (6, 2)
     }
 }
 
@@ -58,8 +63,7 @@ pub struct LoadResult {
     pub connections: u32,
     /// Which round (0 for a single run).
     pub round: u32,
-    /// Which of the build's processes was loaded (the round's parity; 0 for the origin and
-    /// `--target` runs).
+    /// Which of the build's processes was loaded (0 for the origin and `--target` runs).
     pub process: usize,
     /// Requests per second.
     pub rps: f64,
@@ -87,18 +91,20 @@ pub fn run(servers: &Servers, options: &Options) -> Result<Vec<LoadResult>, Stri
     for connections in [8u32, 64] {
         for round in 0..rounds {
             let mut runs = Vec::new();
-            // Each build's processes take turns, round by round (see `crate::PROCESSES`).
-            let process = round as usize % PROCESSES;
             for (i, (page, path)) in PAGES.iter().enumerate() {
-                // The two builds alternate which goes first, page by page and round by round.
-                let mut pair = [
-                    ("proxy", servers.streaming[process]),
-                    ("proxy_buffered", servers.buffered[process]),
-                ];
-                if (i + round as usize / PROCESSES) % 2 == 1 {
-                    pair.reverse();
-                }
-                runs.extend(pair.map(|(target, addr)| {
+                // Every process of both builds (see `crate::PROCESSES`), builds interleaved,
+                // in an order rotated by page and round so no run is always first.
+                let mut order: Vec<(&'static str, SocketAddr, usize)> = (0..PROCESSES)
+                    .flat_map(|p| {
+                        [
+                            ("proxy", servers.streaming[p], p),
+                            ("proxy_buffered", servers.buffered[p], p),
+                        ]
+                    })
+                    .collect();
+                let turn = (i + round as usize) % order.len();
+                order.rotate_left(turn);
+                runs.extend(order.into_iter().map(|(target, addr, process)| {
                     (target, *page, *path, addr, Some(PUBLIC_HOST), process)
                 }));
             }

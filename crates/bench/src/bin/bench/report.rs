@@ -498,9 +498,33 @@ fn per_target(load: &[LoadResult]) -> Vec<LoadResult> {
         .collect()
 }
 
+/// The mean req/s and mean p50 of `target`'s runs on `page` at `connections` in `round` (one
+/// per process), or `None` if it has none.
+fn round_mean(
+    load: &[LoadResult],
+    target: &str,
+    page: &str,
+    connections: u32,
+    round: u32,
+) -> Option<(f64, f64)> {
+    let runs: Vec<&LoadResult> = load
+        .iter()
+        .filter(|l| {
+            (l.target, l.page, l.connections, l.round) == (target, page, connections, round)
+        })
+        .collect();
+    let n = runs.len() as f64;
+    (!runs.is_empty()).then(|| {
+        (
+            runs.iter().map(|l| l.rps).sum::<f64>() / n,
+            runs.iter().map(|l| l.p50_ms).sum::<f64>() / n,
+        )
+    })
+}
+
 /// Per loaded page at `connections`: streaming req/s over buffered req/s, and streaming p50
 /// over buffered p50, each from the two builds' runs in the same round (they ran back to
-/// back), over the rounds.
+/// back; each build's processes averaged), over the rounds.
 fn stream_over_buffered(
     load: &[LoadResult],
     connections: u32,
@@ -514,17 +538,25 @@ fn stream_over_buffered(
     pages
         .into_iter()
         .filter_map(|page| {
-            let runs = |target: &'static str| {
-                load.iter().filter(move |l| {
-                    l.connections == connections && l.target == target && l.page == page
+            let mut rounds: Vec<u32> = load
+                .iter()
+                .filter(|l| (l.target, l.page, l.connections) == ("proxy", page, connections))
+                .map(|l| l.round)
+                .collect();
+            rounds.sort_unstable();
+            rounds.dedup();
+            let pairs: Vec<((f64, f64), (f64, f64))> = rounds
+                .into_iter()
+                .filter_map(|round| {
+                    Some((
+                        round_mean(load, "proxy", page, connections, round)?,
+                        round_mean(load, "proxy_buffered", page, connections, round)?,
+                    ))
                 })
-            };
-            let pairs: Vec<(&LoadResult, &LoadResult)> = runs("proxy")
-                .filter_map(|s| Some((s, runs("proxy_buffered").find(|b| b.round == s.round)?)))
                 .collect();
             (!pairs.is_empty()).then(|| {
-                let rps = RoundRatio::of(pairs.iter().map(|(s, b)| s.rps / b.rps).collect());
-                let p50 = RoundRatio::of(pairs.iter().map(|(s, b)| s.p50_ms / b.p50_ms).collect());
+                let rps = RoundRatio::of(pairs.iter().map(|(s, b)| s.0 / b.0).collect());
+                let p50 = RoundRatio::of(pairs.iter().map(|(s, b)| s.1 / b.1).collect());
                 (page, rps, p50)
             })
         })
@@ -541,13 +573,13 @@ fn stream_over_buffered_worst(load: &[LoadResult], connections: u32) -> (f64, f6
         })
 }
 
-/// Per loaded page at `connections` and per build: the median req/s and p50 of the rounds on
-/// its process 1 over those on its process 0 (the A/A control, see `crate::PROCESSES`). Not
-/// paired by round, as the two processes never ran in the same round.
+/// Per loaded page at `connections` and per build: its process 1's req/s and p50 over its
+/// process 0's, paired by round (both ran in every round), over the rounds: the A/A control,
+/// see `crate::PROCESSES`.
 fn load_between_processes(
     load: &[LoadResult],
     connections: u32,
-) -> Vec<(&'static str, &'static str, f64, f64)> {
+) -> Vec<(&'static str, &'static str, RoundRatio, RoundRatio)> {
     let mut groups: Vec<(&'static str, &'static str)> = Vec::new();
     for l in load.iter().filter(|l| l.connections == connections) {
         if l.target != "origin" && !groups.contains(&(l.target, l.page)) {
@@ -556,32 +588,37 @@ fn load_between_processes(
     }
     groups
         .into_iter()
-        .map(|(target, page)| {
-            let of = |process: usize, f: fn(&LoadResult) -> f64| {
-                median(
-                    load.iter()
-                        .filter(|l| {
-                            (l.connections, l.target, l.page, l.process)
-                                == (connections, target, page, process)
-                        })
-                        .map(f)
-                        .collect(),
-                )
+        .filter_map(|(target, page)| {
+            let run = |process: usize, round: u32| {
+                load.iter().find(|l| {
+                    (l.connections, l.target, l.page, l.process, l.round)
+                        == (connections, target, page, process, round)
+                })
             };
-            let rps = of(1, |l| l.rps) / of(0, |l| l.rps);
-            let p50 = of(1, |l| l.p50_ms) / of(0, |l| l.p50_ms);
-            (target, page, rps, p50)
+            let pairs: Vec<(&LoadResult, &LoadResult)> = load
+                .iter()
+                .filter(|l| {
+                    (l.connections, l.target, l.page, l.process) == (connections, target, page, 0)
+                })
+                .filter_map(|first| Some((first, run(1, first.round)?)))
+                .collect();
+            (!pairs.is_empty()).then(|| {
+                let rps = RoundRatio::of(pairs.iter().map(|(a, b)| b.rps / a.rps).collect());
+                let p50 = RoundRatio::of(pairs.iter().map(|(a, b)| b.p50_ms / a.p50_ms).collect());
+                (target, page, rps, p50)
+            })
         })
         .collect()
 }
 
 /// The A/A control for [`stream_over_buffered_worst`]: how far one build's two processes read
-/// apart on the worst page, req/s as a factor ≤ 1 and p50 as one ≥ 1. `NaN` when a build ran
-/// in one process only.
+/// apart on the worst page (median of the per-round ratios), req/s as a factor ≤ 1 and p50 as
+/// one ≥ 1. `NaN` when a build ran in one process only.
 fn load_between_processes_worst(load: &[LoadResult], connections: u32) -> (f64, f64) {
     load_between_processes(load, connections).iter().fold(
         (f64::NAN, f64::NAN),
-        |(worst_rps, worst_p50), &(_, _, rps, p50)| {
+        |(worst_rps, worst_p50), (_, _, rps, p50)| {
+            let (rps, p50) = (rps.median, p50.median);
             (
                 worst_rps.min(rps.min(1.0 / rps)),
                 worst_p50.max(p50.max(1.0 / p50)),
@@ -701,7 +738,8 @@ pub fn print_tables(
         for (target, page, rps, p50) in load_between_processes(load, c) {
             println!(
                 "A/A, {target} process 2 over process 1 at {c} connections on {page}: \
-                 req/s {rps:.3}, p50 {p50:.3} (medians over their rounds)"
+                 req/s {:.3} [{:.3}–{:.3}], p50 {:.3} [{:.3}–{:.3}] (per-round ratios)",
+                rps.median, rps.lo, rps.hi, p50.median, p50.lo, p50.hi
             );
         }
     }
@@ -1012,34 +1050,41 @@ mod tests {
     /// The load keys of a results block with nothing else measured.
     #[test]
     fn the_a_a_control_compares_one_builds_processes_on_the_worst_page() {
-        // Rounds 0 and 2 ran on process 0, round 1 on process 1 (`run` sets it by parity).
+        let on = |process: usize, l: LoadResult| LoadResult { process, ..l };
+        // Two rounds; each loads both processes of both builds. Round 1 is slow for all.
         let load = [
-            run("proxy", "article", 8, 0, 100.0, 10.0),
-            run("proxy", "article", 8, 1, 80.0, 12.0),
-            run("proxy", "article", 8, 2, 120.0, 10.0),
-            run("proxy_buffered", "article", 8, 0, 100.0, 10.0),
-            run("proxy_buffered", "article", 8, 1, 110.0, 9.0),
+            on(0, run("proxy", "article", 8, 0, 100.0, 10.0)),
+            on(1, run("proxy", "article", 8, 0, 80.0, 12.0)),
+            on(0, run("proxy_buffered", "article", 8, 0, 100.0, 10.0)),
+            on(1, run("proxy_buffered", "article", 8, 0, 110.0, 9.0)),
+            on(0, run("proxy", "article", 8, 1, 50.0, 20.0)),
+            on(1, run("proxy", "article", 8, 1, 45.0, 22.0)),
+            on(0, run("proxy_buffered", "article", 8, 1, 50.0, 20.0)),
+            on(1, run("proxy_buffered", "article", 8, 1, 55.0, 18.0)),
             // The origin runs in one process: never part of the control.
             run("origin", "article", 8, 0, 1000.0, 1.0),
-            run("origin", "article", 8, 1, 10.0, 100.0),
         ];
         let per = load_between_processes(&load, 8);
-        assert_eq!(
-            per,
-            vec![
-                // Process 0's median of 100 and 120 is 120 (`median` takes the upper one).
-                ("proxy", "article", 80.0 / 120.0, 12.0 / 10.0),
-                ("proxy_buffered", "article", 1.1, 0.9)
-            ]
-        );
-        // Either direction is a deviation: buffered's faster second process reads as 1/1.1.
+        assert_eq!(per.len(), 2);
+        // Paired by round: 80/100 and 45/50, although round 1's runs are all below round 0's.
+        let (target, page, rps, p50) = per[0];
+        assert_eq!((target, page), ("proxy", "article"));
+        assert_eq!((rps.lo, rps.hi), (0.8, 0.9));
+        assert_eq!((p50.lo, p50.hi), (1.1, 1.2));
+        assert_eq!((per[1].2.lo, per[1].2.hi), (1.1, 1.1));
+        // The worst page and build, either direction (`median` of two takes the upper one):
+        // streaming 0.9, buffered 1.1 read as 1/1.1.
         let (rps, p50) = load_between_processes_worst(&load, 8);
-        assert_eq!(rps, 80.0 / 120.0);
+        assert_eq!(rps, 0.9);
         assert_eq!(p50, 1.2);
         let keys = results_load_keys(&load);
-        assert!(keys.contains(&("load_rps_between_processes_c8".into(), "0.667".into())));
+        assert!(keys.contains(&("load_rps_between_processes_c8".into(), "0.900".into())));
         assert!(keys.contains(&("load_p50_between_processes_c8".into(), "1.200".into())));
         assert!(keys.contains(&("load_rps_between_processes_c64".into(), "na".into())));
+        // The builds' ratio averages each build's processes within a round: 90/105, 47.5/52.5.
+        let per_page = stream_over_buffered(&load, 8);
+        let (_, sb, _) = per_page[0];
+        assert_eq!((sb.lo, sb.hi), (90.0 / 105.0, 47.5 / 52.5));
 
         // Latency: medians per process, the larger deviation of the two builds, either way.
         let sample = |last_ms: f64, process: usize| Sample {
