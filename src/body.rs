@@ -223,7 +223,6 @@ fn stream(
     access: &mut Access,
 ) {
     let status = response.get_status().as_u16();
-    let is_html = matches!(job.rewrite, Rewrite::Html(_));
     let stats = Rc::new(SinkStats::default());
     let mut origin_body = origin_body;
     let length = origin_body.known_length();
@@ -250,7 +249,7 @@ fn stream(
     match result {
         Ok(pipeline_report) => {
             access.last_byte_at = Some(Instant::now());
-            record_report(&pipeline_report, is_html, settings, access);
+            record_report(&pipeline_report, settings, access);
         }
         Err(failure) => {
             access.outcome = if failure.0 == Failure::ClientGone {
@@ -324,15 +323,8 @@ fn pump(
 
 /// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
 /// response, where rewriting gave way to passing original bytes through.
-fn record_report(
-    pipeline_report: &PipelineReport,
-    is_html: bool,
-    settings: &Settings,
-    access: &mut Access,
-) {
-    if is_html {
-        access.html_structured = Some(pipeline_report.html_structured);
-    }
+fn record_report(pipeline_report: &PipelineReport, settings: &Settings, access: &mut Access) {
+    access.html_structured = pipeline_report.html_structured;
     let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
     if pipeline_report.utf16 {
         log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
@@ -377,7 +369,6 @@ fn buffer(
     settings: &Settings,
     access: &mut Access,
 ) {
-    let is_html = matches!(job.rewrite, Rewrite::Html(_));
     let mut encoded = Vec::new();
     let limit = BUFFERED_MAX_BYTES as u64 + 1;
     let read = origin_body
@@ -417,7 +408,7 @@ fn buffer(
             access.first_body_at = access.headers_at;
             access.bytes_out = Some(out.len() as u64);
             access.writes = Some(1);
-            record_report(&pipeline_report, is_html, settings, access);
+            record_report(&pipeline_report, settings, access);
             response.set_body(out);
             response.send_to_client();
             access.last_byte_at = Some(Instant::now());

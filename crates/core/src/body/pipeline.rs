@@ -149,21 +149,21 @@ impl Stage {
         }
     }
 
-    /// Ends the body; reports lol_html's bail-out, if any, what the RSC rewriting did, and
-    /// whether the HTML stage needed lol_html.
-    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport, bool) {
+    /// Ends the body; reports lol_html's bail-out, if any, what the RSC rewriting did, and,
+    /// for the HTML stage, whether it needed lol_html.
+    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport, Option<bool>) {
         match self {
             Stage::Html(h) => {
                 let structured = h.structured();
                 let (bail_out, rsc) = h.finish(out);
-                (bail_out, rsc, structured)
+                (bail_out, rsc, Some(structured))
             }
             Stage::Text(r) => {
                 r.finish(out);
-                (None, RscReport::default(), false)
+                (None, RscReport::default(), None)
             }
-            Stage::Flight(f) => (None, f.finish(out), false),
-            Stage::Unchanged => (None, RscReport::default(), false),
+            Stage::Flight(f) => (None, f.finish(out), None),
+            Stage::Unchanged => (None, RscReport::default(), None),
         }
     }
 }
@@ -179,10 +179,11 @@ pub struct PipelineReport {
     pub writes: u64,
     /// Set when lol_html gave up and the rest of the document passed through as-is.
     pub html_bail_out: Option<String>,
-    /// An HTML body needed lol_html's view of its structure: it had a Next.js Flight marker, a
-    /// `<meta>` that may declare a charset, or grew past 2 MiB. Otherwise the URL rule alone
-    /// produced the same output for less.
-    pub html_structured: bool,
+    /// For a body the HTML stage rewrote (`None` for text, Flight, and a UTF-16 body passed
+    /// through): whether it needed lol_html's view of its structure, because it had a Next.js
+    /// Flight marker, a `<meta>` that may declare a charset, or grew past 2 MiB. `false`: the
+    /// URL rule alone produced the same output for less.
+    pub html_structured: Option<bool>,
     /// What the Next.js payload rewriting did: bytes held at most, and whether it degraded.
     pub rsc: RscReport,
     /// Bytes after the end of a complete gzip or deflate body that were ignored (zero
