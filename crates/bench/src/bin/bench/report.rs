@@ -57,10 +57,14 @@ fn between_processes(r: &CaseResult, f: impl Fn(&Sample) -> f64 + Copy) -> f64 {
                         .unwrap_or_default(),
                 )
             };
-            let q = of(1) / of(0);
-            q.max(1.0 / q)
+            deviation(of(1) / of(0))
         })
         .fold(f64::NAN, f64::max)
+}
+
+/// How far a ratio of two things that should be equal is from 1, either way, as a factor ≥ 1.
+fn deviation(ratio: f64) -> f64 {
+    ratio.max(1.0 / ratio)
 }
 
 /// Pipeline MB/s over bare lol_html MB/s for `page`.
@@ -472,19 +476,9 @@ impl RoundRatio {
 /// The runs of each target, page and concurrency level, one record per group (in the order
 /// of their first run): median req/s, p50 and p99 over its rounds, errors summed.
 fn per_target(load: &[LoadResult]) -> Vec<LoadResult> {
-    let mut groups: Vec<Vec<&LoadResult>> = Vec::new();
-    for l in load {
-        let same = |g: &&mut Vec<&LoadResult>| {
-            (g[0].target, g[0].page, g[0].connections) == (l.target, l.page, l.connections)
-        };
-        match groups.iter_mut().find(same) {
-            Some(g) => g.push(l),
-            None => groups.push(vec![l]),
-        }
-    }
-    groups
+    group(load.iter(), |l| Some((l.target, l.page, l.connections)))
         .into_iter()
-        .map(|g| {
+        .map(|(_, g)| {
             let of = |f: fn(&LoadResult) -> f64| median(g.iter().map(|l| f(l)).collect());
             LoadResult {
                 rps: of(|l| l.rps),
@@ -498,28 +492,58 @@ fn per_target(load: &[LoadResult]) -> Vec<LoadResult> {
         .collect()
 }
 
-/// The mean req/s and mean p50 of `target`'s runs on `page` at `connections` in `round` (one
-/// per process), or `None` if it has none.
-fn round_mean(
-    load: &[LoadResult],
-    target: &str,
-    page: &str,
-    connections: u32,
-    round: u32,
-) -> Option<(f64, f64)> {
-    let runs: Vec<&LoadResult> = load
-        .iter()
-        .filter(|l| {
-            (l.target, l.page, l.connections, l.round) == (target, page, connections, round)
+/// Group `a`'s req/s and p50 over group `b`'s, paired by round: in each round that has runs
+/// of both, the mean of each group's runs (one per process for a build), then the ratio;
+/// over the rounds. `None` when no round has both. The one pairing behind the builds' ratio
+/// and the A/A control.
+fn paired_by_round(
+    runs: &[&LoadResult],
+    a: impl Fn(&LoadResult) -> bool,
+    b: impl Fn(&LoadResult) -> bool,
+) -> Option<(RoundRatio, RoundRatio)> {
+    let mean = |group: &dyn Fn(&LoadResult) -> bool, round: u32| {
+        let of: Vec<&&LoadResult> = runs
+            .iter()
+            .filter(|l| l.round == round && group(l))
+            .collect();
+        let n = of.len() as f64;
+        (!of.is_empty()).then(|| {
+            (
+                of.iter().map(|l| l.rps).sum::<f64>() / n,
+                of.iter().map(|l| l.p50_ms).sum::<f64>() / n,
+            )
         })
+    };
+    let mut rounds: Vec<u32> = runs.iter().map(|l| l.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let pairs: Vec<((f64, f64), (f64, f64))> = rounds
+        .into_iter()
+        .filter_map(|round| Some((mean(&a, round)?, mean(&b, round)?)))
         .collect();
-    let n = runs.len() as f64;
-    (!runs.is_empty()).then(|| {
+    (!pairs.is_empty()).then(|| {
         (
-            runs.iter().map(|l| l.rps).sum::<f64>() / n,
-            runs.iter().map(|l| l.p50_ms).sum::<f64>() / n,
+            RoundRatio::of(pairs.iter().map(|(x, y)| x.0 / y.0).collect()),
+            RoundRatio::of(pairs.iter().map(|(x, y)| x.1 / y.1).collect()),
         )
     })
+}
+
+/// `runs` grouped by `key` (skipping runs it gives `None`), in the order of each group's
+/// first run.
+fn group<'a, K: PartialEq + Copy>(
+    runs: impl Iterator<Item = &'a LoadResult>,
+    key: impl Fn(&LoadResult) -> Option<K>,
+) -> Vec<(K, Vec<&'a LoadResult>)> {
+    let mut groups: Vec<(K, Vec<&LoadResult>)> = Vec::new();
+    for l in runs {
+        let Some(k) = key(l) else { continue };
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, runs)) => runs.push(l),
+            None => groups.push((k, vec![l])),
+        }
+    }
+    groups
 }
 
 /// Per loaded page at `connections`: streaming req/s over buffered req/s, and streaming p50
@@ -529,36 +553,16 @@ fn stream_over_buffered(
     load: &[LoadResult],
     connections: u32,
 ) -> Vec<(&'static str, RoundRatio, RoundRatio)> {
-    let mut pages: Vec<&'static str> = Vec::new();
-    for l in load.iter().filter(|l| l.connections == connections) {
-        if l.target == "proxy" && !pages.contains(&l.page) {
-            pages.push(l.page);
-        }
-    }
-    pages
+    let at = load.iter().filter(|l| l.connections == connections);
+    group(at, |l| (l.target != "origin").then_some(l.page))
         .into_iter()
-        .filter_map(|page| {
-            let mut rounds: Vec<u32> = load
-                .iter()
-                .filter(|l| (l.target, l.page, l.connections) == ("proxy", page, connections))
-                .map(|l| l.round)
-                .collect();
-            rounds.sort_unstable();
-            rounds.dedup();
-            let pairs: Vec<((f64, f64), (f64, f64))> = rounds
-                .into_iter()
-                .filter_map(|round| {
-                    Some((
-                        round_mean(load, "proxy", page, connections, round)?,
-                        round_mean(load, "proxy_buffered", page, connections, round)?,
-                    ))
-                })
-                .collect();
-            (!pairs.is_empty()).then(|| {
-                let rps = RoundRatio::of(pairs.iter().map(|(s, b)| s.0 / b.0).collect());
-                let p50 = RoundRatio::of(pairs.iter().map(|(s, b)| s.1 / b.1).collect());
-                (page, rps, p50)
-            })
+        .filter_map(|(page, runs)| {
+            let (rps, p50) = paired_by_round(
+                &runs,
+                |l| l.target == "proxy",
+                |l| l.target == "proxy_buffered",
+            )?;
+            Some((page, rps, p50))
         })
         .collect()
 }
@@ -580,33 +584,12 @@ fn load_between_processes(
     load: &[LoadResult],
     connections: u32,
 ) -> Vec<(&'static str, &'static str, RoundRatio, RoundRatio)> {
-    let mut groups: Vec<(&'static str, &'static str)> = Vec::new();
-    for l in load.iter().filter(|l| l.connections == connections) {
-        if l.target != "origin" && !groups.contains(&(l.target, l.page)) {
-            groups.push((l.target, l.page));
-        }
-    }
-    groups
+    let at = load.iter().filter(|l| l.connections == connections);
+    group(at, |l| (l.target != "origin").then_some((l.target, l.page)))
         .into_iter()
-        .filter_map(|(target, page)| {
-            let run = |process: usize, round: u32| {
-                load.iter().find(|l| {
-                    (l.connections, l.target, l.page, l.process, l.round)
-                        == (connections, target, page, process, round)
-                })
-            };
-            let pairs: Vec<(&LoadResult, &LoadResult)> = load
-                .iter()
-                .filter(|l| {
-                    (l.connections, l.target, l.page, l.process) == (connections, target, page, 0)
-                })
-                .filter_map(|first| Some((first, run(1, first.round)?)))
-                .collect();
-            (!pairs.is_empty()).then(|| {
-                let rps = RoundRatio::of(pairs.iter().map(|(a, b)| b.rps / a.rps).collect());
-                let p50 = RoundRatio::of(pairs.iter().map(|(a, b)| b.p50_ms / a.p50_ms).collect());
-                (target, page, rps, p50)
-            })
+        .filter_map(|((target, page), runs)| {
+            let (rps, p50) = paired_by_round(&runs, |l| l.process == 1, |l| l.process == 0)?;
+            Some((target, page, rps, p50))
         })
         .collect()
 }
@@ -618,10 +601,11 @@ fn load_between_processes_worst(load: &[LoadResult], connections: u32) -> (f64, 
     load_between_processes(load, connections).iter().fold(
         (f64::NAN, f64::NAN),
         |(worst_rps, worst_p50), (_, _, rps, p50)| {
-            let (rps, p50) = (rps.median, p50.median);
             (
-                worst_rps.min(rps.min(1.0 / rps)),
-                worst_p50.max(p50.max(1.0 / p50)),
+                // The same distance from 1 as `deviation`, as a factor ≤ 1 like the req/s
+                // ratio it is read against.
+                worst_rps.min(rps.median.min(rps.median.recip())),
+                worst_p50.max(deviation(p50.median)),
             )
         },
     )
