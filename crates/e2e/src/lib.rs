@@ -288,6 +288,8 @@ pub struct ServicePair {
     pub streaming: SocketAddr,
     /// The same settings with `publisher.streaming = false`.
     pub buffered: SocketAddr,
+    /// The two modules (streaming, then buffered), for starting more processes of them.
+    pub modules: [PathBuf; 2],
     /// Stops both when dropped.
     pub guards: Vec<ChildGuard>,
 }
@@ -342,6 +344,7 @@ pub fn start_service_pair_with(
     let manifest = root.join("fastly.toml");
     let mut guards = Vec::new();
     let mut addrs = Vec::new();
+    let mut modules = Vec::new();
     for (name, streaming) in [("streaming", true), ("buffered", false)] {
         let wasm = build_service(
             root,
@@ -353,10 +356,14 @@ pub fn start_service_pair_with(
                 .map_err(|e| format!("viceroy ({name}): {e}"))?;
         guards.push(guard);
         addrs.push(addr);
+        modules.push(wasm);
     }
+    let [streaming_wasm, buffered_wasm] = <[PathBuf; 2]>::try_from(modules)
+        .map_err(|m| format!("built {} modules, not 2", m.len()))?;
     Ok(ServicePair {
         streaming: addrs[0],
         buffered: addrs[1],
+        modules: [streaming_wasm, buffered_wasm],
         guards,
     })
 }

@@ -136,9 +136,9 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
     // The same modules again, each in a second process.
-    let mut second = |name: &str| {
+    let mut second = |module: &std::path::Path, name: &str| {
         let (guard, addr) = start_viceroy(
-            &dir.join(format!("{name}.wasm")),
+            module,
             &root.join("fastly.toml"),
             &dir.join(format!("viceroy-{name}-2.log")),
         )
@@ -146,8 +146,8 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
         guards.push(guard);
         Ok::<_, String>(addr)
     };
-    let streaming = [pair.streaming, second("streaming")?];
-    let buffered = [pair.buffered, second("buffered")?];
+    let streaming = [pair.streaming, second(&pair.modules[0], "streaming")?];
+    let buffered = [pair.buffered, second(&pair.modules[1], "buffered")?];
     Ok(Servers {
         origin,
         streaming,
