@@ -10,7 +10,7 @@
 # says otherwise), stops what it started, and prints the profile files: DIR/<n>-<path>.json
 # (default DIR: bench-results/profiles/, ignored by git). --interval is Viceroy's sampling
 # period (default 50us; `10us` gives more samples on a fast request). Open one at https://profiler.firefox.com ("Load a
-# profile from file"); the README's Performance section says how to read it.
+# profile from file"); docs/performance.md says how to read it.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 ensure_wasm_target

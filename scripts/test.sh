@@ -46,7 +46,7 @@ fastly compute validate --non-interactive --package "$ROOT/pkg/trusted-server-ed
 log "end-to-end tests and the fault matrix (Viceroy + demo / raw origin on loopback)"
 cargo test --locked -p e2e -- --nocapture
 
-# A short soak (the README's figures come from a 10-minute run of scripts/soak.sh).
+# A short soak (scripts/soak.sh alone runs 10 minutes; see docs/testing.md).
 log "soak: 30 s of mixed load against both builds (scripts/soak.sh 0.5)"
 "$ROOT/scripts/soak.sh" 0.5
 

@@ -5,7 +5,7 @@ The service rewrites origin URLs inside the Flight stream that Next.js embeds in
 (``self.__next_f.push([1,"…"])`` scripts) and serves as ``text/x-component``. Some Flight rows
 are length-prefixed (``<id>:T<hex byte length>,<bytes>``), so a rewrite that changes a URL's
 length must also fix the row header. This module decides whether a rewrite is correct. It is
-written from the format description alone (README "The one URL rule", DESIGN.md §5) and does
+written from the format description alone (docs/url-rule.md, docs/nextjs.md) and does
 not share code with the rewriter.
 
 Python 3 standard library only. Usage::

@@ -1,4 +1,4 @@
-//! Inputs found by the fuzz targets in `fuzz/` (see README.md, "Tests"), each kept as a
+//! Inputs found by the fuzz targets in `fuzz/` (see docs/testing.md, "Fuzzing"), each kept as a
 //! regression test through the public pipeline.
 
 mod support;

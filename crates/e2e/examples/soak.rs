@@ -13,7 +13,7 @@
 //! - **correct**: complete, status 200, the expected `Content-Encoding`, and the body, decoded,
 //!   byte-equal to the expected rewritten bytes (computed once up front from the origin's own
 //!   bytes);
-//! - **abandoned**: a broken origin body seen as the README's failure table says: an incomplete
+//! - **abandoned**: a broken origin body seen as docs/failures.md's table says: an incomplete
 //!   transfer (or a closed connection before any head) from the streaming build, a `502` from
 //!   the buffered one;
 //! - **FAILED**: anything else (a complete body with wrong bytes, an unexpected status or
@@ -107,7 +107,7 @@ enum Oracle {
     /// incomplete transfer from the streaming build and a `502` from the buffered one.
     Abandon,
     /// The origin body of a page that is not rewritten is broken. Such bodies stream host-side
-    /// in both builds (README, "Body"), so both must show an incomplete transfer.
+    /// in both builds (docs/architecture.md, "Phases"), so both must show an incomplete transfer.
     AbandonPassThrough,
 }
 

@@ -5,7 +5,7 @@
 //! rows stay quick), and plays every row against both builds. A row is the origin's exact
 //! bytes (or its silence, its reset, its refusal), the client's request, and the outcome
 //! expected in each mode: a complete response with a given body, an abandoned transfer, or
-//! the service's own `502`/`504`. Where the README's failure table names the outcome, the row
+//! the service's own `502`/`504`. Where docs/failures.md's table names the outcome, the row
 //! uses it; elsewhere the row encodes the outcome the rules call for (never a panic, never a
 //! short body that looks complete, never a byte dropped that could pass through, clear
 //! errors). Every response is also checked for a `500` and for a panic message.

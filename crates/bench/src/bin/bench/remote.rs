@@ -51,7 +51,7 @@ impl Endpoint {
     /// Parses and resolves an `http://` URL.
     ///
     /// # Errors
-    /// For `https://` (see the README: the timing client speaks plain HTTP/1.1), any other
+    /// For `https://` (see docs/performance.md: the timing client speaks plain HTTP/1.1), any other
     /// scheme, or a host that does not resolve.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let rest = if let Some(rest) = url.strip_prefix("http://") {
