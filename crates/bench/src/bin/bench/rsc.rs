@@ -22,6 +22,7 @@ use demo_origin::nextjs::{Kind, Replay};
 use trusted_server_core::{
     BodyPipeline, BodyPlan, Codec, PipelineOptions, PipelineReport, UrlRule,
 };
+use ts_testkit::Flush;
 
 /// The pipeline options the proxy under test runs with. `trusted-server.toml` sets the
 /// defaults for every key the pipeline reads (flush threshold 8192, flush every chunk,
@@ -62,17 +63,19 @@ pub fn reference(
         out: Vec::new(),
         written: Rc::clone(&written),
     };
-    let mut p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
-    let mut at = 0;
+    let p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
     let mut written_after = Vec::with_capacity(chunks.len());
-    for &len in chunks {
-        p.push(&body[at..at + len]).map_err(|e| e.to_string())?;
-        // The captured chunks came with pauses between them: the adapter flushes at each.
-        p.flush().map_err(|e| e.to_string())?;
-        written_after.push(written.get());
+    let mut at = 0;
+    let pieces = chunks.iter().map(|&len| {
         at += len;
-    }
-    let (CountingSink { out, .. }, report) = p.finish().map_err(|e| e.to_string())?;
+        &body[at - len..at]
+    });
+    // The captured chunks came with pauses between them: the adapter flushes at each.
+    let (CountingSink { out, .. }, report) =
+        ts_testkit::drive(p, pieces, Flush::EveryPiece, || {
+            written_after.push(written.get())
+        })
+        .map_err(|e| e.to_string())?;
     let html = content_type.is_some_and(|t| t.starts_with("text/html"));
     ts_bench::flight::check_rewrite(html, body, &out, rule)
         .map_err(|e| format!("the core pipeline's output fails the Flight check: {e}"))?;
