@@ -9,7 +9,9 @@
 pub mod flight;
 pub mod reference;
 
-use trusted_server_core::{Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule};
+use trusted_server_core::{
+    Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+};
 pub use ts_testkit::fuzz_input::{split_input, Input, TARGETS};
 pub use ts_testkit::{cut_points, rewrite_for, ORIGIN};
 

@@ -13,10 +13,10 @@
 
 use std::path::PathBuf;
 
-use trusted_server_core::Codec;
+use trusted_server_core::{Codec, PipelineOptions};
 
 mod support;
-use support::{decode, encode, rewrite_for, rules, run, run_reported, ORIGIN};
+use support::{decode, encode, rewrite_for, rules, run, run_with, ORIGIN};
 
 struct Capture {
     name: String,
@@ -155,8 +155,15 @@ fn held_bytes_stay_near_one_text_row_never_the_page() {
     for capture in captures() {
         let rewrite = rewrite_for(&capture.content_type);
         let [rule, _] = rules();
-        let (_, report) =
-            run_reported(Codec::Identity, rewrite, &rule, &capture.body, &[]).expect("no error");
+        let (_, report) = run_with(
+            &PipelineOptions::default(),
+            Codec::Identity,
+            rewrite,
+            &rule,
+            &capture.body,
+            &[],
+        )
+        .expect("no error");
         assert!(
             report.rsc.degraded.is_none(),
             "{}: {:?}",

@@ -90,28 +90,11 @@ pub fn run(
     input: &[u8],
     cuts: &[usize],
 ) -> Result<Vec<u8>, PipelineError> {
-    run_reported(codec, rewrite, rule, input, cuts).map(|(out, _)| out)
+    let options = PipelineOptions::default();
+    run_with(&options, codec, rewrite, rule, input, cuts).map(|(out, _)| out)
 }
 
-/// Like [`run`], with the pipeline's report.
-pub fn run_reported(
-    codec: Codec,
-    rewrite: Rewrite,
-    rule: &UrlRule,
-    input: &[u8],
-    cuts: &[usize],
-) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
-    run_with(
-        &PipelineOptions::default(),
-        codec,
-        rewrite,
-        rule,
-        input,
-        cuts,
-    )
-}
-
-/// Like [`run_reported`] with `options`. It flushes after every piece, as the adapter does
+/// Like [`run`] with `options`, and the pipeline's report. It flushes after every piece, as the adapter does
 /// when the origin pauses after each: the worst case for a compressed coding, whose every
 /// flush ends a block.
 pub fn run_with(
