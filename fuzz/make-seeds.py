@@ -2,9 +2,9 @@
 """Writes the committed seed corpus, fuzz/corpus/<target>/, from the repository's fixtures.
 
 Each seed is a small piece of a fixture followed by the trailer every target reads (see
-fuzz/src/lib.rs, `split_input`): cut points, a config byte, and the number of cuts. Compressed
-seeds for the `decode` target are made here with Python's gzip and zlib; br bodies come from the
-target itself, which encodes a seed's text with the coding its config byte names.
+`split_input` in crates/testkit/src/fuzz_input.rs): cut points, a config byte, and the number of
+cuts. Compressed seeds for the `decode` target are made here with Python's gzip and zlib; br
+bodies come from the target itself, which encodes a seed's text with the coding its config byte names.
 
 Run from anywhere: python3 fuzz/make-seeds.py. It replaces the corpus it writes.
 """

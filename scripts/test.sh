@@ -21,11 +21,11 @@ cargo clippy --target wasm32-wasip1 --locked -p trusted-server-core -p trusted-s
 cargo clippy --target wasm32-wasip1 --locked -p trusted-server-edge --all-targets -- -D warnings
 
 log "rustdoc (warnings are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin -p ts-testkit
 
 log "native unit and property tests"
 cargo test --locked -p trusted-server-settings --features load
-cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench
+cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench -p ts-testkit
 
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures

@@ -2,114 +2,18 @@
 //! independent reference of the URL rule, and an independent model of Flight rows and of
 //! Next.js's string escaping.
 //!
-//! Every target reads its input the same way ([`split_input`]): the body, then a short
-//! trailer that says where the body is cut into chunks and picks options. A file cut from a
-//! fixture is a usable seed as it is (its last bytes become a harmless trailer), and
-//! `fuzz/make-seeds.py` writes seeds with an explicit trailer.
+//! Every target reads its input the same way ([`split_input`], from the shared test kit
+//! `crates/testkit`): the body, then a short trailer that says where the body is cut into
+//! chunks and picks options.
 
 pub mod flight;
 pub mod reference;
 
 use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+    Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
 };
-
-/// The demo origin's host, which every fixture (and so every seed) uses in its URLs.
-pub const ORIGIN: &str = "origin.demo-publisher.example";
-
-/// Request authorities shorter and longer than the origin's (equal lengths would hide length
-/// bugs), with both schemes.
-pub const TARGETS: [(&str, &str); 4] = [
-    ("http", "127.0.0.1:7676"),
-    ("https", "www.a-much-longer-first-party-host-name.example"),
-    ("https", "a.io"),
-    ("http", "p.test:8080"),
-];
-
-/// A body and how to push it.
-#[derive(Debug, Clone)]
-pub struct Input<'a> {
-    /// The bytes to push.
-    pub body: &'a [u8],
-    /// Sorted, deduplicated cut points in `0..=body.len()`.
-    pub cuts: Vec<usize>,
-    /// Option bits; each target says what they mean.
-    pub config: u8,
-    /// The raw cut values (for targets that use them for more than cuts).
-    pub raw_cuts: Vec<u16>,
-    /// One-byte chunks were asked for.
-    pub bytewise: bool,
-}
-
-/// Longest body pushed one byte at a time (a 1-byte chunking of a large input costs seconds).
-const MAX_BYTEWISE: usize = 4096;
-
-/// Reads a fuzz input: `body ‖ cuts ‖ config ‖ n`. The last byte's low nibble `n` is the
-/// number of cuts, each two little-endian bytes taken modulo `body.len() + 1`; `n == 15` means
-/// one-byte chunks. The byte before it is `config`. Inputs shorter than the trailer are all
-/// body.
-pub fn split_input(data: &[u8]) -> Input<'_> {
-    let empty = |body| Input {
-        body,
-        cuts: Vec::new(),
-        config: 0,
-        raw_cuts: Vec::new(),
-        bytewise: false,
-    };
-    let Some((&last, rest)) = data.split_last() else {
-        return empty(data);
-    };
-    let n = usize::from(last & 0x0f);
-    let pairs = if n == 15 { 0 } else { n };
-    let Some((&config, rest)) = rest.split_last() else {
-        return empty(data);
-    };
-    if rest.len() < 2 * pairs {
-        return empty(data);
-    }
-    let (body, spec) = rest.split_at(rest.len() - 2 * pairs);
-    let raw_cuts: Vec<u16> = spec
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    let cuts = if n == 15 {
-        if body.len() <= MAX_BYTEWISE {
-            (1..body.len()).collect()
-        } else {
-            Vec::new()
-        }
-    } else {
-        cut_points(&raw_cuts, body.len())
-    };
-    Input {
-        body,
-        cuts,
-        config,
-        raw_cuts,
-        bytewise: n == 15,
-    }
-}
-
-/// Cut values taken modulo `len + 1`, sorted and deduplicated.
-pub fn cut_points(raw: &[u16], len: usize) -> Vec<usize> {
-    let mut cuts: Vec<usize> = raw.iter().map(|&c| usize::from(c) % (len + 1)).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    cuts
-}
-
-/// The rewrite the service picks for `content_type`.
-pub fn rewrite_for(content_type: &str) -> Rewrite {
-    match BodyPlan::decide(
-        200,
-        Some(content_type),
-        None,
-        &PipelineOptions::default().nextjs,
-    ) {
-        BodyPlan::Rewrite { rewrite, .. } => rewrite,
-        other => panic!("{content_type} is not rewritten: {other:?}"),
-    }
-}
+pub use ts_testkit::fuzz_input::{split_input, Input, TARGETS};
+pub use ts_testkit::{cut_points, rewrite_for, ORIGIN};
 
 /// Pipeline options from two config bits: a tiny flush threshold or the default one, and
 /// flushing at every chunk or not. None of them may change the output.
@@ -124,7 +28,9 @@ pub fn options(config: u8) -> PipelineOptions {
     options
 }
 
-/// Pushes `body` cut at `cuts` through a fresh pipeline and finishes it.
+/// Pushes `body` cut at `cuts` through a fresh pipeline and finishes it. The adapter flushes
+/// when the origin pauses, not after every read: this flushes after every other cut, so both a
+/// flushed and an unflushed chunk end are fuzzed.
 pub fn run(
     codec: Codec,
     rewrite: Rewrite,
@@ -133,19 +39,8 @@ pub fn run(
     body: &[u8],
     cuts: &[usize],
 ) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
-    let mut pipeline = BodyPipeline::new(codec, rewrite, rule.clone(), options, Vec::new());
-    let mut last = 0;
-    for (i, &cut) in cuts.iter().enumerate() {
-        pipeline.push(&body[last..cut])?;
-        // The adapter flushes when the origin pauses, not after every read: flush after every
-        // other cut, so both a flushed and an unflushed chunk end are fuzzed.
-        if i % 2 == 0 {
-            pipeline.flush()?;
-        }
-        last = cut;
-    }
-    pipeline.push(&body[last..])?;
-    pipeline.finish()
+    let flush = ts_testkit::Flush::EveryOtherPiece;
+    ts_testkit::run(codec, rewrite, rule, options, body, cuts, flush)
 }
 
 /// An identity body run whole and cut at `cuts`: (whole output and report, split output and

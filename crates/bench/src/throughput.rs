@@ -20,7 +20,8 @@ use std::rc::Rc;
 
 use lol_html::html_content::Element;
 use lol_html::{element, HtmlRewriter, Settings};
-use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, UrlRule};
+use ts_testkit::Flush;
 
 /// Size of each pushed chunk.
 pub const CHUNK: usize = 8 * 1024;
@@ -210,20 +211,15 @@ pub fn run_pipeline(page: &Page) -> Vec<u8> {
 
 fn run_pipeline_split(page: &Page, chunk: usize) -> Vec<u8> {
     let options = PipelineOptions::default();
-    let BodyPlan::Rewrite { rewrite, .. } =
-        BodyPlan::decide(200, Some(page.content_type), None, &options.nextjs)
-    else {
-        unreachable!("HTML and Flight bodies are always rewritten");
-    };
+    let rewrite = ts_testkit::rewrite_for(page.content_type);
     let sink = Vec::with_capacity(page.bytes.len() + page.bytes.len() / 8);
-    let mut p = BodyPipeline::new(Codec::Identity, rewrite, rule(), &options, sink);
-    for piece in page.bytes.chunks(chunk) {
-        p.push(piece).expect("in-memory pipeline cannot fail");
-        // Each piece leaves before the next, as bare lol_html's output does: the adapter's
-        // case when the origin pauses after every read, its most expensive.
-        p.flush().expect("in-memory pipeline cannot fail");
-    }
-    p.finish().expect("in-memory pipeline cannot fail").0
+    let p = BodyPipeline::new(Codec::Identity, rewrite, rule(), &options, sink);
+    // Each piece leaves before the next, as bare lol_html's output does: the adapter's case
+    // when the origin pauses after every read, its most expensive.
+    let pieces = page.bytes.chunks(chunk);
+    ts_testkit::drive(p, pieces, Flush::EveryPiece, || {})
+        .expect("in-memory pipeline cannot fail")
+        .0
 }
 
 /// Checks both sides' outputs before timing.

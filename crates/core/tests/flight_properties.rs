@@ -8,10 +8,10 @@
 //! text row's length recomputed, and the output must not depend on the split.
 
 use proptest::prelude::*;
-use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{Codec, PipelineOptions, UrlRule};
 
 mod support;
-use support::rewrite_kind;
+use support::{rewrite_for, Flush};
 
 const ORIGIN: &str = "origin.example.com";
 const HOST: &str = "www.a-longer-first-party.example";
@@ -113,21 +113,19 @@ fn page(stream: &str, cuts: &[usize], markup: bool) -> (String, Vec<String>) {
 
 fn run(input: &[u8], cuts: &[usize]) -> Vec<u8> {
     let rule = UrlRule::new(ORIGIN, "https", HOST);
-    let rewrite = rewrite_kind("text/html; charset=utf-8");
-    let mut p = BodyPipeline::new(
+    let rewrite = rewrite_for("text/html; charset=utf-8");
+    let options = PipelineOptions::default();
+    ts_testkit::run(
         Codec::Identity,
         rewrite,
-        rule,
-        &PipelineOptions::default(),
-        Vec::new(),
-    );
-    let mut at = 0;
-    for &cut in cuts.iter().chain([&input.len()]) {
-        let cut = cut.clamp(at, input.len());
-        p.push(&input[at..cut]).unwrap();
-        at = cut;
-    }
-    p.finish().unwrap().0
+        &rule,
+        &options,
+        input,
+        cuts,
+        Flush::Never,
+    )
+    .unwrap()
+    .0
 }
 
 /// Decodes every push string in `html` with serde_json and returns their concatenation, and

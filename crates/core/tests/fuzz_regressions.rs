@@ -3,8 +3,10 @@
 
 mod support;
 
-use support::{rewrite_kind, rules, run};
-use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, PipelineReport, UrlRule};
+use support::{rewrite_for, rules, run, Flush};
+use trusted_server_core::{Codec, PipelineOptions, PipelineReport, UrlRule};
+use ts_testkit::cut_points;
+use ts_testkit::fuzz_input::{split_input, TARGETS};
 
 /// A page with one Flight push whose string body is `body` (already escaped).
 fn push_page(body: &[u8]) -> Vec<u8> {
@@ -20,7 +22,7 @@ fn push_page(body: &[u8]) -> Vec<u8> {
 /// page's script broke) and the output depended on where the chunks were cut.
 #[test]
 fn a_stray_e2_byte_does_not_unescape_what_follows_it() {
-    let html = rewrite_kind("text/html; charset=utf-8");
+    let html = rewrite_for("text/html; charset=utf-8");
     // (string body, as it must come out): unchanged unless it is U+2028 itself.
     for (body, expected) in [
         (&b"\xe2\\\"x"[..], &b"\xe2\\\"x"[..]),
@@ -57,7 +59,7 @@ fn a_stray_e2_byte_does_not_unescape_what_follows_it() {
 /// `unreachable!`: a panic on origin input instead of an origin error.
 #[test]
 fn a_gzip_member_with_a_bad_trailer_is_an_origin_error_not_a_panic() {
-    let css = rewrite_kind("text/css");
+    let css = rewrite_for("text/css");
     let plain = b"body { background: url(https://origin.demo-publisher.example/a.png) }";
     let good = support::encode(Codec::Gzip, plain);
     let trailer = good.len() - 8;
@@ -88,62 +90,49 @@ mod flight;
 
 /// Replays a saved input of the `rsc` fuzz target for an inline page at the 1 KiB cap (config
 /// bits 4 and 8): the rule, the Flight stream, the page the target built from it, and the
-/// page's chunk cuts. The trailer is read as `split_input` in `fuzz/src/lib.rs` reads it:
-/// `cuts ‖ config ‖ n`, `n` two-byte cut values, the first half placing the scripts and the
-/// second half cutting the page.
+/// page's chunk cuts. The trailer is read as the target reads it ([`split_input`]): the first
+/// half of the cut values places the scripts, the second half cuts the page.
 fn rsc_inline_page(name: &str) -> (UrlRule, String, Vec<u8>, Vec<usize>) {
-    const TARGETS: [(&str, &str); 4] = [
-        ("http", "127.0.0.1:7676"),
-        ("https", "www.a-much-longer-first-party-host-name.example"),
-        ("https", "a.io"),
-        ("http", "p.test:8080"),
-    ];
     let path = format!(
         "{}/../../fuzz/regressions/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (&last, rest) = data.split_last().unwrap();
-    let n = usize::from(last & 0x0f);
-    assert!(n < 15, "{name}: one-byte chunks are not replayed here");
-    let (&config, rest) = rest.split_last().unwrap();
+    let input = split_input(&data);
+    assert!(
+        !input.bytewise,
+        "{name}: one-byte chunks are not replayed here"
+    );
     assert_eq!(
-        config & 0x0c,
+        input.config & 0x0c,
         0x0c,
         "{name}: not an inline page at the small cap"
     );
-    let (body, spec) = rest.split_at(rest.len() - 2 * n);
-    let raw: Vec<u16> = spec
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    let cut_points = |raw: &[u16], len: usize| {
-        let mut cuts: Vec<usize> = raw.iter().map(|&c| usize::from(c) % (len + 1)).collect();
-        cuts.sort_unstable();
-        cuts.dedup();
-        cuts
-    };
-    let (scheme, target) = TARGETS[usize::from(config >> 4) % TARGETS.len()];
+    let raw = &input.raw_cuts;
+    let (scheme, target) = TARGETS[usize::from(input.config >> 4) % TARGETS.len()];
     let rule = UrlRule::new(support::ORIGIN, scheme, target);
-    let stream = String::from_utf8_lossy(body).into_owned();
-    let script_cuts = cut_points(&raw[..n / 2], stream.len());
-    let page = flight::inline_page(&stream, &script_cuts, &raw);
-    let cuts = cut_points(&raw[n / 2..], page.len());
+    let stream = String::from_utf8_lossy(input.body).into_owned();
+    let script_cuts = cut_points(&raw[..raw.len() / 2], stream.len());
+    let page = flight::inline_page(&stream, &script_cuts, raw);
+    let cuts = cut_points(&raw[raw.len() / 2..], page.len());
     (rule, stream, page, cuts)
 }
 
 /// Runs a page through the HTML pipeline at the smallest cap the settings allow.
 fn run_small_cap(rule: &UrlRule, page: &[u8], cuts: &[usize]) -> (Vec<u8>, PipelineReport) {
-    let html = rewrite_kind("text/html; charset=utf-8");
+    let html = rewrite_for("text/html; charset=utf-8");
     let mut options = PipelineOptions::default();
     options.nextjs.max_held_bytes = 1024;
-    let mut pipeline = BodyPipeline::new(Codec::Identity, html, rule.clone(), &options, Vec::new());
-    let mut last = 0;
-    for &cut in cuts.iter().chain([&page.len()]) {
-        pipeline.push(&page[last..cut]).unwrap();
-        last = cut;
-    }
-    pipeline.finish().unwrap()
+    ts_testkit::run(
+        Codec::Identity,
+        html,
+        rule,
+        &options,
+        page,
+        cuts,
+        Flush::Never,
+    )
+    .unwrap()
 }
 
 /// Found by `rsc` at the 1 KiB cap (`fuzz/regressions/rsc-inline-cap-row-neither` and `-2`):

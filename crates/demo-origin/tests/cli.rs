@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
-use support::{make_site, Client};
+use support::make_site;
 
 /// Kills the child (by its own handle) even if an assertion fails.
 struct Guard(Child);
@@ -41,8 +41,7 @@ fn binary_prints_listening_line_and_serves() {
     assert!(addr.ip().is_loopback());
     assert_ne!(addr.port(), 0);
 
-    let mut c = Client::connect(addr);
-    let r = c.get("/index.html", &[]);
+    let r = support::get(addr, "/index.html", &[]);
     assert_eq!(r.status, 200);
     assert_eq!(r.body, site.read("index.html"));
 

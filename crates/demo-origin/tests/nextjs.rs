@@ -3,11 +3,13 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use demo_origin::nextjs::{self, Kind, Replay};
+use e2e::Timed;
 use serde_json::Value as Json;
-use support::{decode, make_site, start, Client};
+use support::{arrived, chunks, decode, make_site, start, text};
 
 fn replay() -> Replay {
     Replay::load(&nextjs::default_dir()).expect("fixtures/nextjs loads")
@@ -37,15 +39,18 @@ fn selecting(kind: &Kind) -> Vec<(&'static str, String)> {
     h
 }
 
-fn get(c: &mut Client, target: &str, headers: &[(&'static str, String)]) -> support::Response {
-    let h: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    c.get(target, &h)
+fn borrowed<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    headers.iter().map(|(n, v)| (*n, v.as_str())).collect()
+}
+
+fn get(addr: SocketAddr, target: &str, headers: &[(&'static str, String)]) -> Timed {
+    support::get(addr, target, &borrowed(headers))
 }
 
 #[test]
 fn every_capture_replays_its_exact_bytes_status_and_chunks() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
+    let addr = start(&site);
     let replay = replay();
     assert!(replay.captures().len() >= 10);
     for cap in replay.captures() {
@@ -54,7 +59,7 @@ fn every_capture_replays_its_exact_bytes_status_and_chunks() {
         } else {
             format!("{}?_rsc=abc123&nextjs_timing=0", cap.path)
         };
-        let r = get(&mut c, &target, &selecting(&cap.kind));
+        let r = get(addr, &target, &selecting(&cap.kind));
         assert_eq!(r.status, cap.status, "{}", cap.name);
         assert_eq!(
             r.header("content-type"),
@@ -75,7 +80,9 @@ fn every_capture_replays_its_exact_bytes_status_and_chunks() {
             "{}: body differs from the capture",
             cap.name
         );
-        let lens: Vec<usize> = r.chunks.iter().map(|c| c.data.len()).collect();
+        let wire = chunks(addr, &target, &borrowed(&selecting(&cap.kind)));
+        assert!(wire.concat() == r.body, "{}: the wire's chunks", cap.name);
+        let lens: Vec<usize> = wire.iter().map(Vec::len).collect();
         let recorded: Vec<usize> = cap.chunks.iter().map(|c| c.len).collect();
         assert_eq!(lens, recorded, "{}: chunk boundaries", cap.name);
         let file = std::fs::read(nextjs::default_dir().join(format!("{}.body", cap.name))).unwrap();
@@ -86,29 +93,29 @@ fn every_capture_replays_its_exact_bytes_status_and_chunks() {
 #[test]
 fn rsc_request_gets_the_flight_capture_and_a_plain_get_the_html() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
+    let addr = start(&site);
     let replay = replay();
-    let html = get(&mut c, "/next/about?nextjs_timing=0", &[]);
+    let html = get(addr, "/next/about?nextjs_timing=0", &[]);
     assert_eq!(
         html.header("content-type"),
         Some("text/html; charset=utf-8")
     );
-    assert!(html.text().starts_with("<!DOCTYPE html>"));
-    assert!(html.text().contains("self.__next_f.push("));
+    assert!(text(&html).starts_with("<!DOCTYPE html>"));
+    assert!(text(&html).contains("self.__next_f.push("));
     assert_eq!(
         html.body,
         *replay.find("/next/about", &Kind::Html).unwrap().body
     );
 
     let flight = get(
-        &mut c,
+        addr,
         "/next/about?_rsc=kbjVg&nextjs_timing=0",
         &selecting(&Kind::Rsc),
     );
     assert_eq!(flight.header("content-type"), Some("text/x-component"));
-    assert!(!flight.text().contains("<html"));
+    assert!(!text(&flight).contains("<html"));
     assert!(
-        flight.text().contains(":T"),
+        text(&flight).contains(":T"),
         "the navigation payload has T rows"
     );
     assert_eq!(
@@ -116,12 +123,12 @@ fn rsc_request_gets_the_flight_capture_and_a_plain_get_the_html() {
         *replay.find("/next/about", &Kind::Rsc).unwrap().body
     );
     // Next's own Vary header comes along (once), naming the RSC headers.
-    let vary = flight.header_all("vary");
+    let vary = flight.header_values("vary");
     assert_eq!(vary.len(), 1);
-    assert!(vary[0].contains("next-router-state-tree"));
+    assert!(String::from_utf8_lossy(vary[0]).contains("next-router-state-tree"));
 
     let prefetch = get(
-        &mut c,
+        addr,
         "/next/about?_rsc=x&nextjs_timing=0",
         &selecting(&Kind::Prefetch),
     );
@@ -131,7 +138,7 @@ fn rsc_request_gets_the_flight_capture_and_a_plain_get_the_html() {
     );
     let tree = Kind::SegmentPrefetch("/_tree".to_string());
     let segment = get(
-        &mut c,
+        addr,
         "/next/about?_rsc=y&nextjs_timing=0",
         &selecting(&tree),
     );
@@ -143,16 +150,16 @@ fn rsc_request_gets_the_flight_capture_and_a_plain_get_the_html() {
 
     // A Flight kind nobody captured is a 404, never the HTML.
     let other = Kind::SegmentPrefetch("/children/__PAGE__".to_string());
-    let missing = get(&mut c, "/next/about?_rsc=z", &selecting(&other));
+    let missing = get(addr, "/next/about?_rsc=z", &selecting(&other));
     assert_eq!(missing.status, 404);
-    assert_eq!(get(&mut c, "/next/nope", &[]).status, 404);
+    assert_eq!(get(addr, "/next/nope", &[]).status, 404);
 }
 
 #[test]
 fn nonce_page_keeps_its_policy_header_and_script_nonces() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
-    let r = get(&mut c, "/next/nonce?nextjs_timing=0", &[]);
+    let addr = start(&site);
+    let r = get(addr, "/next/nonce?nextjs_timing=0", &[]);
     let csp = r
         .header("content-security-policy")
         .expect("CSP header replayed");
@@ -161,16 +168,14 @@ fn nonce_page_keeps_its_policy_header_and_script_nonces() {
         .nth(1)
         .and_then(|s| s.split('\'').next())
         .unwrap();
-    assert!(r
-        .text()
-        .contains(&format!("<script nonce=\"{nonce}\">self.__next_f.push(")));
+    assert!(text(&r).contains(&format!("<script nonce=\"{nonce}\">self.__next_f.push(")));
 }
 
 #[test]
 fn trailing_slash_redirects_like_next() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
-    let r = get(&mut c, "/next/", &[]);
+    let addr = start(&site);
+    let r = get(addr, "/next/", &[]);
     assert_eq!(r.status, 308);
     assert_eq!(r.header("location"), Some("/next"));
 }
@@ -188,11 +193,20 @@ fn chunks_arrive_spread_over_time_like_the_capture() {
             last_ms - first_ms >= Duration::from_millis(300),
             "{path}: the capture itself has no late Suspense boundary"
         );
-        let mut c = Client::connect(addr);
-        let r = c.get(path, &[]);
+        let r = support::get(addr, path, &[]);
         assert_eq!(r.body, *cap.body);
-        let first = r.chunks.first().unwrap().at - r.head_at;
-        let last = r.chunks.last().unwrap().at - r.head_at;
+        // When each recorded chunk had fully arrived, from the head.
+        let ends: Vec<usize> = (cap.chunks.iter())
+            .scan(0, |end, c| {
+                *end += c.len;
+                Some(*end)
+            })
+            .collect();
+        let at: Vec<Duration> = ends
+            .iter()
+            .map(|&end| arrived(&r, end) - r.headers_at)
+            .collect();
+        let (first, last) = (at[0], at[at.len() - 1]);
         assert!(
             first < first_ms + Duration::from_millis(150),
             "{path}: first chunk after {first:?}"
@@ -209,8 +223,8 @@ fn chunks_arrive_spread_over_time_like_the_capture() {
             "{path}: chunks not spread out ({first:?} .. {last:?})"
         );
         // Every chunk keeps its recorded offset.
-        for (got, want) in r.chunks.iter().zip(cap.chunks.iter()) {
-            assert!(got.at - r.head_at + slack >= want.at);
+        for (got, want) in at.iter().zip(cap.chunks.iter()) {
+            assert!(*got + slack >= want.at);
         }
     }
 }
@@ -218,7 +232,7 @@ fn chunks_arrive_spread_over_time_like_the_capture() {
 #[test]
 fn compressed_replay_still_streams_and_decodes_to_the_capture() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
+    let addr = start(&site);
     let cap = replay();
     let cap = cap.find("/next/live", &Kind::Rsc).unwrap();
     for coding in ["gzip", "br"] {
@@ -227,10 +241,13 @@ fn compressed_replay_still_streams_and_decodes_to_the_capture() {
             &[("Accept-Encoding", coding.to_string())],
         ]
         .concat();
-        let r = get(&mut c, "/next/live?_rsc=q&nextjs_timing=0", &headers);
+        let target = "/next/live?_rsc=q&nextjs_timing=0";
+        let r = get(addr, target, &headers);
         assert_eq!(r.header("content-encoding"), Some(coding));
+        let wire = chunks(addr, target, &borrowed(&headers));
+        assert!(wire.concat() == r.body, "{coding}: the wire's chunks");
         assert_eq!(
-            r.chunks.len(),
+            wire.len(),
             cap.chunks.len(),
             "{coding}: one chunk per capture chunk"
         );
@@ -241,7 +258,7 @@ fn compressed_replay_still_streams_and_decodes_to_the_capture() {
 #[test]
 fn static_assets_are_served_from_the_capture_directory() {
     let site = make_site();
-    let mut c = Client::connect(start(&site));
+    let addr = start(&site);
     let static_root = replay().static_root();
     let chunks = static_root.join("next/_next/static/chunks");
     let js = std::fs::read_dir(&chunks)
@@ -250,7 +267,7 @@ fn static_assets_are_served_from_the_capture_directory() {
         .find(|p| p.extension().is_some_and(|e| e == "js"))
         .expect("a JS chunk");
     let name = js.file_name().unwrap().to_str().unwrap();
-    let r = get(&mut c, &format!("/next/_next/static/chunks/{name}"), &[]);
+    let r = get(addr, &format!("/next/_next/static/chunks/{name}"), &[]);
     assert_eq!(r.status, 200);
     assert_eq!(
         r.header("content-type"),
@@ -262,18 +279,18 @@ fn static_assets_are_served_from_the_capture_directory() {
     );
     assert_eq!(r.body, std::fs::read(&js).unwrap());
 
-    let logo = get(&mut c, "/next/courier-logo.svg", &[]);
+    let logo = get(addr, "/next/courier-logo.svg", &[]);
     assert_eq!(logo.header("content-type"), Some("image/svg+xml"));
     assert_eq!(
         logo.body,
         std::fs::read(static_root.join("next/courier-logo.svg")).unwrap()
     );
     assert_eq!(
-        get(&mut c, "/next/_next/static/chunks/missing.js", &[]).status,
+        get(addr, "/next/_next/static/chunks/missing.js", &[]).status,
         404
     );
     assert_eq!(
-        get(&mut c, "/next/_next/%2e%2e/%2e%2e/index.json", &[]).status,
+        get(addr, "/next/_next/%2e%2e/%2e%2e/index.json", &[]).status,
         400
     );
 }
@@ -282,7 +299,7 @@ fn static_assets_are_served_from_the_capture_directory() {
 fn every_page_asset_is_there() {
     // Each script, stylesheet and icon a captured page names is served.
     let site = make_site();
-    let mut c = Client::connect(start(&site));
+    let addr = start(&site);
     for cap in replay().captures() {
         if cap.kind != Kind::Html || cap.status != 200 {
             continue;
@@ -295,7 +312,7 @@ fn every_page_asset_is_there() {
                 if !path.contains("/_next/") && !path.contains('.') {
                     continue; // a page link, not an asset
                 }
-                let r = get(&mut c, &url, &[]);
+                let r = get(addr, &url, &[]);
                 assert_eq!(r.status, 200, "{}: {url}", cap.name);
             }
         }

@@ -7,7 +7,8 @@
 //! body, which is what [`Timed::complete`] records: a cut transfer never looks complete.
 //!
 //! Each call opens one connection (`Connection: close`), on a current-thread tokio runtime
-//! kept per calling thread, so the timing includes no other request's work.
+//! kept per calling thread, so the timing includes no other request's work. A [`Session`]
+//! keeps one connection for several requests, for the checks of keep-alive.
 
 use std::cell::OnceCell;
 use std::io;
@@ -130,7 +131,111 @@ pub fn send_version(
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<Timed> {
-    let request = build_request(addr, version, method, path, headers, body)?;
+    let request = build_request(addr, version, method, path, headers, body, true)?;
+    on_runtime(|runtime| {
+        runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + timeout;
+            let (mut sender, connection) = connect(addr, deadline).await?;
+            let result = exchange(&mut sender, request, deadline).await;
+            connection.abort();
+            result
+        })
+    })
+}
+
+/// One keep-alive connection that carries several requests in turn, for the checks that one
+/// response's framing leaves the connection usable for the next. Requests carry no
+/// `Connection: close`; a request after the server closed the connection is an
+/// `InvalidData` error.
+///
+/// The connection is driven by the runtime of the thread that opened it, so the session
+/// stays on that thread (it is not `Send`).
+#[derive(Debug)]
+pub struct Session {
+    addr: SocketAddr,
+    sender: Sender,
+    connection: tokio::task::JoinHandle<Result<(), hyper::Error>>,
+    _one_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Session {
+    /// Connects to `addr`.
+    ///
+    /// # Errors
+    /// Connection failures, or no connection within `timeout`.
+    pub fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Session> {
+        on_runtime(|runtime| {
+            runtime.block_on(async {
+                let deadline = tokio::time::Instant::now() + timeout;
+                let (sender, connection) = connect(addr, deadline).await?;
+                Ok(Session {
+                    addr,
+                    sender,
+                    connection,
+                    _one_thread: std::marker::PhantomData,
+                })
+            })
+        })
+    }
+
+    /// Sends `GET path` on this connection and reads the whole response.
+    ///
+    /// # Errors
+    /// As [`get`]; `InvalidData` also when the connection is closed.
+    pub fn get(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> io::Result<Timed> {
+        self.request("GET", path, headers, timeout)
+    }
+
+    /// Like [`Session::get`] with any method and no body.
+    ///
+    /// # Errors
+    /// As [`Session::get`].
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> io::Result<Timed> {
+        let request = build_request(
+            self.addr,
+            Version::HTTP_11,
+            method,
+            path,
+            headers,
+            &[],
+            false,
+        )?;
+        let sender = &mut self.sender;
+        on_runtime(|runtime| {
+            runtime.block_on(async {
+                let deadline = tokio::time::Instant::now() + timeout;
+                // The previous response may still be winding down in the connection task.
+                timeout_at(deadline, sender.ready())
+                    .await
+                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connection not ready"))?
+                    .map_err(no_head)?;
+                exchange(sender, request, deadline).await
+            })
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.connection.abort();
+    }
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Runs `f` with this thread's current-thread runtime, built on first use.
+fn on_runtime<T>(f: impl FnOnce(&Runtime) -> io::Result<T>) -> io::Result<T> {
     thread_local! {
         static RUNTIME: OnceCell<Runtime> = const { OnceCell::new() };
     }
@@ -144,7 +249,7 @@ pub fn send_version(
                 cell.get_or_init(|| built)
             }
         };
-        runtime.block_on(exchange(addr, request, timeout))
+        f(runtime)
     })
 }
 
@@ -155,6 +260,7 @@ fn build_request(
     path: &str,
     headers: &[(&str, &str)],
     body: &[u8],
+    close: bool,
 ) -> io::Result<Request<Full<Bytes>>> {
     let invalid = |what: &str, e: &dyn std::fmt::Display| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{what}: {e}"))
@@ -179,82 +285,85 @@ fn build_request(
         let value = HeaderValue::from_bytes(value.as_bytes()).map_err(|e| invalid(value, &e))?;
         map.append(name, value);
     }
-    map.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    if close {
+        map.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     Ok(request)
 }
 
-/// One request on a new connection, timed from just before the request is handed to hyper.
-async fn exchange(
+/// Opens a connection and hands it to a task of its own (aborted by the caller when done).
+async fn connect(
     addr: SocketAddr,
-    request: Request<Full<Bytes>>,
-    timeout: Duration,
-) -> io::Result<Timed> {
-    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no response head in time");
-    let deadline = tokio::time::Instant::now() + timeout;
+    deadline: tokio::time::Instant,
+) -> io::Result<(Sender, tokio::task::JoinHandle<Result<(), hyper::Error>>)> {
     let stream = timeout_at(deadline, tokio::net::TcpStream::connect(addr))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
     stream.set_nodelay(true)?;
-    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+    let (sender, connection) = hyper::client::conn::http1::Builder::new()
         // The fault matrix sends 200 headers through the proxy; hyper's default is 100.
         .max_headers(1000)
         .handshake(TokioIo::new(stream))
         .await
         .map_err(no_head)?;
-    // The connection is driven by its own task and dropped with it when we are done.
-    let connection = tokio::spawn(connection);
+    Ok((sender, tokio::spawn(connection)))
+}
+
+/// One request on `sender`'s connection, timed from just before the request is handed to
+/// hyper.
+async fn exchange(
+    sender: &mut Sender,
+    request: Request<Full<Bytes>>,
+    deadline: tokio::time::Instant,
+) -> io::Result<Timed> {
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no response head in time");
     let start = Instant::now();
-    let result = async {
-        let response = timeout_at(deadline, sender.send_request(request))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(no_head)?;
-        let headers_at = start.elapsed();
-        let (head, mut body) = response.into_parts();
-        let mut timed = Timed {
-            status: head.status.as_u16(),
-            version: head.version,
-            headers: (head.headers.iter())
-                .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
-                .collect(),
-            body: Vec::new(),
-            complete: false,
-            headers_at,
-            first_body_at: None,
-            last_at: headers_at,
-            progress: Vec::new(),
-        };
-        loop {
-            match timeout_at(deadline, body.frame()).await {
-                // Out of time: what arrived is kept, and the transfer is not complete.
-                Err(_) => break,
-                Ok(None) => {
-                    timed.complete = true;
-                    timed.last_at = start.elapsed();
-                    break;
+    let response = timeout_at(deadline, sender.send_request(request))
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(no_head)?;
+    let headers_at = start.elapsed();
+    let (head, mut body) = response.into_parts();
+    let mut timed = Timed {
+        status: head.status.as_u16(),
+        version: head.version,
+        headers: (head.headers.iter())
+            .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
+            .collect(),
+        body: Vec::new(),
+        complete: false,
+        headers_at,
+        first_body_at: None,
+        last_at: headers_at,
+        progress: Vec::new(),
+    };
+    loop {
+        match timeout_at(deadline, body.frame()).await {
+            // Out of time: what arrived is kept, and the transfer is not complete.
+            Err(_) => break,
+            Ok(None) => {
+                timed.complete = true;
+                timed.last_at = start.elapsed();
+                break;
+            }
+            // Cut short (no terminator, short Content-Length, reset): not complete.
+            Ok(Some(Err(_))) => break,
+            Ok(Some(Ok(frame))) => {
+                let Ok(data) = frame.into_data() else {
+                    continue; // trailers
+                };
+                if data.is_empty() {
+                    continue;
                 }
-                // Cut short (no terminator, short Content-Length, reset): not complete.
-                Ok(Some(Err(_))) => break,
-                Ok(Some(Ok(frame))) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue; // trailers
-                    };
-                    if data.is_empty() {
-                        continue;
-                    }
-                    let now = start.elapsed();
-                    timed.first_body_at.get_or_insert(now);
-                    timed.body.extend_from_slice(&data);
-                    timed.progress.push((now, timed.body.len()));
-                    timed.last_at = now;
-                }
+                let now = start.elapsed();
+                timed.first_body_at.get_or_insert(now);
+                timed.body.extend_from_slice(&data);
+                timed.progress.push((now, timed.body.len()));
+                timed.last_at = now;
             }
         }
-        Ok(timed)
     }
-    .await;
-    connection.abort();
-    result
+    Ok(timed)
 }
 
 /// A failure before the response head: the connection closed, was reset, or carried
@@ -272,13 +381,21 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::TcpListener;
 
-    /// Serves one connection: reads the request head, then writes `parts` with `gap` between
-    /// them and closes.
-    fn serve_once(parts: Vec<&'static [u8]>, gap: Duration) -> SocketAddr {
+    /// Accepts one connection on a free port and hands it to `handle` on a thread of its own.
+    fn serve(handle: impl FnOnce(std::net::TcpStream) + Send + 'static) -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         std::thread::spawn(move || {
-            let (mut socket, _) = listener.accept().expect("accept");
+            let (socket, _) = listener.accept().expect("accept");
+            handle(socket);
+        });
+        addr
+    }
+
+    /// Serves one connection: reads the request head, then writes `parts` with `gap` between
+    /// them and closes.
+    fn serve_once(parts: Vec<&'static [u8]>, gap: Duration) -> SocketAddr {
+        serve(move |mut socket| {
             let mut request = Vec::new();
             let mut buf = [0u8; 1024];
             while !request.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -291,8 +408,7 @@ mod tests {
                 std::thread::sleep(gap);
                 let _ = socket.write_all(part);
             }
-        });
-        addr
+        })
     }
 
     const SECOND: Duration = Duration::from_secs(5);
@@ -375,6 +491,46 @@ mod tests {
     fn a_close_before_the_head_is_invalid_data() {
         let addr = serve_once(vec![b"HTTP/1.1 200 OK\r\ncontent-le"], Duration::ZERO);
         let e = get(addr, "/", &[], SECOND).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    /// Serves one connection: answers each request head in turn with the next of `responses`,
+    /// then closes.
+    fn serve_keep_alive(responses: Vec<&'static [u8]>) -> SocketAddr {
+        serve(move |mut socket| {
+            let mut pending = Vec::new();
+            let mut buf = [0u8; 1024];
+            for response in responses {
+                let end = loop {
+                    if let Some(at) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break at + 4;
+                    }
+                    match socket.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                assert!(!head.contains("connection: close"), "{head}");
+                pending.drain(..end);
+                let _ = socket.write_all(response);
+            }
+        })
+    }
+
+    #[test]
+    fn a_session_sends_its_requests_on_one_connection() {
+        let addr = serve_keep_alive(vec![
+            b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\none",
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n",
+        ]);
+        let mut session = Session::open(addr, SECOND).unwrap();
+        let one = session.get("/1", &[], SECOND).unwrap();
+        let two = session.get("/2", &[], SECOND).unwrap();
+        assert_eq!((&one.body[..], one.complete), (&b"one"[..], true));
+        assert_eq!((&two.body[..], two.complete), (&b"two"[..], true));
+        // The server closed after its two answers: a third request is an error.
+        let e = session.get("/3", &[], SECOND).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
     }
 

@@ -1,15 +1,14 @@
 //! Helpers shared by the core's integration tests: codecs written with the codec crates
-//! directly (not the pipeline's own), and a pipeline driver that splits input at given points.
+//! directly (not the pipeline's own), and the kit's pipeline driver with the options these
+//! tests share.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::io::{Read, Write};
 
 use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+    Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
 };
-
-/// The demo origin's public host, which the fixtures use in their URLs.
-pub const ORIGIN: &str = "origin.demo-publisher.example";
+pub use ts_testkit::{rewrite_for, Flush, ORIGIN};
 
 /// Two rules: the request host shorter and longer than the origin's (equal lengths would hide
 /// length bugs).
@@ -71,19 +70,19 @@ pub fn decode(codec: Codec, data: &[u8]) -> Vec<u8> {
     out
 }
 
-pub fn rewrite_kind(content_type: &str) -> Rewrite {
-    match BodyPlan::decide(
-        200,
-        Some(content_type),
-        None,
-        &PipelineOptions::default().nextjs,
-    ) {
-        BodyPlan::Rewrite { rewrite, .. } => rewrite,
-        other => panic!("{content_type} is not rewritten: {other:?}"),
-    }
+/// Options for the two ways the HTML stage runs: the default, where the URL rule alone
+/// rewrites a page until it needs lol_html's structure (up to a 2 MiB lookback, so lol_html
+/// never sees most test pages), and a lookback of 0, where lol_html sees every byte. The
+/// output must be the same; tests of HTML output run with both, so lol_html stays tested.
+pub fn html_paths() -> [PipelineOptions; 2] {
+    let lol_html_first = PipelineOptions {
+        html_lookback: 0,
+        ..PipelineOptions::default()
+    };
+    [PipelineOptions::default(), lol_html_first]
 }
 
-/// Pushes `input` split at `cuts` and returns the raw output.
+/// Pushes `input` split at `cuts` with the default options and returns the raw output.
 pub fn run(
     codec: Codec,
     rewrite: Rewrite,
@@ -91,32 +90,28 @@ pub fn run(
     input: &[u8],
     cuts: &[usize],
 ) -> Result<Vec<u8>, PipelineError> {
-    run_reported(codec, rewrite, rule, input, cuts).map(|(out, _)| out)
+    let options = PipelineOptions::default();
+    run_with(&options, codec, rewrite, rule, input, cuts).map(|(out, _)| out)
 }
 
-/// Like [`run`], with the pipeline's report.
-pub fn run_reported(
+/// Like [`run`] with `options`, and the pipeline's report. It flushes after every piece, as the adapter does
+/// when the origin pauses after each: the worst case for a compressed coding, whose every
+/// flush ends a block.
+pub fn run_with(
+    options: &PipelineOptions,
     codec: Codec,
     rewrite: Rewrite,
     rule: &UrlRule,
     input: &[u8],
     cuts: &[usize],
 ) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
-    let mut p = BodyPipeline::new(
+    ts_testkit::run(
         codec,
         rewrite,
-        rule.clone(),
-        &PipelineOptions::default(),
-        Vec::new(),
-    );
-    let mut last = 0;
-    for &cut in cuts {
-        p.push(&input[last..cut])?;
-        // As the adapter does when the origin pauses after each piece: the worst case for a
-        // compressed coding, whose every flush ends a block.
-        p.flush()?;
-        last = cut;
-    }
-    p.push(&input[last..])?;
-    p.finish()
+        rule,
+        options,
+        input,
+        cuts,
+        Flush::EveryPiece,
+    )
 }

@@ -1,14 +1,17 @@
-//! Raw-socket HTTP/1.1 client and fixtures shared by the integration tests.
+//! Fixtures shared by the integration tests, and the ways they talk to the server: the e2e
+//! crate's hyper client for responses, and raw bytes only where the wire is what a test
+//! checks (chunk boundaries, malformed requests, pipelining, connection close).
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use demo_origin::Server;
+use e2e::{Session, Timed};
 
 /// Every socket read in the tests gives up after this long.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,185 +103,117 @@ pub fn start(site: &Site) -> SocketAddr {
         .unwrap()
 }
 
-/// One received chunk and when it was fully read.
-#[derive(Debug, Clone)]
-pub struct Chunk {
-    pub at: Instant,
-    pub data: Vec<u8>,
+/// `GET target` with `headers` on a connection of its own, parsed by the e2e crate's hyper
+/// client (which sends `Connection: close`).
+pub fn get(addr: SocketAddr, target: &str, headers: &[(&str, &str)]) -> Timed {
+    request(addr, "GET", target, headers)
 }
 
-/// A parsed response.
-#[derive(Debug, Clone)]
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    /// Chunks as received (chunked responses only).
-    pub chunks: Vec<Chunk>,
-    /// Whether the message was framed completely (all Content-Length bytes,
-    /// or the chunked terminator).
-    pub complete: bool,
-    /// When the head was fully read.
-    pub head_at: Instant,
+/// Like [`get`] with any method and no body.
+pub fn request(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str)]) -> Timed {
+    e2e::request(addr, method, target, headers, IO_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{method} {target}: {e}"))
 }
 
-impl Response {
-    /// First value of header `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+/// One keep-alive connection for requests in turn, for the checks that a response leaves the
+/// connection usable.
+pub struct KeepAlive(Session);
+
+impl KeepAlive {
+    pub fn open(addr: SocketAddr) -> KeepAlive {
+        KeepAlive(Session::open(addr, IO_TIMEOUT).unwrap())
     }
 
-    /// All values of header `name`.
-    pub fn header_all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect()
+    pub fn get(&mut self, target: &str, headers: &[(&str, &str)]) -> Timed {
+        self.request("GET", target, headers)
     }
 
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
+    pub fn request(&mut self, method: &str, target: &str, headers: &[(&str, &str)]) -> Timed {
+        (self.0.request(method, target, headers, IO_TIMEOUT))
+            .unwrap_or_else(|e| panic!("{method} {target}: {e}"))
     }
 }
 
-/// A raw HTTP/1.1 connection.
-pub struct Client {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+/// The body as text, for messages and substring checks.
+pub fn text(r: &Timed) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
 }
 
-impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap();
-        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        stream.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(stream.try_clone().unwrap()),
-            writer: stream,
-        }
-    }
-
-    /// Writes raw request bytes.
-    pub fn send_raw(&mut self, raw: &[u8]) {
-        self.writer.write_all(raw).unwrap();
-    }
-
-    /// Sends `GET target` with `extra` header lines and reads the response.
-    pub fn get(&mut self, target: &str, extra: &[(&str, &str)]) -> Response {
-        self.request("GET", target, extra)
-    }
-
-    /// Sends a body-less request and reads the response.
-    pub fn request(&mut self, method: &str, target: &str, extra: &[(&str, &str)]) -> Response {
-        let mut raw = format!("{method} {target} HTTP/1.1\r\nHost: test.local\r\n");
-        for (n, v) in extra {
-            raw.push_str(&format!("{n}: {v}\r\n"));
-        }
-        raw.push_str("\r\n");
-        self.send_raw(raw.as_bytes());
-        self.read_response(method == "HEAD")
-    }
-
-    /// Reads one response (no body for HEAD, 1xx, 204, 304).
-    pub fn read_response(&mut self, head_request: bool) -> Response {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        // hyper answers an HTTP/1.0 request in HTTP/1.0.
-        let version_ok = line.starts_with("HTTP/1.1 ") || line.starts_with("HTTP/1.0 ");
-        assert!(version_ok, "bad status line {line:?}");
-        let status: u16 = line[9..12].parse().unwrap();
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).unwrap();
-            let l = line.trim_end_matches(['\r', '\n']);
-            if l.is_empty() {
-                break;
-            }
-            let (n, v) = l.split_once(':').expect("header colon");
-            headers.push((n.to_string(), v.trim().to_string()));
-        }
-        let mut resp = Response {
-            status,
-            headers,
-            body: Vec::new(),
-            chunks: Vec::new(),
-            complete: true,
-            head_at: Instant::now(),
-        };
-        if head_request || status == 204 || status == 304 || status < 200 {
-            return resp;
-        }
-        if resp
-            .header("transfer-encoding")
-            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
-        {
-            self.read_chunked(&mut resp);
-        } else if let Some(len) = resp.header("content-length") {
-            let len: usize = len.parse().unwrap();
-            resp.body = read_up_to(&mut self.reader, len);
-            resp.complete = resp.body.len() == len;
-        } else {
-            self.reader.read_to_end(&mut resp.body).unwrap();
-        }
-        resp
-    }
-
-    fn read_chunked(&mut self, resp: &mut Response) {
-        resp.complete = false;
-        loop {
-            let mut line = String::new();
-            match self.reader.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if !line.ends_with("\r\n") {
-                return;
-            }
-            let size = usize::from_str_radix(line.trim_end().split(';').next().unwrap(), 16)
-                .expect("chunk size");
-            if size == 0 {
-                let mut end = String::new();
-                self.reader.read_line(&mut end).unwrap();
-                assert_eq!(end, "\r\n", "chunked trailer");
-                resp.complete = true;
-                return;
-            }
-            let data = read_up_to(&mut self.reader, size);
-            resp.body.extend_from_slice(&data);
-            let full = data.len() == size;
-            resp.chunks.push(Chunk {
-                at: Instant::now(),
-                data,
-            });
-            if !full {
-                return;
-            }
-            let mut crlf = [0u8; 2];
-            if self.reader.read_exact(&mut crlf).is_err() {
-                return;
-            }
-            assert_eq!(&crlf, b"\r\n", "chunk CRLF");
-        }
-    }
-
-    /// Whether the server closed the connection (EOF within the timeout).
-    pub fn is_closed(&mut self) -> bool {
-        let mut buf = [0u8; 1];
-        matches!(self.reader.read(&mut buf), Ok(0) | Err(_))
-    }
+/// When the first `bytes` bytes of the body had arrived, from the moment the request was sent.
+pub fn arrived(r: &Timed, bytes: usize) -> Duration {
+    let (at, _) = (r.progress.iter())
+        .find(|(_, n)| *n >= bytes)
+        .unwrap_or_else(|| panic!("only {} body bytes arrived, not {bytes}", r.body.len()));
+    *at
 }
 
-/// Reads until `n` bytes or EOF.
-fn read_up_to<R: Read>(r: &mut R, n: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(n);
-    r.take(n as u64).read_to_end(&mut out).unwrap();
-    out
+/// Writes `request` exactly as given on a new connection and returns every byte the server
+/// sent back until it closed the connection.
+///
+/// # Panics
+/// If the server keeps the connection open for [`IO_TIMEOUT`].
+pub fn raw(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    let started = Instant::now();
+    let bytes = e2e::wire::send_raw(addr, request, IO_TIMEOUT).unwrap();
+    assert!(
+        started.elapsed() < IO_TIMEOUT,
+        "the server did not close the connection after {:?}",
+        String::from_utf8_lossy(&bytes)
+    );
+    bytes
+}
+
+/// The status code of the first response in raw response bytes.
+pub fn status(raw: &[u8]) -> u16 {
+    let line = String::from_utf8_lossy(&raw[..raw.len().min(12)]).into_owned();
+    let version_ok = line.starts_with("HTTP/1.1 ") || line.starts_with("HTTP/1.0 ");
+    assert!(version_ok, "bad status line {line:?}");
+    line[9..12].parse().unwrap()
+}
+
+/// The chunks of a chunked response to `GET target`, as the server framed them on the wire:
+/// the one place these tests read transfer framing, because the chunk boundaries are what
+/// they check (an HTTP client rightly hides them).
+///
+/// # Panics
+/// If the response is not chunked or its framing is not complete and exact.
+pub fn chunks(addr: SocketAddr, target: &str, headers: &[(&str, &str)]) -> Vec<Vec<u8>> {
+    let mut request = format!("GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n");
+    for (n, v) in headers {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    let bytes = raw(addr, request.as_bytes());
+    let head_end = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
+    let head = String::from_utf8_lossy(&bytes[..head_end]).to_ascii_lowercase();
+    assert!(
+        head.contains("\r\ntransfer-encoding: chunked\r\n"),
+        "{head}"
+    );
+    let mut rest = &bytes[head_end..];
+    let mut chunks = Vec::new();
+    loop {
+        let line_end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a size line");
+        let line = std::str::from_utf8(&rest[..line_end]).expect("an ASCII size line");
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or(line), 16)
+            .unwrap_or_else(|e| panic!("chunk size {line:?}: {e}"));
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            assert_eq!(rest, b"\r\n", "the end of the chunked body");
+            return chunks;
+        }
+        assert!(rest.len() >= size + 2, "a chunk cut short");
+        assert_eq!(&rest[size..size + 2], b"\r\n", "the CRLF after a chunk");
+        chunks.push(rest[..size].to_vec());
+        rest = &rest[size + 2..];
+    }
 }
 
 /// Fully decodes `data`; errors on corrupt or truncated input.

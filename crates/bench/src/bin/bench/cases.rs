@@ -1,4 +1,18 @@
-//! The pages and variants the latency run measures.
+//! The pages and variants the latency run measures, and the hosts they are served under.
+
+use trusted_server_core::UrlRule;
+
+/// The `Host` every proxy request carries, so both proxy builds rewrite to the same authority
+/// and their outputs can be compared byte for byte.
+pub const PUBLIC_HOST: &str = "bench.first-party.example";
+/// The authority the origin's pages use in absolute URLs (the proxy's `origin_host`).
+pub const ORIGIN_HOST: &str = "origin.demo-publisher.example";
+
+/// The URL rule the proxy under test applies: the origin's URLs to [`PUBLIC_HOST`] over
+/// plain HTTP (loopback).
+pub fn proxy_rule() -> UrlRule {
+    UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST)
+}
 
 /// One page fetched from every side.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::median;
+use crate::stats::median;
 
 /// One row of a latency chart: a side and its requests.
 #[derive(Debug, Clone)]

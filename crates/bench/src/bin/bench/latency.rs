@@ -10,14 +10,9 @@ use demo_origin::nextjs::Replay;
 use e2e::{get, Timed};
 use trusted_server_core::{PipelineOptions, UrlRule};
 
-use crate::cases::Case;
+use crate::cases::{proxy_rule, Case, PUBLIC_HOST};
 use crate::{Servers, PROCESSES};
 
-/// The `Host` every proxy request carries, so both proxy builds rewrite to the same authority
-/// and their outputs can be compared byte for byte.
-pub const PUBLIC_HOST: &str = "bench.first-party.example";
-/// The authority the origin's pages use in absolute URLs (the proxy's `origin_host`).
-pub const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Who answers a request.
@@ -165,7 +160,7 @@ pub fn verify_outputs(
     replay: &Replay,
     options: &PipelineOptions,
 ) -> Result<(), String> {
-    let rule = UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST);
+    let rule = proxy_rule();
     for case in cases {
         let (direct, _) = fetch(Side::Direct, servers, 0, case, 0)?;
         let want = match case.capture {

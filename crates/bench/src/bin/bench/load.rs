@@ -18,7 +18,7 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
-use crate::latency::PUBLIC_HOST;
+use crate::cases::PUBLIC_HOST;
 use crate::{Options, Servers, PROCESSES};
 
 /// The page the origin is loaded on, and the one whose keys carry no page suffix (as before

@@ -32,6 +32,7 @@ mod load;
 mod remote;
 mod report;
 mod rsc;
+mod stats;
 mod throughput;
 
 use std::path::PathBuf;
@@ -183,7 +184,7 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let root = workspace_root();
     let pipeline_options = rsc::proxy_options();
     let replay = rsc::load(&root)?;
-    let captures = rsc::analyze(&replay, &pipeline_options)?;
+    let captures = rsc::analyze(&replay, &cases::proxy_rule(), &pipeline_options)?;
     let servers = start_servers(&options.out)?;
     let cases = cases::all(options.quick);
     latency::verify_outputs(&servers, &cases, &replay, &pipeline_options)?;

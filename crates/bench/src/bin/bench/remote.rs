@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::chart;
-use crate::report::{self, ChartPanel, ChartRow};
+use crate::chart::{write_chart, ChartPanel, ChartRow};
 
 /// A request is cold (rule 2) when its time to headers exceeds this many warm medians...
 pub const COLD_FACTOR: f64 = 3.0;
@@ -858,7 +858,7 @@ pub fn run(
     let load = load(options)?;
     print_tables(options, &paths, load.as_deref());
     let chart_path: PathBuf = out.join("remote-latency.svg");
-    report::write_chart(
+    write_chart(
         &chart_path,
         "Latency per request (ms): hollow = first body byte, filled = last byte, bar = median",
         &chart(&paths),

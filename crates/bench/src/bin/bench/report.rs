@@ -5,22 +5,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::chart;
-pub use crate::chart::{write_chart, ChartPanel, ChartRow};
+use crate::chart::{self, write_chart, ChartPanel, ChartRow};
 use crate::latency::{CaseResult, Sample, Side};
 use crate::load::{self, LoadResult};
 use crate::rsc::CaptureReport;
+use crate::stats::{geometric_mean, median};
 use crate::throughput::{
     Rates, ThroughputResult, PAGES, PATHOLOGICAL_PAGES, RSC_HTML_PAGES, RSC_PAGES,
 };
-
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn field(r: &CaseResult, side: Side, f: impl Fn(&Sample) -> f64) -> Vec<f64> {
     r.samples
@@ -133,10 +125,6 @@ fn streamed(r: &CaseResult, side: Side) -> f64 {
     median(field(r, side, |s| s.streamed_fraction.unwrap_or(f64::NAN)))
 }
 
-fn geometric_mean(v: &[f64]) -> f64 {
-    (v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
-}
-
 fn fmt(v: f64) -> String {
     if v.is_nan() {
         "na".into()
@@ -145,19 +133,55 @@ fn fmt(v: f64) -> String {
     }
 }
 
-/// The `---RESULTS---` lines, in a stable order.
+/// The `---RESULTS---` lines, in a stable order: the headline keys (latency, throughput, the
+/// RSC pages, load), then the per-page details in the same order.
 pub fn results(
     latency: &[CaseResult],
     tp: &ThroughputResult,
     load: &[LoadResult],
     captures: &[CaptureReport],
 ) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut put = |k: &str, v: String| out.push((k.to_owned(), v));
-    let first = |s: &Sample| s.first_body_ms;
-    let last = |s: &Sample| s.last_ms;
+    let mut out = Results::default();
+    latency_headline(&mut out, latency);
+    throughput_headline(&mut out, tp);
+    rsc_headline(&mut out, latency, captures);
+    rsc_throughput(&mut out, tp);
+    load_headline(&mut out, load);
+    latency_details(&mut out, latency, captures);
+    capture_details(&mut out, captures);
+    throughput_details(&mut out, tp);
+    load_details(&mut out, load);
+    out.0
+}
+
+/// The `key=value` lines being collected, in order.
+#[derive(Default)]
+struct Results(Vec<(String, String)>);
+
+impl Results {
+    fn put(&mut self, key: impl Into<String>, value: String) {
+        self.0.push((key.into(), value));
+    }
+}
+
+fn first(s: &Sample) -> f64 {
+    s.first_body_ms
+}
+
+fn last(s: &Sample) -> f64 {
+    s.last_ms
+}
+
+/// Streaming over buffered, time to last byte, on `r`.
+fn ttlb_stream_over_buffered(r: &CaseResult) -> f64 {
+    ratio(r, Side::Streaming, Side::Buffered, last).0
+}
+
+/// The streaming/buffered and proxy/origin latency ratios over all pages, with their A/A
+/// control.
+fn latency_headline(out: &mut Results, latency: &[CaseResult]) {
     if let Some(drip) = find(latency, "drip") {
-        put(
+        out.put(
             "first_body_stream_over_buffered",
             fmt(ratio(drip, Side::Streaming, Side::Buffered, first).0),
         );
@@ -167,41 +191,41 @@ pub fn results(
     let ratios: Vec<f64> = latency
         .iter()
         .filter(|r| !r.case.is_rsc())
-        .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+        .map(ttlb_stream_over_buffered)
         .collect();
-    put("ttlb_stream_over_buffered", fmt(geometric_mean(&ratios)));
+    out.put("ttlb_stream_over_buffered", fmt(geometric_mean(&ratios)));
     // The worst page of all, the replayed Next.js pages included: streaming must not lose on
     // any page, so this is a maximum, never a mean.
-    put(
+    out.put(
         "ttlb_stream_over_buffered_worst",
         fmt(latency
             .iter()
-            .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+            .map(ttlb_stream_over_buffered)
             .fold(f64::NAN, f64::max)),
     );
     // The A/A control for the key above: two processes of one build, on their worst page. A
     // stream/buffered figure inside this is a difference this machine cannot tell apart.
-    put(
+    out.put(
         "ttlb_between_processes_worst",
         fmt(latency
             .iter()
             .map(|r| between_processes(r, last))
             .fold(f64::NAN, f64::max)),
     );
-    if let Some(r) = find(latency, "1mb") {
-        put(
-            "ttlb_proxy_over_origin_1mb",
-            fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
-        );
+    for page in ["1mb", "1mb_paced"] {
+        if let Some(r) = find(latency, page) {
+            out.put(
+                format!("ttlb_proxy_over_origin_{page}"),
+                fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
+            );
+        }
     }
-    if let Some(r) = find(latency, "1mb_paced") {
-        put(
-            "ttlb_proxy_over_origin_1mb_paced",
-            fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
-        );
-    }
+}
 
-    put(
+/// Pipeline over bare lol_html (and over lol_html with URL attribute handlers), natively and
+/// in wasm, and wasm over native.
+fn throughput_headline(out: &mut Results, tp: &ThroughputResult) {
+    out.put(
         "throughput_pipeline_over_bare_lolhtml",
         fmt(pipeline_over_bare(&tp.native, "1mb")),
     );
@@ -212,51 +236,49 @@ pub fn results(
             .iter()
             .map(|page| pipeline_over_bare(rates, page))
             .fold(f64::NAN, f64::min);
-        put(
-            &format!("throughput_pipeline_over_bare_lolhtml_min{suffix}"),
+        out.put(
+            format!("throughput_pipeline_over_bare_lolhtml_min{suffix}"),
             fmt(worst),
         );
-        put(
-            &format!("throughput_handlers_over_bare_lolhtml{suffix}"),
+        out.put(
+            format!("throughput_handlers_over_bare_lolhtml{suffix}"),
             fmt(side_over(rates, "1mb", "handlers", "bare")),
         );
-        put(
-            &format!("throughput_pipeline_over_handlers{suffix}"),
+        out.put(
+            format!("throughput_pipeline_over_handlers{suffix}"),
             fmt(side_over(rates, "1mb", "pipeline", "handlers")),
         );
     }
     let native_pipeline = tp.native.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
     let wasm_pipeline = tp.wasm.get("1mb.pipeline").copied().unwrap_or(f64::NAN);
-    put(
+    out.put(
         "throughput_wasm_over_native",
         fmt(wasm_pipeline / native_pipeline),
     );
-    // The replayed Next.js pages.
+}
+
+/// The replayed Next.js pages: streamed fractions (the proxy's, the origin's ceiling, the
+/// pipeline's own), held bytes, `T` rows, degrades, and time to last byte.
+fn rsc_headline(out: &mut Results, latency: &[CaseResult], captures: &[CaptureReport]) {
     let rsc_cases: Vec<&CaseResult> = latency.iter().filter(|r| r.case.is_rsc()).collect();
     let min_over =
         |f: &dyn Fn(&CaseResult) -> f64| rsc_cases.iter().map(|r| f(r)).fold(f64::NAN, f64::min);
-    put(
+    out.put(
         "rsc_streamed_fraction",
         fmt(min_over(&|r| streamed(r, Side::Streaming))),
     );
-    put(
+    out.put(
         "rsc_origin_fraction",
         fmt(min_over(&|r| {
             capture_of(r, captures).map_or(f64::NAN, |c| c.origin_fraction)
         })),
     );
-    put(
-        "rsc_max_held_bytes",
-        captures
-            .iter()
-            .map(|c| c.peak_held)
-            .max()
-            .unwrap_or(0)
-            .to_string(),
-    );
+    let largest =
+        |f: fn(&CaptureReport) -> usize| captures.iter().map(f).max().unwrap_or(0).to_string();
+    out.put("rsc_max_held_bytes", largest(|c| c.peak_held));
     // The pipeline's own share, free of network races: what it had written before it was
     // given the origin's last chunks, over the origin's share (every 200 capture it rewrites).
-    put(
+    out.put(
         "rsc_pipeline_streamed_over_origin",
         fmt(captures
             .iter()
@@ -264,174 +286,180 @@ pub fn results(
             .filter(|r| r.is_finite())
             .fold(f64::NAN, f64::min)),
     );
-    put(
-        "rsc_largest_t_row_bytes",
-        captures
-            .iter()
-            .map(|c| c.largest_text_row)
-            .max()
-            .unwrap_or(0)
-            .to_string(),
-    );
-    put(
-        "rsc_degraded",
-        captures
-            .iter()
-            .filter(|c| c.degraded.is_some())
-            .count()
-            .to_string(),
-    );
+    out.put("rsc_largest_t_row_bytes", largest(|c| c.largest_text_row));
+    let degraded = captures.iter().filter(|c| c.degraded.is_some()).count();
+    out.put("rsc_degraded", degraded.to_string());
     let rsc_ttlb: Vec<f64> = rsc_cases
         .iter()
-        .map(|r| ratio(r, Side::Streaming, Side::Buffered, last).0)
+        .map(|r| ttlb_stream_over_buffered(r))
         .collect();
-    put(
+    out.put(
         "ttlb_stream_over_buffered_rsc",
         fmt(geometric_mean(&rsc_ttlb)),
     );
+}
+
+/// The RSC HTML pages as one workload: pipeline MB/s and its ratio to bare lol_html.
+fn rsc_throughput(out: &mut Results, tp: &ThroughputResult) {
     for (suffix, rates) in [("", &tp.native), ("_wasm", &tp.wasm)] {
         let pipeline = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "pipeline");
         let bare = aggregate_rate(rates, &tp.bytes, &RSC_HTML_PAGES, "bare");
-        put(
-            &format!("throughput_rsc_pipeline_mb_s{suffix}"),
+        out.put(
+            format!("throughput_rsc_pipeline_mb_s{suffix}"),
             format!("{pipeline:.0}"),
         );
-        put(
-            &format!("throughput_rsc_pipeline_over_bare_lolhtml{suffix}"),
+        out.put(
+            format!("throughput_rsc_pipeline_over_bare_lolhtml{suffix}"),
             fmt(pipeline / bare),
         );
     }
-    let summary = per_target(load);
-    let over_origin = |target: &str, c: u32| {
-        let rps = |t: &str| {
-            summary
-                .iter()
-                .find(|l| l.target == t && l.connections == c && l.page == load::PATH_PAGE)
-                .map_or(f64::NAN, |l| l.rps)
-        };
-        rps(target) / rps("origin")
+}
+
+/// `target`'s req/s over the origin's on the article at `connections` (medians over rounds).
+fn load_over_origin(summary: &[LoadResult], target: &str, connections: u32) -> f64 {
+    let rps = |t: &str| {
+        summary
+            .iter()
+            .find(|l| l.target == t && l.connections == connections && l.page == load::PATH_PAGE)
+            .map_or(f64::NAN, |l| l.rps)
     };
-    put("load_rps_proxy_over_origin", fmt(over_origin("proxy", 64)));
+    rps(target) / rps("origin")
+}
+
+/// Proxy over origin, the builds' worst page and its A/A control, and the error count.
+fn load_headline(out: &mut Results, load: &[LoadResult]) {
+    let summary = per_target(load);
+    out.put(
+        "load_rps_proxy_over_origin",
+        fmt(load_over_origin(&summary, "proxy", 64)),
+    );
     for c in [8, 64] {
         let (rps, p50) = stream_over_buffered_worst(load, c);
-        put(&format!("load_rps_stream_over_buffered_c{c}"), fmt(rps));
-        put(&format!("load_p50_stream_over_buffered_c{c}"), fmt(p50));
+        out.put(format!("load_rps_stream_over_buffered_c{c}"), fmt(rps));
+        out.put(format!("load_p50_stream_over_buffered_c{c}"), fmt(p50));
         let (rps, p50) = load_between_processes_worst(load, c);
-        put(&format!("load_rps_between_processes_c{c}"), fmt(rps));
-        put(&format!("load_p50_between_processes_c{c}"), fmt(p50));
+        out.put(format!("load_rps_between_processes_c{c}"), fmt(rps));
+        out.put(format!("load_p50_between_processes_c{c}"), fmt(p50));
     }
-    put(
+    out.put(
         "load_errors",
         load.iter().map(|l| l.errors).sum::<u64>().to_string(),
     );
-    // Details.
+}
+
+/// Per latency page: its ratios, each side's median times and streamed fraction, and for a
+/// replayed Next.js page its capture's ceiling.
+fn latency_details(out: &mut Results, latency: &[CaseResult], captures: &[CaptureReport]) {
     for r in latency {
         let n = r.case.name;
-        put(
-            &format!("ttlb_stream_over_buffered_{n}"),
-            fmt(ratio(r, Side::Streaming, Side::Buffered, last).0),
+        out.put(
+            format!("ttlb_stream_over_buffered_{n}"),
+            fmt(ttlb_stream_over_buffered(r)),
         );
-        put(
-            &format!("first_body_stream_over_buffered_{n}"),
+        out.put(
+            format!("first_body_stream_over_buffered_{n}"),
             fmt(ratio(r, Side::Streaming, Side::Buffered, first).0),
         );
-        put(
-            &format!("ttlb_between_processes_{n}"),
+        out.put(
+            format!("ttlb_between_processes_{n}"),
             fmt(between_processes(r, last)),
         );
-        put(
-            &format!("ttlb_proxy_over_origin_{n}"),
+        out.put(
+            format!("ttlb_proxy_over_origin_{n}"),
             fmt(ratio(r, Side::Streaming, Side::Direct, last).0),
         );
         for side in Side::ALL {
-            put(
-                &format!("first_body_ms_{}_{n}", side.name()),
-                fmt(med(r, side, first)),
-            );
-            put(
-                &format!("ttlb_ms_{}_{n}", side.name()),
-                fmt(med(r, side, last)),
-            );
+            let s = side.name();
+            out.put(format!("first_body_ms_{s}_{n}"), fmt(med(r, side, first)));
+            out.put(format!("ttlb_ms_{s}_{n}"), fmt(med(r, side, last)));
         }
         for side in Side::ALL {
-            put(
-                &format!("streamed_fraction_{}_{n}", side.name()),
+            out.put(
+                format!("streamed_fraction_{}_{n}", side.name()),
                 fmt(streamed(r, side)),
             );
         }
         if let Some(c) = capture_of(r, captures) {
-            put(
-                &format!("rsc_streamed_fraction_{n}"),
+            out.put(
+                format!("rsc_streamed_fraction_{n}"),
                 fmt(streamed(r, Side::Streaming)),
             );
-            put(&format!("rsc_origin_fraction_{n}"), fmt(c.origin_fraction));
+            out.put(format!("rsc_origin_fraction_{n}"), fmt(c.origin_fraction));
         }
     }
+}
+
+/// Per HTML or Flight capture: held bytes, largest `T` row, and the pipeline's own share.
+fn capture_details(out: &mut Results, captures: &[CaptureReport]) {
     for c in captures
         .iter()
         .filter(|c| c.kind == "html" || c.kind == "rsc")
     {
         let k = capture_key(&c.name);
-        put(&format!("rsc_max_held_bytes_{k}"), c.peak_held.to_string());
-        put(
-            &format!("rsc_largest_t_row_bytes_{k}"),
+        out.put(format!("rsc_max_held_bytes_{k}"), c.peak_held.to_string());
+        out.put(
+            format!("rsc_largest_t_row_bytes_{k}"),
             c.largest_text_row.to_string(),
         );
-        put(
-            &format!("rsc_pipeline_fraction_{k}"),
+        out.put(
+            format!("rsc_pipeline_fraction_{k}"),
             fmt(c.pipeline_fraction),
         );
     }
+}
+
+/// The pathological page's floor, and per page the ratios and MB/s of every side.
+fn throughput_details(out: &mut Results, tp: &ThroughputResult) {
     // Pathological markup: its floor, not its ratio (see `PATHOLOGICAL_FLOOR_MBPS`).
     for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
-        put(
-            &format!("throughput_pathological_scripts_mbps_{platform}"),
+        out.put(
+            format!("throughput_pathological_scripts_mbps_{platform}"),
             fmt(rates.get("scripts.pipeline").copied().unwrap_or(f64::NAN)),
         );
     }
     for page in PAGES.iter().chain(&RSC_PAGES).chain(&PATHOLOGICAL_PAGES) {
-        put(
-            &format!("throughput_pipeline_over_bare_lolhtml_{page}"),
+        out.put(
+            format!("throughput_pipeline_over_bare_lolhtml_{page}"),
             fmt(pipeline_over_bare(&tp.native, page)),
         );
-        put(
-            &format!("throughput_pipeline_over_bare_lolhtml_wasm_{page}"),
+        out.put(
+            format!("throughput_pipeline_over_bare_lolhtml_wasm_{page}"),
             fmt(pipeline_over_bare(&tp.wasm, page)),
         );
-        for platform in ["native", "wasm"] {
-            let rates = if platform == "native" {
-                &tp.native
-            } else {
-                &tp.wasm
-            };
+        for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
             for side in ["pipeline", "bare", "handlers"] {
                 // The handler rewriter runs on the plain pages only.
                 if let Some(&v) = rates.get(&format!("{page}.{side}")) {
-                    put(&format!("throughput_mbps_{platform}_{side}_{page}"), fmt(v));
+                    out.put(format!("throughput_mbps_{platform}_{side}_{page}"), fmt(v));
                 }
             }
         }
     }
-    put(
-        "load_rps_proxy_over_origin_c8",
-        fmt(over_origin("proxy", 8)),
-    );
-    put(
-        "load_rps_proxy_buffered_over_origin",
-        fmt(over_origin("proxy_buffered", 64)),
-    );
-    put(
-        "load_rps_proxy_buffered_over_origin_c8",
-        fmt(over_origin("proxy_buffered", 8)),
-    );
+}
+
+/// The other proxy/origin ratios, per page the builds' ratios, and per target, page and
+/// concurrency its medians.
+fn load_details(out: &mut Results, load: &[LoadResult]) {
+    let summary = per_target(load);
+    for (key, target, c) in [
+        ("load_rps_proxy_over_origin_c8", "proxy", 8),
+        ("load_rps_proxy_buffered_over_origin", "proxy_buffered", 64),
+        (
+            "load_rps_proxy_buffered_over_origin_c8",
+            "proxy_buffered",
+            8,
+        ),
+    ] {
+        out.put(key, fmt(load_over_origin(&summary, target, c)));
+    }
     for c in [8, 64] {
         for (page, rps, p50) in stream_over_buffered(load, c) {
-            put(
-                &format!("load_rps_stream_over_buffered_c{c}_{page}"),
+            out.put(
+                format!("load_rps_stream_over_buffered_c{c}_{page}"),
                 fmt(rps.median),
             );
-            put(
-                &format!("load_p50_stream_over_buffered_c{c}_{page}"),
+            out.put(
+                format!("load_p50_stream_over_buffered_c{c}_{page}"),
                 fmt(p50.median),
             );
         }
@@ -443,12 +471,11 @@ pub fn results(
         } else {
             format!("{}_c{}_{}", l.target, l.connections, l.page)
         };
-        put(&format!("load_rps_{k}"), format!("{:.0}", l.rps));
-        put(&format!("load_p50_ms_{k}"), fmt(l.p50_ms));
-        put(&format!("load_p99_ms_{k}"), fmt(l.p99_ms));
-        put(&format!("load_errors_{k}"), l.errors.to_string());
+        out.put(format!("load_rps_{k}"), format!("{:.0}", l.rps));
+        out.put(format!("load_p50_ms_{k}"), fmt(l.p50_ms));
+        out.put(format!("load_p99_ms_{k}"), fmt(l.p99_ms));
+        out.put(format!("load_errors_{k}"), l.errors.to_string());
     }
-    out
 }
 
 /// A ratio over interleaved rounds: the median of the per-round ratios, with their min and

@@ -22,12 +22,14 @@ use demo_origin::nextjs::{Kind, Replay};
 use trusted_server_core::{
     BodyPipeline, BodyPlan, Codec, PipelineOptions, PipelineReport, UrlRule,
 };
+use ts_testkit::Flush;
 
 /// The pipeline options the proxy under test runs with. `trusted-server.toml` sets the
 /// defaults for every key the pipeline reads (flush threshold 8192, flush every chunk,
 /// Next.js rewriting on, 10 MiB held at most), and the benchmark overrides none of them. If
 /// that file changed, the proxy's output would stop matching the reference and
-/// [`crate::latency::verify_outputs`] would fail before anything is timed.
+/// the latency run's output check (`latency::verify_outputs`) would fail before anything is
+/// timed.
 pub fn proxy_options() -> PipelineOptions {
     PipelineOptions::default()
 }
@@ -62,17 +64,19 @@ pub fn reference(
         out: Vec::new(),
         written: Rc::clone(&written),
     };
-    let mut p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
-    let mut at = 0;
+    let p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
     let mut written_after = Vec::with_capacity(chunks.len());
-    for &len in chunks {
-        p.push(&body[at..at + len]).map_err(|e| e.to_string())?;
-        // The captured chunks came with pauses between them: the adapter flushes at each.
-        p.flush().map_err(|e| e.to_string())?;
-        written_after.push(written.get());
+    let mut at = 0;
+    let pieces = chunks.iter().map(|&len| {
         at += len;
-    }
-    let (CountingSink { out, .. }, report) = p.finish().map_err(|e| e.to_string())?;
+        &body[at - len..at]
+    });
+    // The captured chunks came with pauses between them: the adapter flushes at each.
+    let (CountingSink { out, .. }, report) =
+        ts_testkit::drive(p, pieces, Flush::EveryPiece, || {
+            written_after.push(written.get())
+        })
+        .map_err(|e| e.to_string())?;
     let html = content_type.is_some_and(|t| t.starts_with("text/html"));
     ts_bench::flight::check_rewrite(html, body, &out, rule)
         .map_err(|e| format!("the core pipeline's output fails the Flight check: {e}"))?;
@@ -139,12 +143,11 @@ pub fn load(root: &Path) -> Result<Replay, String> {
 ///
 /// # Errors
 /// If a capture cannot be read or its pipeline output fails the check.
-pub fn analyze(replay: &Replay, options: &PipelineOptions) -> Result<Vec<CaptureReport>, String> {
-    let rule = UrlRule::new(
-        crate::latency::ORIGIN_HOST,
-        "http",
-        crate::latency::PUBLIC_HOST,
-    );
+pub fn analyze(
+    replay: &Replay,
+    rule: &UrlRule,
+    options: &PipelineOptions,
+) -> Result<Vec<CaptureReport>, String> {
     let mut out = Vec::new();
     for c in replay.captures() {
         if c.status != 200 {
@@ -159,7 +162,7 @@ pub fn analyze(replay: &Replay, options: &PipelineOptions) -> Result<Vec<Capture
         }
         let lens: Vec<usize> = c.chunks.iter().map(|ch| ch.len).collect();
         let (output, report, written_after) =
-            reference(content_type, &c.body, &lens, &rule, options)
+            reference(content_type, &c.body, &lens, rule, options)
                 .map_err(|e| format!("{}: {e}", c.name))?;
         let html = c.kind == Kind::Html;
         let stream =
@@ -252,7 +255,8 @@ mod tests {
     fn the_live_page_is_held_no_more_than_its_rows_need() {
         let root = e2e::workspace_root();
         let options = proxy_options();
-        let reports = analyze(&load(&root).unwrap(), &options).unwrap();
+        let rule = crate::cases::proxy_rule();
+        let reports = analyze(&load(&root).unwrap(), &rule, &options).unwrap();
         let live = reports.iter().find(|r| r.name == "live").unwrap();
         assert!(live.text_rows >= 6 && live.largest_text_row > 1000);
         assert!(live.degraded.is_none(), "{:?}", live.degraded);
