@@ -8,7 +8,7 @@
 //! text row's length recomputed, and the output must not depend on the split.
 
 use proptest::prelude::*;
-use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, PipelineReport, UrlRule};
 
 mod support;
 use support::rewrite_kind;
@@ -112,22 +112,92 @@ fn page(stream: &str, cuts: &[usize], markup: bool) -> (String, Vec<String>) {
 }
 
 fn run(input: &[u8], cuts: &[usize]) -> Vec<u8> {
+    run_capped(
+        input,
+        cuts,
+        PipelineOptions::default().nextjs.max_held_bytes,
+    )
+    .0
+}
+
+/// Like [`run`], holding at most `max_held` bytes; with the report.
+fn run_capped(input: &[u8], cuts: &[usize], max_held: u32) -> (Vec<u8>, PipelineReport) {
     let rule = UrlRule::new(ORIGIN, "https", HOST);
     let rewrite = rewrite_kind("text/html; charset=utf-8");
-    let mut p = BodyPipeline::new(
-        Codec::Identity,
-        rewrite,
-        rule,
-        &PipelineOptions::default(),
-        Vec::new(),
-    );
+    let mut options = PipelineOptions::default();
+    options.nextjs.max_held_bytes = max_held;
+    let mut p = BodyPipeline::new(Codec::Identity, rewrite, rule, &options, Vec::new());
     let mut at = 0;
     for &cut in cuts.iter().chain([&input.len()]) {
         let cut = cut.clamp(at, input.len());
         p.push(&input[at..cut]).unwrap();
         at = cut;
     }
-    p.finish().unwrap().0
+    p.finish().unwrap()
+}
+
+/// The fuzz crate's independent model of Flight rows and of how the browser reads push
+/// strings (each decoded on its own, then concatenated), written from the wire format.
+#[path = "../../../fuzz/src/flight.rs"]
+#[allow(dead_code)]
+mod flight;
+
+/// The smallest cap the settings allow.
+const SMALL_CAP: u32 = 1024;
+
+/// Checks a page's output as the browser reads it, at the small cap: the same bytes for every
+/// cut, each push string valid on its own, and the decoded rows each rewritten or as they
+/// came (a degrade passes rows on as they came, never a row in neither form).
+fn check_small_cap(html: &[u8], stream: &str, cuts: &[usize]) -> Result<(), String> {
+    let rule = UrlRule::new(ORIGIN, "https", HOST);
+    let model = flight::model(stream.as_bytes(), &rule, u64::from(SMALL_CAP));
+    let (whole, _) = run_capped(html, &[], SMALL_CAP);
+    for cuts in [&[][..], cuts] {
+        let (out, report) = run_capped(html, cuts, SMALL_CAP);
+        let (decoded, _) = flight::read_pushes(&out).ok_or("an output string does not decode")?;
+        let fine = match report.rsc.degraded {
+            None => decoded == model.rewritten(),
+            Some(_) => model.each_row_whole_or_released(&decoded, &rule),
+        };
+        if !fine {
+            return Err(format!(
+                "cut at {cuts:?}, degraded {:?}, the decoded rows are not the model's:\n\
+                 stream {stream:?}\noutput {:?}",
+                report.rsc.degraded,
+                String::from_utf8_lossy(&decoded)
+            ));
+        }
+        if out != whole {
+            return Err(format!(
+                "cut at {cuts:?}, the output differs:\nwhole {}\nsplit {}",
+                String::from_utf8_lossy(&whole),
+                String::from_utf8_lossy(&out)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Held output passes the cap inside the second string, in the middle of its `✓`s: the
+/// release must move whole characters into the first string. Cut between a character's
+/// bytes, each string decodes to U+FFFD on its own, the text row grows past its length, and
+/// its last bytes parse as a row.
+#[test]
+fn a_cap_release_inside_a_string_moves_whole_characters() {
+    let head = format!("1:T3fa,{}", "A".repeat(300));
+    let tail = format!("{}https://{ORIGIN}/x", "✓".repeat(230));
+    let html = format!(
+        "<script>self.__next_f.push([1,\"{head}\"])</script><p>x</p>\
+         <script>self.__next_f.push([1,\"{tail}\"])</script>"
+    );
+    let stream = format!("{head}{tail}");
+    assert_eq!(html.len(), 1119);
+    assert_eq!(stream.len(), 7 + 0x3fa);
+    for cut in 0..=html.len() {
+        if let Err(e) = check_small_cap(html.as_bytes(), &stream, &[cut]) {
+            panic!("{e}");
+        }
+    }
 }
 
 /// Decodes every push string in `html` with serde_json and returns their concatenation, and
@@ -174,5 +244,21 @@ proptest! {
         let (stream, outside) = flight_stream(&whole);
         prop_assert_eq!(stream, serialize(&rows, true));
         prop_assert_eq!(outside, format!("<html><body>{}</body></html>", between.concat()));
+    }
+
+    #[test]
+    fn near_the_cap_the_output_is_split_independent_and_each_string_is_valid(
+        rows in proptest::collection::vec(row(), 4..24),
+        script_cuts in proptest::collection::vec(any::<usize>(), 1..10),
+        input_cuts in proptest::collection::vec(any::<usize>(), 1..6),
+        markup in any::<bool>(),
+    ) {
+        let original = serialize(&rows, false);
+        let (html, _) = page(&original, &script_cuts, markup);
+        let mut cuts: Vec<usize> = input_cuts.iter().map(|c| c % (html.len() + 1)).collect();
+        cuts.sort_unstable();
+        if let Err(e) = check_small_cap(html.as_bytes(), &original, &cuts) {
+            prop_assert!(false, "{}", e);
+        }
     }
 }
