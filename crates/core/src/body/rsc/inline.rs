@@ -685,6 +685,43 @@ mod tests {
     }
 
     #[test]
+    fn inside_a_string_the_cap_is_passed_by_at_most_one_character() {
+        // A text row under the cap, held across markup; nothing is rewritten, so what is held
+        // is what the cap counts, and the cap is passed inside the second string, in the
+        // middle of a `✓` unless the input is cut there. To rule out: comparing only where a
+        // piece of input ends (one 16 KiB slice).
+        let text = format!("{}{}", "A".repeat(300), "✓".repeat(200));
+        let (a, b) = text.split_at(300);
+        let input = [
+            push("", &format!("1:T{:x},{a}", text.len())),
+            format!("<p>{}</p>", "x".repeat(200)),
+            push("", b),
+        ]
+        .concat();
+        let mut outputs = Vec::new();
+        for chunk in [1, 2, 3, 5, 4096, 1 << 20] {
+            let rule = UrlRule::new(ORIGIN, "https", "p.test");
+            let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+            let mut stage = HtmlStage::new(rule, utf8, Some(1024));
+            let mut out = Vec::new();
+            for piece in input.as_bytes().chunks(chunk) {
+                stage.write(piece, &mut out);
+            }
+            let report = stage.finish(&mut out);
+            assert!(report.degraded.is_some(), "chunk {chunk}");
+            assert!(
+                (1025..=1024 + 4).contains(&report.peak_held),
+                "chunk {chunk}: peak {}",
+                report.peak_held
+            );
+            outputs.push(String::from_utf8(out).expect("whole characters in each string"));
+        }
+        assert!(outputs.iter().all(|o| *o == outputs[0]), "{outputs:#?}");
+        // The row went as it came, split where the cap was passed: its length unchanged.
+        assert!(outputs[0].contains(&format!("1:T{:x},{a}✓", text.len())));
+    }
+
+    #[test]
     fn held_markup_over_the_cap_releases_the_original_row() {
         let text = format!("https://{ORIGIN}/ ").repeat(4);
         let filler = "<p>filler</p>".repeat(200);
