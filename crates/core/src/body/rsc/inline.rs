@@ -33,8 +33,8 @@
 //! releasing anywhere there produces the same bytes, so the count is compared where pieces
 //! end and, at the latest, where the next string opens or the document ends.
 //!
-//! **Overshoot.** Inside a string the count passes `max_held` by at most 3 bytes (the rest of
-//! the character that passed it). Outside, by at most the output of one piece the HTML stage
+//! **Overshoot.** Inside a string the count passes `max_held` by at most one character (4
+//! bytes: the one that passed it, then the rest of its character). Outside, by at most the output of one piece the HTML stage
 //! hands on: the markup lol_html emits for one 16 KiB input slice (plus the URL rule's growth
 //! in it), or one piece of script text. The bytes actually held can exceed the count by what
 //! the URL rule adds to the held Flight bytes (a longer host in each rewritten URL).
@@ -88,11 +88,21 @@ struct Hold {
     /// Everything output after the slot.
     after: Vec<u8>,
     /// Decoded Flight bytes the row rewriter held when the hold began, plus those decoded
-    /// since: with `after`, what the cap counts (see [`InlineFlight::counted`]).
+    /// since.
     flight: usize,
     /// `Some(n)` once the cap was passed inside the current string: the release waits for
     /// the end of the character that passed it, at most `n` more continuation bytes.
     over: Option<usize>,
+}
+
+impl Hold {
+    /// What the cap counts: the held Flight bytes as decoded, and the output behind the
+    /// slot. Both only grow while the hold lasts, by the input alone (what the URL rule made
+    /// of them does not count), so where the count passes the cap does not depend on where
+    /// the input was cut.
+    fn counted(&self) -> usize {
+        self.flight + self.after.len()
+    }
 }
 
 /// Where held output goes: behind the slot while holding, else `live`.
@@ -367,7 +377,7 @@ impl InlineFlight {
                     n
                 }
                 None => {
-                    let room = max_held.saturating_sub(hold.flight + hold.after.len());
+                    let room = max_held.saturating_sub(hold.counted());
                     if decoded.len() <= room {
                         decoded.len()
                     } else {
@@ -517,7 +527,7 @@ impl InlineFlight {
         let Some(hold) = &mut self.hold else {
             return;
         };
-        if hold.flight + hold.after.len() > self.max_held {
+        if hold.counted() > self.max_held {
             self.rows.release_held(CAP, &mut hold.slot);
             self.release(out);
         }
