@@ -219,6 +219,39 @@ fn flight_stream(html: &str) -> (String, String) {
     (stream, outside)
 }
 
+/// The same at the default cap (10 MiB), the page written whole: the pipeline hands it on in
+/// 16 KiB slices, and the cap is passed inside the second string, among its `✓`s (three
+/// lengths of markup between the strings put the slice ends at each byte of a `✓`).
+#[test]
+fn at_the_default_cap_a_release_inside_a_string_moves_whole_characters() {
+    let cap = PipelineOptions::default().nextjs.max_held_bytes as usize;
+    let head = format!("{}https://{ORIGIN}/a ", "A".repeat(300));
+    let ticks = "✓".repeat((cap - head.len()) / 3);
+    let text = format!("{head}{ticks}");
+    assert!(text.len() <= cap, "the row is held, not passed through");
+    let stream = format!("1:T{:x},{text}", text.len());
+    let (first, second) = stream.split_at(7 + head.len());
+    let rule = UrlRule::new(ORIGIN, "https", HOST);
+    let model = flight::model(stream.as_bytes(), &rule, cap as u64);
+    for markup in 100_000..100_003 {
+        let html = format!(
+            "<script>self.__next_f.push([1,\"{first}\"])</script><p>{}</p>\
+             <script>self.__next_f.push([1,\"{second}\"])</script>",
+            "x".repeat(markup)
+        );
+        let (out, report) = run_capped(html.as_bytes(), &[], cap as u32);
+        assert!(report.rsc.degraded.is_some(), "the cap was passed");
+        let (decoded, _) = flight::read_pushes(&out).expect("the output's strings decode");
+        assert!(
+            model.each_row_whole_or_released(&decoded, &rule),
+            "{markup} bytes of markup: the decoded rows are not the model's \
+             ({} bytes decoded, {} in the stream)",
+            decoded.len(),
+            stream.len()
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
