@@ -34,10 +34,12 @@
 //! end and, at the latest, where the next string opens or the document ends.
 //!
 //! **Overshoot.** Inside a string the count passes `max_held` by at most one character (4
-//! bytes: the one that passed it, then the rest of its character). Outside, by at most the output of one piece the HTML stage
-//! hands on: the markup lol_html emits for one 16 KiB input slice (plus the URL rule's growth
-//! in it), or one piece of script text. The bytes actually held can exceed the count by what
-//! the URL rule adds to the held Flight bytes (a longer host in each rewritten URL).
+//! bytes: the one that passed it, then the rest of its character). Outside a string, by at
+//! most one piece the HTML stage hands on before calling [`InlineFlight::after_markup`] or
+//! [`InlineFlight::script_text`]: what lol_html emits for one 16 KiB input slice (with any
+//! token it held back from earlier slices, up to its parser memory limit, and the URL rule's
+//! growth in it). The bytes actually held can exceed the count by what the URL rule adds to
+//! the held Flight bytes (a longer host in each rewritten URL).
 
 use base64::Engine as _;
 
