@@ -247,20 +247,37 @@ pub fn next_js_escape(text: &str) -> String {
 }
 
 /// Decodes a JSON string body (after its opening quote) the way the browser's `TextEncoder`
-/// sees it: escapes resolved, UTF-8 out, a lone surrogate as U+FFFD, other bytes as they are.
+/// sees it: escapes resolved, UTF-8 out, a lone surrogate as U+FFFD. Raw bytes are read as the
+/// browser reads the page, as UTF-8 with each invalid or cut-off sequence becoming U+FFFD, and
+/// this string on its own: a character whose bytes are split between two push strings is two
+/// U+FFFD, not the character, since each string is its own JavaScript string.
 /// Returns the bytes and the index of the closing quote, or `None` if it is not a JSON string
 /// (an unknown escape, a raw line break, no closing quote).
 pub fn json_string_decode(body: &[u8]) -> Option<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     let mut units: Vec<u16> = Vec::new();
+    let mut raw: Vec<u8> = Vec::new();
     let flush_units = |units: &mut Vec<u16>, out: &mut Vec<u8>| {
         for c in char::decode_utf16(units.drain(..)) {
             let c = c.unwrap_or('\u{fffd}');
             out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
         }
     };
+    // Escapes and quotes are ASCII, which never continues a UTF-8 sequence, so decoding each
+    // run of raw bytes on its own is decoding the string's raw bytes as a whole.
+    let flush_raw = |raw: &mut Vec<u8>, out: &mut Vec<u8>| {
+        out.extend_from_slice(String::from_utf8_lossy(raw).as_bytes());
+        raw.clear();
+    };
     let mut i = 0;
     while i < body.len() {
+        if !matches!(body[i], b'"' | b'\\' | b'\n' | b'\r') {
+            flush_units(&mut units, &mut out);
+            raw.push(body[i]);
+            i += 1;
+            continue;
+        }
+        flush_raw(&mut raw, &mut out);
         match body[i] {
             b'"' => {
                 flush_units(&mut units, &mut out);
@@ -298,11 +315,7 @@ pub fn json_string_decode(body: &[u8]) -> Option<(Vec<u8>, usize)> {
                     }
                 }
             }
-            b => {
-                flush_units(&mut units, &mut out);
-                out.push(b);
-                i += 1;
-            }
+            _ => unreachable!("raw bytes are handled above"),
         }
     }
     None
@@ -311,8 +324,9 @@ pub fn json_string_decode(body: &[u8]) -> Option<(Vec<u8>, usize)> {
 /// The marker that opens a Flight text push.
 pub const PUSH_TEXT: &[u8] = b"self.__next_f.push([1,\"";
 
-/// Reads every `push([1,"…"])` string of an HTML document: their decoded bytes concatenated,
-/// and the document with each string emptied. `None` if a string does not decode.
+/// Reads every `push([1,"…"])` string of an HTML document as the browser does: each string
+/// decoded on its own ([`json_string_decode`]), then the decoded bytes concatenated; and the
+/// document with each string emptied. `None` if a string does not decode.
 pub fn read_pushes(doc: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut stream = Vec::new();
     let mut rest_of_doc = Vec::new();

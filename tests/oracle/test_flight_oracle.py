@@ -258,6 +258,32 @@ def test_surrogate_pair_split_across_pushes_is_two_replacement_characters():
     assert not rows[0].complete
 
 
+def test_a_character_cut_between_two_push_strings_is_an_error_not_joined():
+    # Each push string is its own JavaScript string: the browser decodes each one on its own,
+    # so a character whose bytes are split between two strings reaches React as two U+FFFD
+    # (and a T row around it outgrows its length). The oracle must not join the strings' raw
+    # bytes before decoding them.
+    text = "A" * 3 + "\u2713" * 4
+    head = f"1:T{len(text.encode()):x},".encode()
+    raw = text.encode()
+    boot = b"<script>(self.__next_f=self.__next_f||[]).push([0])</script>"
+
+    def two_pushes(cut: int) -> bytes:
+        return (boot + b'<script>self.__next_f.push([1,"' + head + raw[:cut] + b'"])</script><p>x</p>'
+                b'<script>self.__next_f.push([1,"' + raw[cut:] + b'"])</script>')
+
+    whole_chars = [i for i in range(len(raw) + 1) if i == len(raw) or raw[i] & 0xC0 != 0x80]
+    for cut in range(len(raw) + 1):
+        ex = fo.extract_flight(two_pushes(cut))
+        if cut in whole_chars:
+            assert ex.errors == [], cut
+            assert fo.parse_rows(ex.stream)[0].payload == raw
+        else:
+            assert {e.code for e in ex.errors} == {"script-encoding"}, cut
+            r = check(two_pushes(len(raw)), two_pushes(cut), "https", "p.test")
+            assert "script-encoding" in r.codes, cut
+
+
 def test_newline_rows_and_tags():
     s = b'0:{"a":1}\n1:["$","div",null,{}]\n2:HL["x","style"]\n3:I[1,[],"y"]\n4:T3,abc5:D{"a":1}\n'
     rows = fo.parse_rows(s)

@@ -8,7 +8,7 @@
 //! text row's length recomputed, and the output must not depend on the split.
 
 use proptest::prelude::*;
-use trusted_server_core::{Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{Codec, PipelineOptions, PipelineReport, UrlRule};
 
 mod support;
 use support::{rewrite_for, Flush};
@@ -112,9 +112,20 @@ fn page(stream: &str, cuts: &[usize], markup: bool) -> (String, Vec<String>) {
 }
 
 fn run(input: &[u8], cuts: &[usize]) -> Vec<u8> {
+    run_capped(
+        input,
+        cuts,
+        PipelineOptions::default().nextjs.max_held_bytes,
+    )
+    .0
+}
+
+/// Like [`run`], holding at most `max_held` bytes; with the report.
+fn run_capped(input: &[u8], cuts: &[usize], max_held: u32) -> (Vec<u8>, PipelineReport) {
     let rule = UrlRule::new(ORIGIN, "https", HOST);
     let rewrite = rewrite_for("text/html; charset=utf-8");
-    let options = PipelineOptions::default();
+    let mut options = PipelineOptions::default();
+    options.nextjs.max_held_bytes = max_held;
     ts_testkit::run(
         Codec::Identity,
         rewrite,
@@ -125,7 +136,70 @@ fn run(input: &[u8], cuts: &[usize]) -> Vec<u8> {
         Flush::Never,
     )
     .unwrap()
-    .0
+}
+
+/// The fuzz crate's independent model of Flight rows and of how the browser reads push
+/// strings (each decoded on its own, then concatenated), written from the wire format.
+#[path = "../../../fuzz/src/flight.rs"]
+#[allow(dead_code)]
+mod flight;
+
+/// The smallest cap the settings allow.
+const SMALL_CAP: u32 = 1024;
+
+/// Checks a page's output as the browser reads it, at the small cap: the same bytes for every
+/// cut, each push string valid on its own, and the decoded rows each rewritten or as they
+/// came (a degrade passes rows on as they came, never a row in neither form).
+fn check_small_cap(html: &[u8], stream: &str, cuts: &[usize]) -> Result<(), String> {
+    let rule = UrlRule::new(ORIGIN, "https", HOST);
+    let model = flight::model(stream.as_bytes(), &rule, u64::from(SMALL_CAP));
+    let (whole, _) = run_capped(html, &[], SMALL_CAP);
+    for cuts in [&[][..], cuts] {
+        let (out, report) = run_capped(html, cuts, SMALL_CAP);
+        let (decoded, _) = flight::read_pushes(&out).ok_or("an output string does not decode")?;
+        let fine = match report.rsc.degraded {
+            None => decoded == model.rewritten(),
+            Some(_) => model.each_row_whole_or_released(&decoded, &rule),
+        };
+        if !fine {
+            return Err(format!(
+                "cut at {cuts:?}, degraded {:?}, the decoded rows are not the model's:\n\
+                 stream {stream:?}\noutput {:?}",
+                report.rsc.degraded,
+                String::from_utf8_lossy(&decoded)
+            ));
+        }
+        if out != whole {
+            return Err(format!(
+                "cut at {cuts:?}, the output differs:\nwhole {}\nsplit {}",
+                String::from_utf8_lossy(&whole),
+                String::from_utf8_lossy(&out)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Held output passes the cap inside the second string, in the middle of its `✓`s: the
+/// release must move whole characters into the first string. Cut between a character's
+/// bytes, each string decodes to U+FFFD on its own, the text row grows past its length, and
+/// its last bytes parse as a row.
+#[test]
+fn a_cap_release_inside_a_string_moves_whole_characters() {
+    let head = format!("1:T3fa,{}", "A".repeat(300));
+    let tail = format!("{}https://{ORIGIN}/x", "✓".repeat(230));
+    let html = format!(
+        "<script>self.__next_f.push([1,\"{head}\"])</script><p>x</p>\
+         <script>self.__next_f.push([1,\"{tail}\"])</script>"
+    );
+    let stream = format!("{head}{tail}");
+    assert_eq!(html.len(), 1119);
+    assert_eq!(stream.len(), 7 + 0x3fa);
+    for cut in 0..=html.len() {
+        if let Err(e) = check_small_cap(html.as_bytes(), &stream, &[cut]) {
+            panic!("{e}");
+        }
+    }
 }
 
 /// Decodes every push string in `html` with serde_json and returns their concatenation, and
@@ -145,6 +219,39 @@ fn flight_stream(html: &str) -> (String, String) {
     }
     outside.push_str(rest);
     (stream, outside)
+}
+
+/// The same at the default cap (10 MiB), the page written whole: the pipeline hands it on in
+/// 16 KiB slices, and the cap is passed inside the second string, among its `✓`s (three
+/// lengths of markup between the strings put the slice ends at each byte of a `✓`).
+#[test]
+fn at_the_default_cap_a_release_inside_a_string_moves_whole_characters() {
+    let cap = PipelineOptions::default().nextjs.max_held_bytes as usize;
+    let head = format!("{}https://{ORIGIN}/a ", "A".repeat(300));
+    let ticks = "✓".repeat((cap - head.len()) / 3);
+    let text = format!("{head}{ticks}");
+    assert!(text.len() <= cap, "the row is held, not passed through");
+    let stream = format!("1:T{:x},{text}", text.len());
+    let (first, second) = stream.split_at(7 + head.len());
+    let rule = UrlRule::new(ORIGIN, "https", HOST);
+    let model = flight::model(stream.as_bytes(), &rule, cap as u64);
+    for markup in 100_000..100_003 {
+        let html = format!(
+            "<script>self.__next_f.push([1,\"{first}\"])</script><p>{}</p>\
+             <script>self.__next_f.push([1,\"{second}\"])</script>",
+            "x".repeat(markup)
+        );
+        let (out, report) = run_capped(html.as_bytes(), &[], cap as u32);
+        assert!(report.rsc.degraded.is_some(), "the cap was passed");
+        let (decoded, _) = flight::read_pushes(&out).expect("the output's strings decode");
+        assert!(
+            model.each_row_whole_or_released(&decoded, &rule),
+            "{markup} bytes of markup: the decoded rows are not the model's \
+             ({} bytes decoded, {} in the stream)",
+            decoded.len(),
+            stream.len()
+        );
+    }
 }
 
 proptest! {
@@ -172,5 +279,21 @@ proptest! {
         let (stream, outside) = flight_stream(&whole);
         prop_assert_eq!(stream, serialize(&rows, true));
         prop_assert_eq!(outside, format!("<html><body>{}</body></html>", between.concat()));
+    }
+
+    #[test]
+    fn near_the_cap_the_output_is_split_independent_and_each_string_is_valid(
+        rows in proptest::collection::vec(row(), 4..24),
+        script_cuts in proptest::collection::vec(any::<usize>(), 1..10),
+        input_cuts in proptest::collection::vec(any::<usize>(), 1..6),
+        markup in any::<bool>(),
+    ) {
+        let original = serialize(&rows, false);
+        let (html, _) = page(&original, &script_cuts, markup);
+        let mut cuts: Vec<usize> = input_cuts.iter().map(|c| c % (html.len() + 1)).collect();
+        cuts.sort_unstable();
+        if let Err(e) = check_small_cap(html.as_bytes(), &original, &cuts) {
+            prop_assert!(false, "{}", e);
+        }
     }
 }

@@ -22,6 +22,24 @@
 //! as it is. A possible URL at the end of a newline row is not let go by the cap while a
 //! string is open to take it later, since only its next bytes can decide it; outside a string
 //! it goes as it came, with the rest of its row.
+//!
+//! **The cap, independent of the cuts.** What the cap counts grows with every byte of input
+//! while a hold lasts: the decoded Flight bytes held or moved into the slot, and the output
+//! behind the slot (markup and script wrappers), never what the URL rule made of them. Inside
+//! a string the release comes exactly after the character during which the count passed the
+//! cap (or at the string's end), wherever the input was cut, and only whole characters move
+//! into the earlier string: each string is its own JavaScript string, so a character split
+//! between two would reach React as two U+FFFD. Outside a string no Flight byte arrives, and
+//! releasing anywhere there produces the same bytes, so the count is compared where pieces
+//! end and, at the latest, where the next string opens or the document ends.
+//!
+//! **Overshoot.** Inside a string the count passes `max_held` by at most one character (4
+//! bytes: the one that passed it, then the rest of its character). Outside a string, by at
+//! most one piece the HTML stage hands on before calling [`InlineFlight::after_markup`] or
+//! [`InlineFlight::script_text`]: what lol_html emits for one 16 KiB input slice (with any
+//! token it held back from earlier slices, up to its parser memory limit, and the URL rule's
+//! growth in it). The bytes actually held can exceed the count by what the URL rule adds to
+//! the held Flight bytes (a longer host in each rewritten URL).
 
 use base64::Engine as _;
 
@@ -34,6 +52,9 @@ const CALL: &[u8] = b"self.__next_f.push([";
 
 /// How a push ends, from its string's closing quote.
 const CLOSE: &[u8] = b"\"])";
+
+/// The degrade reason when held output passes the cap.
+const CAP: &str = "held output passed integrations.nextjs.max_held_bytes";
 
 /// Where in the current script's text this stage is.
 #[derive(Debug)]
@@ -68,6 +89,22 @@ struct Hold {
     slot: Vec<u8>,
     /// Everything output after the slot.
     after: Vec<u8>,
+    /// Decoded Flight bytes the row rewriter held when the hold began, plus those decoded
+    /// since.
+    flight: usize,
+    /// `Some(n)` once the cap was passed inside the current string: the release waits for
+    /// the end of the character that passed it, at most `n` more continuation bytes.
+    over: Option<usize>,
+}
+
+impl Hold {
+    /// What the cap counts: the held Flight bytes as decoded, and the output behind the
+    /// slot. Both only grow while the hold lasts, by the input alone (what the URL rule made
+    /// of them does not count), so where the count passes the cap does not depend on where
+    /// the input was cut.
+    fn counted(&self) -> usize {
+        self.flight + self.after.len()
+    }
 }
 
 /// Where held output goes: behind the slot while holding, else `live`.
@@ -176,6 +213,7 @@ impl InlineFlight {
     /// Stops rewriting: what is held is released as it came, the rest of the current script
     /// and every later one pass through as they are.
     pub(crate) fn stop(&mut self, why: &'static str, out: &mut Vec<u8>) {
+        self.enforce_cap(out);
         self.opaque = true;
         let mut lone = Vec::new();
         let mut raw = Vec::new();
@@ -202,6 +240,7 @@ impl InlineFlight {
     /// Ends the document.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         self.script_end(out);
+        self.enforce_cap(out);
         let target = slot_or(&mut self.hold, &mut self.rewritten);
         self.rows.finish(target);
         self.flush_rewritten(out);
@@ -253,6 +292,11 @@ impl InlineFlight {
                 return 0;
             }
             Some(kind) if b == b",\""[comma_quote] => {
+                if comma_quote == 1 {
+                    // The last place before the string where the cap is compared as outside a
+                    // string, whichever pieces the input came in (see `enforce_cap`).
+                    self.enforce_cap(out);
+                }
                 self.script = match (comma_quote, kind) {
                     (0, _) => Script::Kind {
                         kind: Some(kind),
@@ -283,14 +327,17 @@ impl InlineFlight {
         self.decoded.clear();
         let outcome = decoder.decode(text, &mut self.decoded);
         let decoded = std::mem::take(&mut self.decoded);
-        self.feed(&decoded, out);
+        self.feed_in_string(&decoded, out);
         self.decoded = decoded;
         match outcome {
             Decoded::More => text.len(),
             Decoded::End(at) => {
-                // While the string is still open: a possible URL can then wait for the next
-                // string instead of being let go as it came (see `enforce_cap`).
-                self.enforce_cap(out);
+                // A release the cap made due waits no longer than the string's end, and comes
+                // while the string is still open: a possible URL can then wait for the next
+                // string instead of being let go as it came (see `release_in_string`).
+                if self.hold.as_ref().is_some_and(|hold| hold.over.is_some()) {
+                    self.release_in_string(out);
+                }
                 self.string_end(out);
                 self.script = Script::Close(0);
                 at
@@ -298,6 +345,60 @@ impl InlineFlight {
             Decoded::Invalid(at) => {
                 self.stop("a Flight string this stage cannot decode", out);
                 at
+            }
+        }
+    }
+
+    /// Rewrites decoded bytes of a `[1,"…"]` string, releasing what is held where the cap
+    /// says (see the module docs): exactly after the character during which what the cap
+    /// counts passed `max_held`, so the point depends on the bytes alone, never on where the
+    /// input was cut, and only whole characters move into the earlier string.
+    fn feed_in_string(&mut self, mut decoded: &[u8], out: &mut Vec<u8>) {
+        // A UTF-8 character has at most three bytes after its first.
+        const MAX_CONTINUATION: usize = 3;
+        let is_continuation = |b: &u8| b & 0xc0 == 0x80;
+        let max_held = self.max_held;
+        while !decoded.is_empty() {
+            let Some(hold) = &mut self.hold else {
+                self.feed(decoded, out);
+                return;
+            };
+            // The rest of the character that passed the cap: continuation bytes, a bounded
+            // number of them (more would not be one character).
+            let finish_char = |bytes: &[u8], allowed: usize| {
+                bytes
+                    .iter()
+                    .take(allowed)
+                    .position(|b| !is_continuation(b))
+                    .unwrap_or(bytes.len().min(allowed))
+            };
+            let n = match hold.over {
+                Some(allowed) => {
+                    let n = finish_char(decoded, allowed);
+                    hold.over = Some(allowed - n);
+                    n
+                }
+                None => {
+                    let room = max_held.saturating_sub(hold.counted());
+                    if decoded.len() <= room {
+                        decoded.len()
+                    } else {
+                        // Byte `room` passes the cap.
+                        let rest = &decoded[room + 1..];
+                        let n = finish_char(rest, MAX_CONTINUATION);
+                        hold.over = Some(MAX_CONTINUATION - n);
+                        room + 1 + n
+                    }
+                }
+            };
+            hold.flight += n;
+            let due = hold.over.is_some_and(|allowed| allowed == 0) || n < decoded.len();
+            let over = hold.over.is_some();
+            self.feed(&decoded[..n], out);
+            self.note_peak();
+            decoded = &decoded[n..];
+            if over && due {
+                self.release_in_string(out);
             }
         }
     }
@@ -323,7 +424,12 @@ impl InlineFlight {
         let target = after_or(&mut self.hold, out);
         self.encoder.finish(target);
         match (&self.hold, self.rows.is_holding()) {
-            (None, true) => self.hold = Some(Hold::default()),
+            (None, true) => {
+                self.hold = Some(Hold {
+                    flight: self.rows.held(),
+                    ..Hold::default()
+                })
+            }
             (Some(_), false) => self.release(out),
             _ => {}
         }
@@ -403,32 +509,53 @@ impl InlineFlight {
         n
     }
 
-    /// Over the cap, the open row is released as it came rather than held any longer.
+    /// Outside a `[1,"…"]` string: over the cap, what is held is released as it came rather
+    /// than held any longer. Inside a string this does nothing; the cap is applied there as
+    /// the bytes are decoded ([`feed_in_string`](Self::feed_in_string)).
     ///
-    /// A possible URL at the end of a newline row (a few dozen bytes at most) is not a row:
-    /// inside a `[1,"…"]` string it stays in the rewriter
-    /// ([`RowRewriter::release_row`]), and its next bytes decide it, so the row comes out
-    /// whole. Its bytes then go into this string, or a hold starts again where it ends.
-    /// Outside a string (after markup, or a push's closing), no later string is sure to come
-    /// (the document may end, a base64 push may follow), so it goes into the slot now, as it
-    /// came, with the rest of its row ([`RowRewriter::release_held`]); keeping it would leave
-    /// it nowhere to go but the markup.
+    /// Outside a string no Flight byte arrives and what the cap counts only grows, and a
+    /// release anywhere between two strings produces the same bytes: so comparing where the
+    /// pieces end, and then where the next string opens (or the document ends, or the stage
+    /// stops), gives the same output for every cut. A possible URL at the end of a newline row
+    /// goes into the slot, as it came, with the rest of its row
+    /// ([`RowRewriter::release_held`]): no later string is sure to come (the document may
+    /// end, a base64 push may follow), and keeping it would leave it nowhere to go but the
+    /// markup.
     fn enforce_cap(&mut self, out: &mut Vec<u8>) {
+        self.note_peak();
+        if matches!(self.script, Script::Text(_)) {
+            return;
+        }
         let Some(hold) = &mut self.hold else {
-            self.peak_held = self.peak_held.max(self.rows.held());
             return;
         };
-        let held = hold.slot.len() + hold.after.len() + self.rows.held();
-        self.peak_held = self.peak_held.max(held);
-        if held > self.max_held {
-            let why = "held output passed integrations.nextjs.max_held_bytes";
-            if matches!(self.script, Script::Text(_)) {
-                self.rows.release_row(why, &mut hold.slot);
-            } else {
-                self.rows.release_held(why, &mut hold.slot);
-            }
+        if hold.counted() > self.max_held {
+            self.rows.release_held(CAP, &mut hold.slot);
             self.release(out);
         }
+    }
+
+    /// Inside a `[1,"…"]` string, where the cap made a release due: the open `T` row is
+    /// released as it came and the slot written in place, so the rest of this string streams.
+    ///
+    /// A possible URL at the end of a newline row (a few dozen bytes at most) is not a row: it
+    /// stays in the rewriter ([`RowRewriter::release_row`]), and its next bytes decide it, so
+    /// the row comes out whole. Its bytes then go into this string, or a hold starts again
+    /// where it ends.
+    fn release_in_string(&mut self, out: &mut Vec<u8>) {
+        if let Some(hold) = &mut self.hold {
+            self.rows.release_row(CAP, &mut hold.slot);
+        }
+        self.release(out);
+    }
+
+    /// Records the bytes held right now in the peak.
+    fn note_peak(&mut self) {
+        let behind = self
+            .hold
+            .as_ref()
+            .map_or(0, |hold| hold.slot.len() + hold.after.len());
+        self.peak_held = self.peak_held.max(behind + self.rows.held());
     }
 
     /// Called by the HTML stage after it wrote markup behind the slot.
@@ -567,6 +694,43 @@ mod tests {
             let out = run_chunked(input.as_bytes(), "p.test", 1024, chunk);
             assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn inside_a_string_the_cap_is_passed_by_at_most_one_character() {
+        // A text row under the cap, held across markup; nothing is rewritten, so what is held
+        // is what the cap counts, and the cap is passed inside the second string, in the
+        // middle of a `✓` unless the input is cut there. To rule out: comparing only where a
+        // piece of input ends (one 16 KiB slice).
+        let text = format!("{}{}", "A".repeat(300), "✓".repeat(200));
+        let (a, b) = text.split_at(300);
+        let input = [
+            push("", &format!("1:T{:x},{a}", text.len())),
+            format!("<p>{}</p>", "x".repeat(200)),
+            push("", b),
+        ]
+        .concat();
+        let mut outputs = Vec::new();
+        for chunk in [1, 2, 3, 5, 4096, 1 << 20] {
+            let rule = UrlRule::new(ORIGIN, "https", "p.test");
+            let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+            let mut stage = HtmlStage::new(rule, utf8, Some(1024));
+            let mut out = Vec::new();
+            for piece in input.as_bytes().chunks(chunk) {
+                stage.write(piece, &mut out);
+            }
+            let report = stage.finish(&mut out);
+            assert!(report.degraded.is_some(), "chunk {chunk}");
+            assert!(
+                (1025..=1024 + 4).contains(&report.peak_held),
+                "chunk {chunk}: peak {}",
+                report.peak_held
+            );
+            outputs.push(String::from_utf8(out).expect("whole characters in each string"));
+        }
+        assert!(outputs.iter().all(|o| *o == outputs[0]), "{outputs:#?}");
+        // The row went as it came, split where the cap was passed: its length unchanged.
+        assert!(outputs[0].contains(&format!("1:T{:x},{a}✓", text.len())));
     }
 
     #[test]
