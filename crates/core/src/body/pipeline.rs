@@ -19,8 +19,11 @@ use crate::body::codec::{Codec, Encoder};
 use crate::body::decode::{DecodeError, Decoder};
 use crate::body::lazy_html::LazyHtml;
 use crate::body::rsc::{FlightStage, RscReport};
+use crate::body::stage::{BodyStage, Chain};
+use crate::body::text::TextStage;
+use crate::body::utf16::{Utf16Guard, UTF16_PASSED_THROUGH};
 use crate::content::Rewrite;
-use crate::url_rewrite::{StreamReplacer, UrlRule};
+use crate::url_rewrite::UrlRule;
 use trusted_server_settings::Nextjs;
 
 /// When batched output is written to the sink.
@@ -100,14 +103,6 @@ impl std::error::Error for PipelineError {
     }
 }
 
-enum Stage {
-    Html(Box<LazyHtml>),
-    Text(Box<StreamReplacer>),
-    Flight(Box<FlightStage>),
-    /// Copies the body unchanged: it turned out not to be ASCII-compatible text.
-    Unchanged,
-}
-
 /// Page bytes a compressed flush costs, on average. Measured on `fixtures/site/index.html`
 /// gzipped and sent one byte per chunk: one flush per chunk made the output 4.6× the origin's,
 /// one per 512 bytes 1.23×, one per 1 KiB 1.12× (the same as 256-byte origin chunks).
@@ -117,54 +112,22 @@ const FLUSH_UNIT: usize = 1024;
 /// response, however small, always leave at once.
 const FLUSH_CREDIT_MAX: usize = 8 * FLUSH_UNIT;
 
-/// UTF-16 byte order marks. A body that starts with one is UTF-16 whatever its headers say
-/// (browsers sniff it first), and rewriting its bytes as ASCII would garble it.
-const UTF16_BOMS: [[u8; 2]; 2] = [[0xff, 0xfe], [0xfe, 0xff]];
-
-impl Stage {
-    fn new(rewrite: Rewrite, rule: UrlRule, options: &PipelineOptions) -> Self {
-        let nextjs = &options.nextjs;
-        let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
-        match rewrite {
-            Rewrite::Html(encoding) => Stage::Html(Box::new(LazyHtml::new(
-                rule,
-                encoding,
-                flight_limit,
-                options.html_lookback,
-            ))),
-            Rewrite::Text => Stage::Text(Box::new(StreamReplacer::new(rule))),
-            Rewrite::Flight => Stage::Flight(Box::new(FlightStage::new(
-                rule,
-                nextjs.max_held_bytes as usize,
-            ))),
-        }
-    }
-
-    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        match self {
-            Stage::Html(h) => h.write(input, out),
-            Stage::Text(r) => r.write(input, out),
-            Stage::Flight(f) => f.write(input, out),
-            Stage::Unchanged => out.extend_from_slice(input),
-        }
-    }
-
-    /// Ends the body; reports lol_html's bail-out, if any, what the RSC rewriting did, and,
-    /// for the HTML stage, whether it needed lol_html.
-    fn finish(self, out: &mut Vec<u8>) -> (Option<String>, RscReport, Option<bool>) {
-        match self {
-            Stage::Html(h) => {
-                let structured = h.structured();
-                let (bail_out, rsc) = h.finish(out);
-                (bail_out, rsc, Some(structured))
-            }
-            Stage::Text(r) => {
-                r.finish(out);
-                (None, RscReport::default(), None)
-            }
-            Stage::Flight(f) => (None, f.finish(out), None),
-            Stage::Unchanged => (None, RscReport::default(), None),
-        }
+/// The body's stages, in the order bytes flow through them. A new stage is one line here.
+pub(crate) fn compose(rewrite: Rewrite, rule: UrlRule, options: &PipelineOptions) -> Chain {
+    let nextjs = &options.nextjs;
+    let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
+    match rewrite {
+        Rewrite::Html(encoding) => Chain::new(Utf16Guard::new(LazyHtml::new(
+            rule,
+            encoding,
+            flight_limit,
+            options.html_lookback,
+        ))),
+        Rewrite::Text => Chain::new(Utf16Guard::new(TextStage::new(rule))),
+        Rewrite::Flight => Chain::new(Utf16Guard::new(FlightStage::new(
+            rule,
+            nextjs.max_held_bytes as usize,
+        ))),
     }
 }
 
@@ -196,11 +159,8 @@ pub struct PipelineReport {
 /// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
 /// decoded bytes into it as they are produced, in small pieces.
 struct Downstream<W: Write> {
-    /// Taken by `finish`.
-    stage: Option<Stage>,
-    /// The first decoded bytes, until there are two to compare with [`UTF16_BOMS`]; `None`
-    /// once decided.
-    sniff: Option<Vec<u8>>,
+    /// The composed stages; taken by `finish`.
+    stage: Option<Box<dyn BodyStage>>,
     encoder: Encoder,
     /// Rewritten plain bytes waiting for a non-identity encoder; reused.
     plain: Vec<u8>,
@@ -216,21 +176,7 @@ struct Downstream<W: Write> {
 
 impl<W: Write> Downstream<W> {
     fn rewrite(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
-        let Some(head) = self.sniff.as_mut() else {
-            return self.stage_write(plain_input);
-        };
-        let take = plain_input.len().min(2 - head.len());
-        head.extend_from_slice(&plain_input[..take]);
-        if head.len() < 2 {
-            return Ok(());
-        }
-        let head = self.sniff.take().unwrap_or_default();
-        if UTF16_BOMS.iter().any(|bom| head[..] == bom[..]) {
-            self.stage = Some(Stage::Unchanged);
-            self.report.utf16 = true;
-        }
-        self.stage_write(&head)?;
-        self.stage_write(&plain_input[take..])
+        self.stage_write(plain_input)
     }
 
     fn stage_write(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
@@ -283,20 +229,16 @@ impl<W: Write> Downstream<W> {
     }
 
     fn finish(mut self) -> Result<(W, PipelineReport), PipelineError> {
-        if let Some(head) = self.sniff.take() {
-            // A body shorter than a byte order mark.
-            self.stage_write(&head)?;
-        }
         if let Some(stage) = self.stage.take() {
             let out = match self.encoder.identity_output() {
                 Some(direct) => direct,
                 None => &mut self.plain,
             };
-            (
-                self.report.html_bail_out,
-                self.report.rsc,
-                self.report.html_structured,
-            ) = stage.finish(out);
+            let stage_report = stage.finish(out);
+            self.report.html_bail_out = stage_report.bail_out;
+            self.report.rsc = stage_report.rsc;
+            self.report.html_structured = stage_report.structured;
+            self.report.utf16 = stage_report.passed_through == Some(UTF16_PASSED_THROUGH);
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;
@@ -363,11 +305,13 @@ impl<W: Write> BodyPipeline<W> {
         options: &PipelineOptions,
         sink: W,
     ) -> Self {
-        let stage = Stage::new(rewrite, rule, options);
-        let policy = options.flush;
+        Self::with_stages(codec, compose(rewrite, rule, options), options.flush, sink)
+    }
+
+    /// A pipeline through `stages` (see [`compose`]).
+    pub(crate) fn with_stages(codec: Codec, stages: Chain, policy: FlushPolicy, sink: W) -> Self {
         let downstream = Downstream {
-            stage: Some(stage),
-            sniff: Some(Vec::with_capacity(2)),
+            stage: Some(Box::new(stages)),
             flush_credit: FLUSH_CREDIT_MAX,
             encoder: Encoder::new(codec),
             plain: Vec::with_capacity(16 * 1024),

@@ -46,6 +46,19 @@ impl FlightStage {
     }
 }
 
+impl crate::body::stage::BodyStage for FlightStage {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        FlightStage::write(self, input, out);
+    }
+
+    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> crate::body::stage::StageReport {
+        crate::body::stage::StageReport {
+            rsc: FlightStage::finish(*self, out),
+            ..Default::default()
+        }
+    }
+}
+
 /// What the RSC rewriting did, for the request log and the benchmark.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RscReport {
