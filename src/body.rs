@@ -13,8 +13,8 @@ use fastly::handle::BodyHandle;
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Response};
 use trusted_server_core::{
-    origin_response_headers, BodyPipeline, BodyPlan, Codec, FlushPolicy, PipelineError,
-    PipelineOptions, PipelineReport, ResponseContext, Rewrite, Settings, UrlRule,
+    origin_response_headers, BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions,
+    PipelineReport, Release, ResponseContext, Rewrite, Settings, Step, UrlRule,
 };
 
 use crate::access::{Access, Outcome, SinkStats};
@@ -134,10 +134,6 @@ pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
     };
     let origin_body = response.take_body();
     let options = PipelineOptions {
-        flush: FlushPolicy {
-            threshold: settings.publisher.flush_threshold as usize,
-            every_chunk: settings.publisher.flush_every_chunk,
-        },
         nextjs: settings.integrations.nextjs,
         ..PipelineOptions::default()
     };
@@ -235,10 +231,11 @@ fn stream(
         client_body.sink(),
     );
     let mut bytes_in = 0;
+    let release = Release::new(job.codec, length);
     let result = pump(
         pipeline,
         origin_body.into_handle(),
-        length,
+        release,
         client_body,
         &mut bytes_in,
     );
@@ -263,16 +260,18 @@ fn stream(
 }
 
 /// Reads the origin body through the pipeline to the end and finishes the client body. After
-/// each chunk, the output so far is flushed and sent unless the origin has more ready. On an
-/// error the client body is dropped unfinished: abandoned.
+/// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
+/// client body holds, flushing the pipeline first when that is worth it. On an error the
+/// client body is dropped unfinished: abandoned.
 fn pump(
     mut pipeline: BodyPipeline<HoldingSink>,
     mut origin_body: BodyHandle,
-    length: Option<u64>,
+    mut release: Release,
     client_body: ClientBody,
     bytes_in: &mut u64,
 ) -> Result<PipelineReport, BodyFailure> {
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
+    let length = release.origin_length();
     let mut buf = read_buffer(length);
     loop {
         let n = match origin_body.read(&mut buf) {
@@ -286,28 +285,22 @@ fn pump(
             // The origin delivers faster than this buffer takes it.
             buf.resize(n * 2, 0);
         }
-        // Checked after the work on this chunk, which gives the origin's next bytes time
-        // to arrive. Only for a body with a length: asking whether a body is ready makes
-        // Viceroy consume a read error waiting in it (the next read then reports a clean
-        // end), and only a length lets that be caught (below). A chunked body is sent after
-        // every read, as it always was.
-        let ready = match length {
-            // Every promised byte is in: what follows is the end, not a wait.
-            Some(len) if *bytes_in >= len => true,
-            Some(_) => downstream::origin_has_more_ready(&origin_body),
-            None => false,
-        };
-        if !ready {
-            // Only now does the output of this chunk have to leave: a flush while more is
-            // ready would end a compressed block nobody waits for.
-            pipeline.flush().map_err(classify)?;
-            client_body.send_held().map_err(client_gone)?;
+        // Decided after the work on this chunk, which gives the origin's next bytes time to
+        // arrive.
+        let progress = pipeline.progress();
+        match release.after_read(n, progress, || {
+            downstream::origin_has_more_ready(&origin_body)
+        }) {
+            Step::Hold => {}
+            // Flushing the pipeline flushes the client body: what it holds leaves.
+            Step::Send { flush: true } => pipeline.flush().map_err(classify)?,
+            Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
         }
     }
-    if let Some(len) = length.filter(|&len| *bytes_in < len) {
+    if let Some((read, len)) = release.origin_short() {
         return Err((
             Failure::OriginBody,
-            format!("origin body ended after {bytes_in} of its {len} bytes"),
+            format!("origin body ended after {read} of its {len} bytes"),
         ));
     }
     let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;

@@ -75,13 +75,6 @@ pub struct Publisher {
     /// `publisher.streaming`: stream bodies as they arrive (default `true`). `false` buffers the
     /// whole body and sends it with a `Content-Length`: kept for comparison and as a fallback.
     pub streaming: bool,
-    /// `publisher.flush_threshold`: bytes of output collected before they are written to the
-    /// client in one host call (default 8192). `0` disables size-triggered flushing.
-    pub flush_threshold: u32,
-    /// `publisher.flush_every_chunk`: also flush at the end of every origin chunk the origin
-    /// does not follow at once (default `true`), so bytes never wait for more origin input.
-    /// Turning it off trades first-byte latency for fewer, larger writes.
-    pub flush_every_chunk: bool,
     /// `publisher.connect_timeout_ms`: origin connect timeout (default 5000).
     pub connect_timeout_ms: u32,
     /// `publisher.first_byte_timeout_ms`: time allowed for the origin's response headers
@@ -199,8 +192,6 @@ impl Settings {
             origin_host: Cow::Borrowed(""),
             cookie_domain: Cow::Borrowed(""),
             streaming: true,
-            flush_threshold: 8192,
-            flush_every_chunk: true,
             connect_timeout_ms: 5_000,
             first_byte_timeout_ms: 15_000,
             between_bytes_timeout_ms: 10_000,
@@ -244,8 +235,6 @@ impl Settings {
         origin_host: {origin_host},
         cookie_domain: {cookie_domain},
         streaming: {streaming},
-        flush_threshold: {flush_threshold},
-        flush_every_chunk: {flush_every_chunk},
         connect_timeout_ms: {connect},
         first_byte_timeout_ms: {first_byte},
         between_bytes_timeout_ms: {between},
@@ -269,8 +258,6 @@ impl Settings {
             origin_host = s(&p.origin_host),
             cookie_domain = s(&p.cookie_domain),
             streaming = p.streaming,
-            flush_threshold = p.flush_threshold,
-            flush_every_chunk = p.flush_every_chunk,
             connect = p.connect_timeout_ms,
             first_byte = p.first_byte_timeout_ms,
             between = p.between_bytes_timeout_ms,

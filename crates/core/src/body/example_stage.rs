@@ -44,7 +44,7 @@ mod tests {
         for cut in 0..=body.len() {
             let rule = UrlRule::new("origin.example.com", "http", "127.0.0.1:7676");
             let stages = compose(html, rule, &options).then(Footer::default());
-            let mut p = BodyPipeline::with_stages(Codec::Gzip, stages, options.flush, Vec::new());
+            let mut p = BodyPipeline::with_stages(Codec::Gzip, stages, Vec::new());
             p.push(&body[..cut]).unwrap();
             p.push(&body[cut..]).unwrap();
             let (sent, report) = p.finish().unwrap();

@@ -16,7 +16,8 @@
 //!   URL rule alone) for CSS / JS / JSON; [`charset`] is what a `<meta>` declares, read the
 //!   same way by both HTML stages;
 //! * [`codec`]: the re-encoder;
-//! * [`pipeline`]: ties them together and batches writes to the client.
+//! * [`pipeline`]: ties them together and batches writes to the client;
+//! * [`release`]: when those writes leave for the client.
 
 pub(crate) mod charset;
 pub(crate) mod codec;
@@ -26,6 +27,7 @@ mod example_stage;
 pub(crate) mod html;
 pub(crate) mod lazy_html;
 pub(crate) mod pipeline;
+pub(crate) mod release;
 pub(crate) mod rsc;
 pub(crate) mod stage;
 pub(crate) mod text;
