@@ -77,13 +77,9 @@ pub fn prepare(
         get_plan
     };
     let p = &settings.publisher;
-    let origin_host_name = p
-        .origin_host
-        .rsplit_once(':')
-        .map_or(&*p.origin_host, |(h, _)| h);
     let ctx = ResponseContext {
         rule: &client.rule,
-        origin_host_name,
+        origin_host_name: &p.origin_host_name,
         cookie_domain: &p.cookie_domain,
         body_changes: get_plan.changes_body(),
         not_modified: status == 304,
@@ -94,7 +90,7 @@ pub fn prepare(
         .collect();
     reply::replace_headers(
         &mut response,
-        origin_response_headers(headers, &ctx, settings),
+        origin_response_headers(headers, &ctx, &settings.response_headers),
     );
     response.set_version(client.version);
     Prepared {

@@ -35,4 +35,4 @@ pub use routes::Route;
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.
-pub use trusted_server_settings::{Nextjs, Settings};
+pub use trusted_server_settings::{HeaderSetting, Nextjs, Settings};

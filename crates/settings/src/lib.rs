@@ -68,6 +68,11 @@ pub struct Publisher {
     /// origin's pages use in absolute URLs, which the proxy rewrites to the request's host.
     /// Default: the `host[:port]` of `origin_url`.
     pub origin_host: Text,
+    /// Host name of `origin_host` (no port), lowercase: what origin cookies' `Domain` and the
+    /// URL rule match. Parsed once, at load.
+    pub origin_host_name: Text,
+    /// Explicit port of `origin_host`, if it has one.
+    pub origin_port: Option<u16>,
     /// `publisher.cookie_domain`: the `Domain` given to origin cookies that named the origin's
     /// own domain. Empty (the default) removes such `Domain` attributes, making the cookies
     /// host-only on the first-party host.
@@ -190,6 +195,8 @@ impl Settings {
             origin_address: Cow::Borrowed(""),
             origin_tls_host: Cow::Borrowed(""),
             origin_host: Cow::Borrowed(""),
+            origin_host_name: Cow::Borrowed(""),
+            origin_port: None,
             cookie_domain: Cow::Borrowed(""),
             streaming: true,
             connect_timeout_ms: 5_000,
@@ -233,6 +240,8 @@ impl Settings {
         origin_address: {address},
         origin_tls_host: {tls_host},
         origin_host: {origin_host},
+        origin_host_name: {origin_host_name},
+        origin_port: {origin_port:?},
         cookie_domain: {cookie_domain},
         streaming: {streaming},
         connect_timeout_ms: {connect},
@@ -256,6 +265,8 @@ impl Settings {
             address = s(&p.origin_address),
             tls_host = s(&p.origin_tls_host),
             origin_host = s(&p.origin_host),
+            origin_host_name = s(&p.origin_host_name),
+            origin_port = p.origin_port,
             cookie_domain = s(&p.cookie_domain),
             streaming = p.streaming,
             connect = p.connect_timeout_ms,

@@ -504,13 +504,16 @@ fn convert(
             ));
         }
     }
-    let origin_host = origin_host.unwrap_or_else(|| authority.to_owned());
-    if split_authority(&origin_host).is_none() {
+    let origin_host = origin_host
+        .unwrap_or_else(|| authority.to_owned())
+        .to_ascii_lowercase();
+    let Some((origin_host_name, origin_port)) = split_authority(&origin_host) else {
         return Err(err(
             "publisher.origin_host",
             "expected host[:port] such as origin.example.com",
         ));
-    }
+    };
+    let origin_host_name = origin_host_name.to_owned();
 
     let cookie_domain = p.cookie_domain.unwrap_or_default();
     let bare = cookie_domain.trim_start_matches('.').to_ascii_lowercase();
@@ -562,7 +565,9 @@ fn convert(
             origin_scheme: scheme,
             origin_address: Cow::Owned(format!("{host}:{}", port.unwrap_or(scheme.default_port()))),
             origin_tls_host: Cow::Owned(host.to_owned()),
-            origin_host: Cow::Owned(origin_host.to_ascii_lowercase()),
+            origin_host: Cow::Owned(origin_host),
+            origin_host_name: Cow::Owned(origin_host_name),
+            origin_port,
             domain: Cow::Owned(domain),
             origin_url: Cow::Owned(origin_url),
             cookie_domain: Cow::Owned(cookie_domain),
@@ -638,6 +643,8 @@ mod tests {
         assert_eq!(s.publisher.origin_scheme, Scheme::Https);
         assert_eq!(s.publisher.origin_address, "origin.example.com:443");
         assert_eq!(s.publisher.origin_host, "origin.example.com");
+        assert_eq!(s.publisher.origin_host_name, "origin.example.com");
+        assert_eq!(s.publisher.origin_port, None);
         assert_eq!(s.publisher.origin_tls_host, "origin.example.com");
         assert!(s.publisher.streaming);
         assert!(s.response_headers.is_empty());
@@ -725,6 +732,8 @@ mod tests {
         let s = load(MINIMAL, env).unwrap();
         assert_eq!(s.publisher.origin_address, "127.0.0.1:8080");
         assert_eq!(s.publisher.origin_host, "127.0.0.1:8080");
+        assert_eq!(s.publisher.origin_host_name, "127.0.0.1");
+        assert_eq!(s.publisher.origin_port, Some(8080));
         assert_eq!(s.publisher.origin_scheme, Scheme::Http);
         assert!(!s.publisher.streaming);
         assert_eq!(s.publisher.connect_timeout_ms, 4096);
