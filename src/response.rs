@@ -30,7 +30,7 @@ pub fn prepare(
         status,
         content_type.as_deref(),
         content_encoding.as_deref(),
-        &settings.integrations.nextjs,
+        settings.integrations.nextjs.enabled,
     );
     let plan = if is_head {
         BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)

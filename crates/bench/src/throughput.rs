@@ -211,7 +211,7 @@ pub fn run_pipeline(page: &Page) -> Vec<u8> {
 fn run_pipeline_split(page: &Page, chunk: usize) -> Vec<u8> {
     let options = PipelineOptions::default();
     let BodyPlan::Rewrite { rewrite, .. } =
-        BodyPlan::decide(200, Some(page.content_type), None, &options.nextjs)
+        BodyPlan::decide(200, Some(page.content_type), None, options.nextjs.enabled)
     else {
         unreachable!("HTML and Flight bodies are always rewritten");
     };

@@ -76,7 +76,7 @@ pub fn rewrite_kind(content_type: &str) -> Rewrite {
         200,
         Some(content_type),
         None,
-        &PipelineOptions::default().nextjs,
+        PipelineOptions::default().nextjs.enabled,
     ) {
         BodyPlan::Rewrite { rewrite, .. } => rewrite,
         other => panic!("{content_type} is not rewritten: {other:?}"),

@@ -24,8 +24,8 @@ use trusted_server_core::{
 };
 
 /// The pipeline options the proxy under test runs with. `trusted-server.toml` sets the
-/// defaults for every key the pipeline reads (flush threshold 8192, flush every chunk,
-/// Next.js rewriting on, 10 MiB held at most), and the benchmark overrides none of them. If
+/// defaults for every key the pipeline reads (Next.js rewriting on, 10 MiB held at most), and
+/// the benchmark overrides none of them. If
 /// that file changed, the proxy's output would stop matching the reference and
 /// [`crate::latency::verify_outputs`] would fail before anything is timed.
 pub fn proxy_options() -> PipelineOptions {
@@ -47,7 +47,7 @@ pub fn reference(
     options: &PipelineOptions,
 ) -> Result<(Vec<u8>, PipelineReport, Vec<usize>), String> {
     let BodyPlan::Rewrite { codec, rewrite } =
-        BodyPlan::decide(200, content_type, None, &options.nextjs)
+        BodyPlan::decide(200, content_type, None, options.nextjs.enabled)
     else {
         return Err(format!("{content_type:?} is not rewritten"));
     };
@@ -152,7 +152,7 @@ pub fn analyze(replay: &Replay, options: &PipelineOptions) -> Result<Vec<Capture
         }
         let content_type = c.content_type.as_deref();
         if !matches!(
-            BodyPlan::decide(200, content_type, None, &options.nextjs),
+            BodyPlan::decide(200, content_type, None, options.nextjs.enabled),
             BodyPlan::Rewrite { .. }
         ) {
             continue;
