@@ -931,6 +931,35 @@ mod tests {
         }
     }
 
+    /// The README's "Settings" table repeats each default; the defaults live in
+    /// `Settings::DEFAULT`. Setting a key to the value its row documents must change nothing.
+    #[test]
+    fn every_documented_default_is_the_default() {
+        let readme = include_str!("../../../README.md");
+        let settings = &readme[readme.find("## Settings").expect("a Settings section")..];
+        let rows = settings
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
+            .filter_map(|l| {
+                let mut cells = l.strip_prefix("| `")?.split(" | ");
+                let key = cells.next()?.strip_suffix('`')?;
+                let default = cells.next()?.strip_prefix('`')?.split_once('`')?.0;
+                Some((key, default))
+            })
+            .filter(|(k, _)| !k.starts_with('['));
+        let defaults = load(MINIMAL, no_env()).unwrap();
+        let mut checked = 0;
+        for (key, default) in rows {
+            let var = format!("TRUSTED_SERVER__{}", key.replace('.', "__").to_uppercase());
+            let value = default.trim_matches('"');
+            let set = load(MINIMAL, [(var.as_str(), value)]).unwrap();
+            assert_eq!(set, defaults, "{key}: the README says {default}");
+            checked += 1;
+        }
+        assert_eq!(checked, 8, "rows with a literal default");
+    }
+
     const DEMO: &str = include_str!("../../../trusted-server.toml");
 
     /// The rule behind the README's "set TRUSTED_SERVER__PUBLISHER__ORIGIN_URL to proxy your
