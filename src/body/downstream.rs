@@ -20,9 +20,9 @@
 //! - [`ClientBody::finish`]: if nothing was sent yet, the whole output goes as one response
 //!   with a `Content-Length`, in one write, as the buffered build sends it.
 //!
-//! A failure before anything was sent still abandons the transfer (head, held bytes, no end),
-//! as a failure after the head always did: a body is sent with a `Content-Length` only once
-//! the pipeline has finished it.
+//! A failure before anything was sent abandons the transfer (head, held bytes, no end), as a
+//! failure after the head does: a body is sent with a `Content-Length` only once the pipeline
+//! has finished it.
 //!
 //! What this cannot fix: once a body is streaming, its last bytes and the chunked terminator
 //! are two host calls (`write`, then `finish`), and Viceroy writes them to the socket
