@@ -141,10 +141,6 @@ struct Downstream<W: Write> {
 }
 
 impl<W: Write> Downstream<W> {
-    fn rewrite(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
-        self.stage_write(plain_input)
-    }
-
     fn stage_write(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
         if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
             match self.encoder.identity_output() {
@@ -214,7 +210,7 @@ impl<W: Write> Downstream<W> {
 
 impl<W: Write> Write for Downstream<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.rewrite(buf) {
+        match self.stage_write(buf) {
             Ok(()) => Ok(buf.len()),
             Err(e) => {
                 self.failure = Some(e);
@@ -223,8 +219,9 @@ impl<W: Write> Write for Downstream<W> {
         }
     }
 
-    /// Decoders flush their inner writer; when the client is flushed is the caller's decision
-    /// ([`BodyPipeline::flush`]), so this does nothing.
+    /// Decoders flush their inner writer as they see fit; when output leaves for the client is
+    /// [`Release`](crate::body::release::Release)'s decision, carried out through
+    /// [`BodyPipeline::flush`], so a decoder's flush does nothing.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
