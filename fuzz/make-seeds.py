@@ -115,7 +115,7 @@ def main() -> None:
     # key's name to add to the shipped file.
     shipped = (ROOT / "trusted-server.toml").read_bytes()
     write("settings", b"\x00" + shipped)
-    write("settings", b"\x02" + shipped + b"\x00PUBLISHER__FLUSH_THRESHOLD=lots\x00RESPONSE_HEADERS__X_ENV=1")
+    write("settings", b"\x02" + shipped + b"\x00PUBLISHER__CONNECT_TIMEOUT_MS=lots\x00RESPONSE_HEADERS__X_ENV=1")
     write("settings", b"\x00[publisher]\ndomain = \"www.example.com\"\norigin_url = \"https://o.example.com:8443\"\n")
     write("settings", b"\x00[response_headers]\n\"bad name\" = \"x\"\n[integrations.nextjs]\nmax_held_bytes = 12\n")
     for mode in (1, 3, 5):

@@ -44,7 +44,8 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
     } else {
         "http"
     };
-    let rule = UrlRule::new(&settings.publisher.origin_host, scheme, &authority);
+    let p = &settings.publisher;
+    let rule = UrlRule::for_origin(&p.origin_host_name, p.origin_port, scheme, &authority);
     Client {
         authority,
         scheme,

@@ -1,20 +1,22 @@
 //! Trusted Server Edge: the Fastly Compute adapter.
 //!
-//! A thin layer over `trusted-server-core`, read top to bottom as the request's phases:
-//! **route** → **upstream** (the origin request) → **response** (every header decided before
-//! any is sent) → **body** (streamed through the pipeline, or passed through untouched).
+//! A thin layer over `trusted-server-core`, read top to bottom as the request's phases, one
+//! file (or folder) each: **route** (here) → **upstream** (`origin`, with `client` for what
+//! the platform observed) → **response** (`response`: every header decided before any is
+//! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
+//! untouched).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
-// One call into the ABI, in `downstream::origin_has_more_ready`; nothing else.
+// One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
 #![deny(unsafe_code)]
 
 mod access;
 mod body;
 mod client;
-mod downstream;
 mod failure;
 mod origin;
 mod reply;
+mod response;
 
 use fastly::Request;
 use trusted_server_core::Route;
@@ -69,7 +71,7 @@ fn proxy(request: Request, access: &mut Access) {
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let prepared = body::prepare(origin_response, client, is_head, &SETTINGS);
+    let prepared = response::prepare(origin_response, client, is_head, &SETTINGS);
     body::send(prepared, &SETTINGS, access);
 }
 

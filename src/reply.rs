@@ -50,7 +50,7 @@ pub fn with_standard_headers(mut response: Response, settings: &Settings) -> Res
         .get_headers()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
-    apply_standard_headers(&mut headers, settings);
+    apply_standard_headers(&mut headers, &settings.response_headers);
     replace_headers(&mut response, headers);
     response
 }

@@ -15,15 +15,12 @@ use trusted_server_core::{
 pub use ts_testkit::fuzz_input::{split_input, Input, TARGETS};
 pub use ts_testkit::{cut_points, rewrite_for, ORIGIN};
 
-/// Pipeline options from two config bits: a tiny flush threshold or the default one, and
-/// flushing at every chunk or not. None of them may change the output.
+/// Pipeline options from a config bit: lol_html from the first byte (no lookback) or the
+/// default lookback. Neither may change the output.
 pub fn options(config: u8) -> PipelineOptions {
     let mut options = PipelineOptions::default();
     if config & 1 != 0 {
-        options.flush.threshold = 1;
-    }
-    if config & 2 != 0 {
-        options.flush.every_chunk = false;
+        options.html_lookback = 0;
     }
     options
 }

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     };
     let options = PipelineOptions::default();
     let BodyPlan::Rewrite { rewrite, .. } =
-        BodyPlan::decide(200, Some(content_type), None, &options.nextjs)
+        BodyPlan::decide(200, Some(content_type), None, options.nextjs.enabled)
     else {
         eprintln!("rewrite: {content_type} is not rewritten by the service");
         return ExitCode::from(2);

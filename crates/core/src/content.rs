@@ -6,7 +6,6 @@
 use lol_html::AsciiCompatibleEncoding;
 
 use crate::body::codec::Codec;
-use trusted_server_settings::Nextjs;
 
 /// How a body is rewritten.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +53,12 @@ pub enum PassReason {
 
 impl BodyPlan {
     /// Plans a body from the response status, `Content-Type` and `Content-Encoding`, and
-    /// whether Next.js payloads are rewritten (`integrations.nextjs.enabled`).
+    /// whether Next.js Flight payloads are rewritten (`integrations.nextjs.enabled`).
     pub fn decide(
         status: u16,
         content_type: Option<&str>,
         content_encoding: Option<&str>,
-        nextjs: &Nextjs,
+        rewrite_flight: bool,
     ) -> Self {
         if status == 206 || status == 204 || status == 304 || (100..200).contains(&status) {
             return BodyPlan::PassThrough(PassReason::NoFullBody);
@@ -70,7 +69,7 @@ impl BodyPlan {
                 Some(encoding) => Rewrite::Html(encoding),
                 None => return BodyPlan::PassThrough(PassReason::UnsafeCharset),
             },
-            "text/x-component" if nextjs.enabled => Rewrite::Flight,
+            "text/x-component" if rewrite_flight => Rewrite::Flight,
             "text/x-component" => return BodyPlan::PassThrough(PassReason::FlightPayload),
             m if is_rewritable_text(m) => {
                 if html_encoding(charset.as_deref()).is_none() {
@@ -159,13 +158,11 @@ fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {
 mod tests {
     use super::*;
 
-    const NEXTJS: Nextjs = trusted_server_settings::Settings::DEFAULT
+    const NEXTJS: bool = trusted_server_settings::Settings::DEFAULT
         .integrations
-        .nextjs;
-    const NEXTJS_OFF: Nextjs = Nextjs {
-        enabled: false,
-        max_held_bytes: 1024,
-    };
+        .nextjs
+        .enabled;
+    const NEXTJS_OFF: bool = false;
 
     #[test]
     fn flight_responses_are_rewritten_unless_next_js_is_off() {
@@ -179,7 +176,7 @@ mod tests {
     }
 
     fn plan(ct: &str, ce: Option<&str>) -> BodyPlan {
-        BodyPlan::decide(200, Some(ct), ce, &NEXTJS)
+        BodyPlan::decide(200, Some(ct), ce, NEXTJS)
     }
 
     #[test]
@@ -250,15 +247,15 @@ mod tests {
                 PassReason::UnsafeCharset,
             ),
             (
-                BodyPlan::decide(200, Some("text/x-component"), None, &NEXTJS_OFF),
+                BodyPlan::decide(200, Some("text/x-component"), None, NEXTJS_OFF),
                 PassReason::FlightPayload,
             ),
             (
-                BodyPlan::decide(206, Some("text/html"), None, &NEXTJS),
+                BodyPlan::decide(206, Some("text/html"), None, NEXTJS),
                 PassReason::NoFullBody,
             ),
             (
-                BodyPlan::decide(304, Some("text/html"), None, &NEXTJS),
+                BodyPlan::decide(304, Some("text/html"), None, NEXTJS),
                 PassReason::NoFullBody,
             ),
         ];

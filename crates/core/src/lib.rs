@@ -7,7 +7,8 @@
 //! * [`origin_request_headers`]: what the origin sees of the client's request;
 //! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
 //! * [`origin_response_headers`]: the response headers, decided before any are sent;
-//! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk.
+//! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk;
+//! * [`Release`]: when the output leaves for the client.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -22,9 +23,8 @@ mod url_rewrite;
 
 pub use body::codec::Codec;
 pub use body::decode::DecodeError;
-pub use body::pipeline::{
-    BodyPipeline, FlushPolicy, PipelineError, PipelineOptions, PipelineReport,
-};
+pub use body::pipeline::{BodyPipeline, PipelineError, PipelineOptions, PipelineReport};
+pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
 pub use body::rsc::RscReport;
 pub use content::{BodyPlan, PassReason, Rewrite};
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
@@ -35,4 +35,4 @@ pub use routes::Route;
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.
-pub use trusted_server_settings::{Nextjs, Settings};
+pub use trusted_server_settings::{HeaderSetting, Nextjs, Settings};

@@ -4,7 +4,7 @@
 //! headers are out they cannot change.
 
 use http::header::{HeaderName, HeaderValue};
-use trusted_server_settings::Settings;
+use trusted_server_settings::HeaderSetting;
 
 use crate::url_rewrite::UrlRule;
 
@@ -59,13 +59,14 @@ pub struct ResponseContext<'a> {
     pub not_modified: bool,
 }
 
-/// Applies the proxy's rules to origin response headers, then the standard headers.
+/// Applies the proxy's rules to origin response headers, then the standard headers with
+/// `extra` (the `[response_headers]` setting).
 pub fn origin_response_headers(
     headers: Vec<(HeaderName, HeaderValue)>,
     ctx: &ResponseContext<'_>,
-    settings: &Settings,
+    extra: &[HeaderSetting],
 ) -> Vec<(HeaderName, HeaderValue)> {
-    let mut out = Vec::with_capacity(headers.len() + 2 + settings.response_headers.len());
+    let mut out = Vec::with_capacity(headers.len() + 2 + extra.len());
     for (name, value) in headers {
         let n = name.as_str();
         if HOP_BY_HOP.contains(&n) || (ctx.body_changes && BODY_BOUND.contains(&n)) {
@@ -103,19 +104,22 @@ pub fn origin_response_headers(
         }
         out.push((name, value));
     }
-    apply_standard_headers(&mut out, settings);
+    apply_standard_headers(&mut out, extra);
     out
 }
 
-/// Adds the version header and then `[response_headers]`, each replacing any earlier value.
-/// Called on every path, errors included.
-pub fn apply_standard_headers(headers: &mut Vec<(HeaderName, HeaderValue)>, settings: &Settings) {
+/// Adds the version header and then `extra` (the `[response_headers]` setting), each replacing
+/// any earlier value. Called on every path, errors included.
+pub fn apply_standard_headers(
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+    extra: &[HeaderSetting],
+) {
     set(
         headers,
         HeaderName::from_static(VERSION_HEADER),
         HeaderValue::from_static(VERSION),
     );
-    for h in settings.response_headers.iter() {
+    for h in extra {
         // Names and values were validated at build time.
         if let (Ok(n), Ok(v)) = (
             HeaderName::from_bytes(h.name.as_bytes()),
@@ -198,7 +202,7 @@ fn names_origin(domain: &[u8], origin: &str) -> bool {
 mod tests {
     use super::*;
     use std::borrow::Cow;
-    use trusted_server_settings::HeaderSetting;
+    use trusted_server_settings::Settings;
 
     fn hv(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
         list.iter()
@@ -235,7 +239,7 @@ mod tests {
             body_changes,
             not_modified: false,
         };
-        origin_response_headers(hv(list), &ctx, &settings())
+        origin_response_headers(hv(list), &ctx, &settings().response_headers)
             .into_iter()
             .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
             .collect()
@@ -284,7 +288,7 @@ mod tests {
         assert_eq!(get(&out, "x-powered-by"), ["trusted-server"]);
         assert_eq!(get(&out, "x-ts-version"), ["override"]);
         let mut plain = Vec::new();
-        apply_standard_headers(&mut plain, &Settings::DEFAULT);
+        apply_standard_headers(&mut plain, &Settings::DEFAULT.response_headers);
         assert_eq!(plain.len(), 1);
         assert_eq!(plain[0].1, VERSION);
     }
@@ -347,7 +351,7 @@ mod tests {
             HeaderName::from_static("set-cookie"),
             HeaderValue::from_bytes(value).unwrap(),
         )];
-        let out = origin_response_headers(headers, &ctx, &Settings::DEFAULT);
+        let out = origin_response_headers(headers, &ctx, &Settings::DEFAULT.response_headers);
         let cookie = out.iter().find(|(n, _)| n == "set-cookie").unwrap();
         assert_eq!(cookie.1.as_bytes(), b"a=\xe9t\xe9; Path=/\xff");
     }

@@ -90,8 +90,20 @@ impl UrlRule {
     pub fn new(origin_authority: &str, target_scheme: &str, target_authority: &str) -> Self {
         let authority = origin_authority.to_ascii_lowercase();
         let (host, port) = split_authority(&authority);
+        Self::for_origin(host, port, target_scheme, target_authority)
+    }
+
+    /// [`UrlRule::new`] for an origin authority already split into its host and explicit
+    /// port (as the settings hold it, parsed once at load).
+    pub fn for_origin(
+        origin_host: &str,
+        origin_port: Option<u16>,
+        target_scheme: &str,
+        target_authority: &str,
+    ) -> Self {
+        let (host, port) = (origin_host.to_ascii_lowercase(), origin_port);
         UrlRule {
-            host: host.as_bytes().to_vec(),
+            host: host.into_bytes(),
             port,
             target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
                 443

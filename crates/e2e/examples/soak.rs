@@ -319,7 +319,7 @@ fn decode(coding: Option<&str>, body: &[u8]) -> Result<Vec<u8>, String> {
 fn pipeline_output(content_type: &str, original: &[u8], host: &str) -> Result<Vec<u8>, String> {
     let options = PipelineOptions::default();
     let BodyPlan::Rewrite { rewrite, .. } =
-        BodyPlan::decide(200, Some(content_type), None, &options.nextjs)
+        BodyPlan::decide(200, Some(content_type), None, options.nextjs.enabled)
     else {
         return Err(format!("{content_type} is not rewritten"));
     };

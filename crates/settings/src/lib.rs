@@ -68,6 +68,11 @@ pub struct Publisher {
     /// origin's pages use in absolute URLs, which the proxy rewrites to the request's host.
     /// Default: the `host[:port]` of `origin_url`.
     pub origin_host: Text,
+    /// Host name of `origin_host` (no port), lowercase: what origin cookies' `Domain` and the
+    /// URL rule match. Parsed once, at load.
+    pub origin_host_name: Text,
+    /// Explicit port of `origin_host`, if it has one.
+    pub origin_port: Option<u16>,
     /// `publisher.cookie_domain`: the `Domain` given to origin cookies that named the origin's
     /// own domain. Empty (the default) removes such `Domain` attributes, making the cookies
     /// host-only on the first-party host.
@@ -75,13 +80,6 @@ pub struct Publisher {
     /// `publisher.streaming`: stream bodies as they arrive (default `true`). `false` buffers the
     /// whole body and sends it with a `Content-Length`: kept for comparison and as a fallback.
     pub streaming: bool,
-    /// `publisher.flush_threshold`: bytes of output collected before they are written to the
-    /// client in one host call (default 8192). `0` disables size-triggered flushing.
-    pub flush_threshold: u32,
-    /// `publisher.flush_every_chunk`: also flush at the end of every origin chunk the origin
-    /// does not follow at once (default `true`), so bytes never wait for more origin input.
-    /// Turning it off trades first-byte latency for fewer, larger writes.
-    pub flush_every_chunk: bool,
     /// `publisher.connect_timeout_ms`: origin connect timeout (default 5000).
     pub connect_timeout_ms: u32,
     /// `publisher.first_byte_timeout_ms`: time allowed for the origin's response headers
@@ -197,10 +195,10 @@ impl Settings {
             origin_address: Cow::Borrowed(""),
             origin_tls_host: Cow::Borrowed(""),
             origin_host: Cow::Borrowed(""),
+            origin_host_name: Cow::Borrowed(""),
+            origin_port: None,
             cookie_domain: Cow::Borrowed(""),
             streaming: true,
-            flush_threshold: 8192,
-            flush_every_chunk: true,
             connect_timeout_ms: 5_000,
             first_byte_timeout_ms: 15_000,
             between_bytes_timeout_ms: 10_000,
@@ -242,10 +240,10 @@ impl Settings {
         origin_address: {address},
         origin_tls_host: {tls_host},
         origin_host: {origin_host},
+        origin_host_name: {origin_host_name},
+        origin_port: {origin_port:?},
         cookie_domain: {cookie_domain},
         streaming: {streaming},
-        flush_threshold: {flush_threshold},
-        flush_every_chunk: {flush_every_chunk},
         connect_timeout_ms: {connect},
         first_byte_timeout_ms: {first_byte},
         between_bytes_timeout_ms: {between},
@@ -267,10 +265,10 @@ impl Settings {
             address = s(&p.origin_address),
             tls_host = s(&p.origin_tls_host),
             origin_host = s(&p.origin_host),
+            origin_host_name = s(&p.origin_host_name),
+            origin_port = p.origin_port,
             cookie_domain = s(&p.cookie_domain),
             streaming = p.streaming,
-            flush_threshold = p.flush_threshold,
-            flush_every_chunk = p.flush_every_chunk,
             connect = p.connect_timeout_ms,
             first_byte = p.first_byte_timeout_ms,
             between = p.between_bytes_timeout_ms,

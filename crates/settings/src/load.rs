@@ -91,8 +91,6 @@ struct PublisherFile {
     origin_host: Option<String>,
     cookie_domain: Option<String>,
     streaming: Option<Flag>,
-    flush_threshold: Option<Int<0, { 16 << 20 }>>,
-    flush_every_chunk: Option<Flag>,
     connect_timeout_ms: Option<Int<1, 600_000>>,
     first_byte_timeout_ms: Option<Int<1, 600_000>>,
     between_bytes_timeout_ms: Option<Int<1, 600_000>>,
@@ -506,13 +504,16 @@ fn convert(
             ));
         }
     }
-    let origin_host = origin_host.unwrap_or_else(|| authority.to_owned());
-    if split_authority(&origin_host).is_none() {
+    let origin_host = origin_host
+        .unwrap_or_else(|| authority.to_owned())
+        .to_ascii_lowercase();
+    let Some((origin_host_name, origin_port)) = split_authority(&origin_host) else {
         return Err(err(
             "publisher.origin_host",
             "expected host[:port] such as origin.example.com",
         ));
-    }
+    };
+    let origin_host_name = origin_host_name.to_owned();
 
     let cookie_domain = p.cookie_domain.unwrap_or_default();
     let bare = cookie_domain.trim_start_matches('.').to_ascii_lowercase();
@@ -564,13 +565,13 @@ fn convert(
             origin_scheme: scheme,
             origin_address: Cow::Owned(format!("{host}:{}", port.unwrap_or(scheme.default_port()))),
             origin_tls_host: Cow::Owned(host.to_owned()),
-            origin_host: Cow::Owned(origin_host.to_ascii_lowercase()),
+            origin_host: Cow::Owned(origin_host),
+            origin_host_name: Cow::Owned(origin_host_name),
+            origin_port,
             domain: Cow::Owned(domain),
             origin_url: Cow::Owned(origin_url),
             cookie_domain: Cow::Owned(cookie_domain),
             streaming: flag(p.streaming, d.streaming),
-            flush_threshold: int(p.flush_threshold.map(|i| i.0), d.flush_threshold),
-            flush_every_chunk: flag(p.flush_every_chunk, d.flush_every_chunk),
             connect_timeout_ms: int(p.connect_timeout_ms.map(|i| i.0), d.connect_timeout_ms),
             first_byte_timeout_ms: int(
                 p.first_byte_timeout_ms.map(|i| i.0),
@@ -642,10 +643,10 @@ mod tests {
         assert_eq!(s.publisher.origin_scheme, Scheme::Https);
         assert_eq!(s.publisher.origin_address, "origin.example.com:443");
         assert_eq!(s.publisher.origin_host, "origin.example.com");
+        assert_eq!(s.publisher.origin_host_name, "origin.example.com");
+        assert_eq!(s.publisher.origin_port, None);
         assert_eq!(s.publisher.origin_tls_host, "origin.example.com");
         assert!(s.publisher.streaming);
-        assert_eq!(s.publisher.flush_threshold, 8192);
-        assert!(s.publisher.flush_every_chunk);
         assert!(s.response_headers.is_empty());
         assert!(s.integrations.nextjs.enabled);
         assert_eq!(s.integrations.nextjs.max_held_bytes, 10 * 1024 * 1024);
@@ -724,16 +725,18 @@ mod tests {
                 "http://127.0.0.1:8080",
             ),
             ("TRUSTED_SERVER__PUBLISHER__STREAMING", "false"),
-            ("TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD", "4096"),
+            ("TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS", "4096"),
             ("TRUSTED_SERVER__RESPONSE_HEADERS__X_ENV_NAME", "staging"),
             ("UNRELATED", "ignored"),
         ];
         let s = load(MINIMAL, env).unwrap();
         assert_eq!(s.publisher.origin_address, "127.0.0.1:8080");
         assert_eq!(s.publisher.origin_host, "127.0.0.1:8080");
+        assert_eq!(s.publisher.origin_host_name, "127.0.0.1");
+        assert_eq!(s.publisher.origin_port, Some(8080));
         assert_eq!(s.publisher.origin_scheme, Scheme::Http);
         assert!(!s.publisher.streaming);
-        assert_eq!(s.publisher.flush_threshold, 4096);
+        assert_eq!(s.publisher.connect_timeout_ms, 4096);
         assert_eq!(s.response_headers[0].name, "x-env-name");
         assert_eq!(s.response_headers[0].value, "staging");
     }
@@ -752,8 +755,8 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "http://x/path")], "publisher.origin_url"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_URL", "http://x:99999")], "publisher.origin_url"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__STREAMING", "yes")], "publisher.streaming"),
-            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD", "-1")], "publisher.flush_threshold"),
-            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD", "lots")], "publisher.flush_threshold"),
+            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS", "-1")], "publisher.connect_timeout_ms"),
+            (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS", "lots")], "publisher.connect_timeout_ms"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__STREMING", "true")], "publisher.streming"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN", ".other.com")], "publisher.cookie_domain"),
             (MINIMAL, &[("TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST", "bad host")], "publisher.origin_host"),
@@ -785,7 +788,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 13, "{vars:?}");
+        assert_eq!(vars.len(), 11, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -824,7 +827,7 @@ mod tests {
             "{expr}"
         );
         assert!(expr.contains("origin_scheme: ::trusted_server_settings::Scheme::Https"));
-        assert!(expr.contains("flush_threshold: 8192"));
+        assert!(expr.contains("connect_timeout_ms: 5000"));
     }
 
     /// Found by the `settings` fuzz target: an empty quoted name gave an error naming no key
@@ -890,14 +893,14 @@ mod tests {
     #[test]
     fn an_environment_mistake_names_its_variable() {
         let text = format!("{MINIMAL}\nstreaming = 'yes'\n");
-        let var = "TRUSTED_SERVER__PUBLISHER__FLUSH_THRESHOLD";
+        let var = "TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS";
         let e = load(&text, [(var, "lots")]).unwrap_err();
-        // The file's own mistake (line 6) comes later in key order than flush_threshold.
-        assert_eq!(e.key, "publisher.flush_threshold");
+        // The file's own mistake (line 6) comes later in key order than connect_timeout_ms.
+        assert_eq!(e.key, "publisher.connect_timeout_ms");
         assert_eq!(e.origin, Some(Origin::Variable(var.to_owned())));
         assert_eq!(
             e.to_string(),
-            format!("invalid setting `publisher.flush_threshold` from {var}: expected an integer, got \"lots\"")
+            format!("invalid setting `publisher.connect_timeout_ms` from {var}: expected an integer, got \"lots\"")
         );
         // A value from the environment replaces the file's, and so does its origin.
         let e = load(&text, [("TRUSTED_SERVER__PUBLISHER__STREAMING", "no")]).unwrap_err();
@@ -926,6 +929,35 @@ mod tests {
                 "{var} is not watched"
             );
         }
+    }
+
+    /// The README's "Settings" table repeats each default; the defaults live in
+    /// `Settings::DEFAULT`. Setting a key to the value its row documents must change nothing.
+    #[test]
+    fn every_documented_default_is_the_default() {
+        let readme = include_str!("../../../README.md");
+        let settings = &readme[readme.find("## Settings").expect("a Settings section")..];
+        let rows = settings
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
+            .filter_map(|l| {
+                let mut cells = l.strip_prefix("| `")?.split(" | ");
+                let key = cells.next()?.strip_suffix('`')?;
+                let default = cells.next()?.strip_prefix('`')?.split_once('`')?.0;
+                Some((key, default))
+            })
+            .filter(|(k, _)| !k.starts_with('['));
+        let defaults = load(MINIMAL, no_env()).unwrap();
+        let mut checked = 0;
+        for (key, default) in rows {
+            let var = format!("TRUSTED_SERVER__{}", key.replace('.', "__").to_uppercase());
+            let value = default.trim_matches('"');
+            let set = load(MINIMAL, [(var.as_str(), value)]).unwrap();
+            assert_eq!(set, defaults, "{key}: the README says {default}");
+            checked += 1;
+        }
+        assert_eq!(checked, 8, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -64,7 +64,7 @@ pub fn rewrite_for(content_type: &str) -> Rewrite {
         200,
         Some(content_type),
         None,
-        &PipelineOptions::default().nextjs,
+        PipelineOptions::default().nextjs.enabled,
     ) {
         BodyPlan::Rewrite { rewrite, .. } => rewrite,
         other => panic!("{content_type} is not rewritten: {other:?}"),

@@ -21,7 +21,9 @@ use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
 
+use crate::body::charset::declared_charset;
 use crate::body::rsc::{InlineFlight, RscReport};
+use crate::body::stage::{BodyStage, StageReport};
 use crate::content::charset_allows_rewrite;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
@@ -206,6 +208,7 @@ impl HtmlStage {
     }
 
     /// Why lol_html gave up, if it did (the rest of the document then passed through).
+    #[cfg(test)]
     pub fn bail_out_reason(&self) -> Option<&str> {
         self.bail_out.as_deref()
     }
@@ -229,8 +232,8 @@ impl HtmlStage {
         }
     }
 
-    /// Ends the document; reports what the RSC stage did.
-    pub fn finish(mut self, out: &mut Vec<u8>) -> RscReport {
+    /// Ends the document; reports why lol_html gave up, if it did, and what the RSC stage did.
+    pub fn finish(mut self, out: &mut Vec<u8>) -> StageReport {
         if let Some(rewriter) = self.rewriter.take() {
             if let Err(e) = rewriter.end() {
                 self.give_up(&e);
@@ -249,7 +252,11 @@ impl HtmlStage {
             }
             None => self.replacer.flush(out),
         }
-        self.rsc_report()
+        StageReport {
+            rsc: self.rsc_report(),
+            bail_out: self.bail_out.take(),
+            ..StageReport::default()
+        }
     }
 
     fn give_up(&mut self, error: &RewritingError) {
@@ -374,29 +381,19 @@ impl HtmlStage {
     }
 }
 
+impl BodyStage for HtmlStage {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        HtmlStage::write(self, input, out);
+    }
+
+    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+        HtmlStage::finish(*self, out)
+    }
+}
+
 /// The charset a `<meta charset>` or `<meta http-equiv="content-type" content="...">` declares.
 fn meta_charset(el: &Element) -> Option<String> {
     declared_charset(|name| el.get_attribute(name))
-}
-
-/// The charset a `<meta>` tag declares, given its attribute values (decoded, by name, the
-/// first of each name). Shared with the lazy stage's scan ([`crate::body::lazy_html`]), which
-/// must reach the same verdict without lol_html.
-pub(crate) fn declared_charset(attribute: impl Fn(&str) -> Option<String>) -> Option<String> {
-    if let Some(charset) = attribute("charset") {
-        return Some(charset.trim().to_owned());
-    }
-    let http_equiv = attribute("http-equiv")?;
-    if !http_equiv.trim().eq_ignore_ascii_case("content-type") {
-        return None;
-    }
-    let content = attribute("content")?;
-    content.split(';').find_map(|part| {
-        let (key, value) = part.split_once('=')?;
-        key.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
-    })
 }
 
 /// `Some(true)` if the script text starts (after whitespace) with the Flight push call,

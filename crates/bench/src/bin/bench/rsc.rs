@@ -25,8 +25,8 @@ use trusted_server_core::{
 use ts_testkit::Flush;
 
 /// The pipeline options the proxy under test runs with. `trusted-server.toml` sets the
-/// defaults for every key the pipeline reads (flush threshold 8192, flush every chunk,
-/// Next.js rewriting on, 10 MiB held at most), and the benchmark overrides none of them. If
+/// defaults for every key the pipeline reads (Next.js rewriting on, 10 MiB held at most), and
+/// the benchmark overrides none of them. If
 /// that file changed, the proxy's output would stop matching the reference and
 /// the latency run's output check (`latency::verify_outputs`) would fail before anything is
 /// timed.
@@ -49,7 +49,7 @@ pub fn reference(
     options: &PipelineOptions,
 ) -> Result<(Vec<u8>, PipelineReport, Vec<usize>), String> {
     let BodyPlan::Rewrite { codec, rewrite } =
-        BodyPlan::decide(200, content_type, None, &options.nextjs)
+        BodyPlan::decide(200, content_type, None, options.nextjs.enabled)
     else {
         return Err(format!("{content_type:?} is not rewritten"));
     };
@@ -155,7 +155,7 @@ pub fn analyze(
         }
         let content_type = c.content_type.as_deref();
         if !matches!(
-            BodyPlan::decide(200, content_type, None, &options.nextjs),
+            BodyPlan::decide(200, content_type, None, options.nextjs.enabled),
             BodyPlan::Rewrite { .. }
         ) {
             continue;

@@ -720,11 +720,11 @@ mod tests {
                 stage.write(piece, &mut out);
             }
             let report = stage.finish(&mut out);
-            assert!(report.degraded.is_some(), "chunk {chunk}");
+            assert!(report.rsc.degraded.is_some(), "chunk {chunk}");
             assert!(
-                (1025..=1024 + 4).contains(&report.peak_held),
+                (1025..=1024 + 4).contains(&report.rsc.peak_held),
                 "chunk {chunk}: peak {}",
-                report.peak_held
+                report.rsc.peak_held
             );
             outputs.push(String::from_utf8(out).expect("whole characters in each string"));
         }

@@ -17,6 +17,7 @@ mod rows;
 
 pub(crate) use inline::InlineFlight;
 
+use crate::body::stage::{BodyStage, StageReport};
 use crate::url_rewrite::UrlRule;
 use rows::RowRewriter;
 
@@ -32,16 +33,21 @@ impl FlightStage {
             rows: RowRewriter::new(rule, max_held),
         }
     }
+}
 
-    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+impl BodyStage for FlightStage {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         self.rows.write(input, out);
     }
 
-    pub(crate) fn finish(mut self, out: &mut Vec<u8>) -> RscReport {
+    fn finish(mut self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
         self.rows.finish(out);
-        RscReport {
-            peak_held: self.rows.peak_held(),
-            degraded: self.rows.degraded(),
+        StageReport {
+            rsc: RscReport {
+                peak_held: self.rows.peak_held(),
+                degraded: self.rows.degraded(),
+            },
+            ..StageReport::default()
         }
     }
 }

@@ -9,24 +9,20 @@
 //! does not. Measured with `wrk` on the article: 170 req/s at 48 ms p50 streamed against
 //! 480 req/s at 15 ms buffered (8 connections, before this module).
 //!
-//! The rule, applied after the pipeline has processed each origin read:
+//! When held bytes leave is decided in one place, the core's `Release` (the 256 KiB bound,
+//! the origin pause, the compressed-flush credit); this module carries it out and answers the
+//! one question only the platform can ([`origin_has_more_ready`]):
 //!
-//! - **the origin has more ready** (its next read would not wait more than [`ORIGIN_WAIT_MS`]:
-//!   more bytes, or the end), or every byte its `Content-Length` promised is in: keep the
-//!   pipeline's output here, up to [`HOLD_MAX_BYTES`]. Only a body with a `Content-Length` is
-//!   asked (see [`origin_has_more_ready`] for why); a chunked body counts as "would make us
-//!   wait" after every read, so it streams exactly as before;
-//! - **the origin would make us wait**: send what is held now. The first send is the response
-//!   head with those bytes as the start of its body (`set_body`, then `stream_to_client`), so
-//!   head and first bytes leave in one write;
-//! - **the origin's body ended and nothing was sent yet**: the whole output goes as one
-//!   response with a `Content-Length`, in one write, as the buffered build sends it.
+//! - the pipeline writes into [`HoldingSink`], which holds, and sends only past the bound;
+//! - flushing the sink, or [`ClientBody::send_held`], sends what is held now. The first send
+//!   is the response head with those bytes as the start of its body (`set_body`, then
+//!   `stream_to_client`), so head and first bytes leave in one write;
+//! - [`ClientBody::finish`]: if nothing was sent yet, the whole output goes as one response
+//!   with a `Content-Length`, in one write, as the buffered build sends it.
 //!
-//! So a dripping page (chunked, a pause after each part) streams exactly as before, and bytes
-//! are never held across a wait on the origin longer than [`ORIGIN_WAIT_MS`].
-//! Memory is bounded by [`HOLD_MAX_BYTES`] of output. A failure before anything was sent still
-//! abandons the transfer (head, held bytes, no end), as a failure after the head always did: a
-//! body is sent with a `Content-Length` only once the pipeline has finished it.
+//! A failure before anything was sent abandons the transfer (head, held bytes, no end), as a
+//! failure after the head does: a body is sent with a `Content-Length` only once the pipeline
+//! has finished it.
 //!
 //! What this cannot fix: once a body is streaming, its last bytes and the chunked terminator
 //! are two host calls (`write`, then `finish`), and Viceroy writes them to the socket
@@ -40,18 +36,9 @@ use std::time::Instant;
 use fastly::handle::BodyHandle;
 use fastly::http::body::StreamingBody;
 use fastly::Response;
+use trusted_server_core::{Release, HOLD_MAX_BYTES};
 
 use crate::access::SinkStats;
-
-/// Most output bytes held while the origin keeps delivering. Past this, held bytes are sent
-/// (as a streamed body) even though more are ready, so memory stays bounded on any page. A
-/// page whose output fits, from an origin that sends it at once, leaves in one write with a
-/// `Content-Length`. A larger page leaves in writes of at least this size: each is several
-/// full TCP segments, which Nagle's algorithm does not hold, and sending the first part early
-/// lets the client receive while the rest is rewritten. Measured on the 1 MiB page with `wrk`
-/// (keep-alive): 256 KiB served 77–100 req/s at 8 connections and 64–77 at 64, against 71–95
-/// and 52–56 with a 2 MiB bound (the whole page held) and 68–83 / 50–51 buffered.
-pub const HOLD_MAX_BYTES: usize = 256 * 1024;
 
 /// How long to wait for an origin's next bytes, when its `Content-Length` says more are
 /// coming, before sending what is held. On loopback and in a busy host, the next chunk of a
@@ -106,15 +93,6 @@ enum State {
     Done,
 }
 
-/// How a body that [`ClientBody::finish`] sent left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sent {
-    /// In one response with a `Content-Length`.
-    Whole,
-    /// Streamed, then finished.
-    Streamed,
-}
-
 struct Inner {
     state: State,
     held: Vec<u8>,
@@ -122,14 +100,14 @@ struct Inner {
 }
 
 /// The client body of the streaming build; see the module docs. The pipeline writes into its
-/// [`ClientBody::sink`], which only holds; the caller decides when held bytes leave
+/// [`ClientBody::sink`], which holds; the caller carries out `Release`'s decisions
 /// ([`ClientBody::send_held`], [`ClientBody::finish`]).
 pub struct ClientBody {
     inner: Rc<RefCell<Inner>>,
 }
 
-/// The pipeline's side of a [`ClientBody`]: `Write` that holds, sending only past
-/// [`HOLD_MAX_BYTES`].
+/// The pipeline's side of a [`ClientBody`]: `Write` that holds, sending only past the bound
+/// (`Release::must_send`); `flush` sends what is held.
 pub struct HoldingSink {
     inner: Rc<RefCell<Inner>>,
 }
@@ -170,7 +148,7 @@ impl ClientBody {
     ///
     /// # Errors
     /// If the client is gone.
-    pub fn finish(self) -> io::Result<Sent> {
+    pub fn finish(self) -> io::Result<()> {
         let mut inner = self.inner.borrow_mut();
         let held = std::mem::take(&mut inner.held);
         let n = held.len();
@@ -180,15 +158,14 @@ impl ClientBody {
                 inner.stats.sent_at.set(Some(Instant::now()));
                 response.send_to_client();
                 inner.stats.record(n);
-                Ok(Sent::Whole)
+                Ok(())
             }
             State::Streaming(mut body) => {
                 if n > 0 {
                     body.write_all(&held)?;
                     inner.stats.record(n);
                 }
-                body.finish()?;
-                Ok(Sent::Streamed)
+                body.finish()
             }
             State::Done => Err(io::Error::other("client body used after its end")),
         }
@@ -231,16 +208,16 @@ impl Write for HoldingSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut inner = self.inner.borrow_mut();
         inner.held.extend_from_slice(buf);
-        if inner.held.len() >= HOLD_MAX_BYTES {
+        if Release::must_send(inner.held.len()) {
             inner.release()?;
         }
         Ok(buf.len())
     }
 
-    /// The pipeline's "make this reach the client" at the end of each origin chunk: the caller
-    /// does that after the chunk, once it knows whether the origin has more ready.
+    /// Sends what is held now: the pipeline's flush, when `Release` decided the output must
+    /// not wait.
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.inner.borrow_mut().release()
     }
 }
 

@@ -1,0 +1,139 @@
+//! The contract every body stage keeps, and how stages are chained.
+//!
+//! A stage is pushed the body's plain (decoded) bytes in pieces of any size, split anywhere, and
+//! appends the output it has decided to the buffer it is given. Its output must not depend on
+//! where the input was split. It may hold bytes it cannot decide yet (the end of what may be a
+//! URL, an open Flight `T` row), and [`BodyStage::finish`], which consumes it, writes them.
+//!
+//! A stage never fails: when it cannot rewrite a part of the body, it passes that part's
+//! original bytes through and says so in its [`StageReport`]. Errors belong to the decoder,
+//! the encoder and the client, which the pipeline handles; a stage only degrades.
+//!
+//! Stages compose with [`Chain::then`]: each one's output is the next one's input. The
+//! pipeline knows stages only through this trait.
+
+use crate::body::rsc::RscReport;
+
+/// A streaming body rewriter; see the module docs.
+pub(crate) trait BodyStage {
+    /// Takes the next `input` bytes of the body and appends what is decided to `out`.
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>);
+
+    /// Ends the body: appends everything still held to `out`, and reports what happened.
+    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport;
+}
+
+/// What a stage (or a chain of them) did with a body. The default is "rewritten, nothing to
+/// say": every byte went through the stage's rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StageReport {
+    /// The whole body passed through unchanged, and why (it is not text the rule can read).
+    pub passed_through: Option<&'static str>,
+    /// Rewriting stopped part-way and the rest passed through unchanged: why (lol_html's
+    /// error). The output is still a valid page.
+    pub bail_out: Option<String>,
+    /// The Next.js Flight rewriting: the most bytes it held back at once, and why it degraded
+    /// to passing original bytes, if it did.
+    pub rsc: RscReport,
+    /// For the HTML stage: whether it needed lol_html's view of the page's structure.
+    pub structured: Option<bool>,
+}
+
+impl StageReport {
+    /// Both reports in one, for stages that ran one after the other: the first reason given
+    /// for each kind of degradation, and the most bytes held.
+    fn and(self, later: StageReport) -> StageReport {
+        StageReport {
+            passed_through: self.passed_through.or(later.passed_through),
+            bail_out: self.bail_out.or(later.bail_out),
+            rsc: RscReport {
+                peak_held: self.rsc.peak_held.max(later.rsc.peak_held),
+                degraded: self.rsc.degraded.or(later.rsc.degraded),
+            },
+            structured: self.structured.or(later.structured),
+        }
+    }
+}
+
+/// Stages run one after the other, each on the previous one's output.
+pub(crate) struct Chain {
+    stages: Vec<Box<dyn BodyStage>>,
+    /// Output of every stage but the last, which is the next one's input; reused.
+    between: Vec<Vec<u8>>,
+}
+
+impl Chain {
+    /// A chain of one stage.
+    pub(crate) fn new(first: impl BodyStage + 'static) -> Self {
+        Chain {
+            stages: vec![Box::new(first)],
+            between: Vec::new(),
+        }
+    }
+
+    /// Adds `stage` after the stages so far: it sees their output.
+    // The extension point: in the service only once a second stage exists (see the example
+    // stage in the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn then(mut self, stage: impl BodyStage + 'static) -> Self {
+        self.stages.push(Box::new(stage));
+        self.between.push(Vec::new());
+        self
+    }
+}
+
+impl BodyStage for Chain {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let last = self.between.len();
+        for (i, stage) in self.stages.iter_mut().enumerate() {
+            let (done, later) = self.between.split_at_mut(i);
+            let input: &[u8] = match done.last() {
+                Some(previous) => previous,
+                None => input,
+            };
+            match later.first_mut() {
+                Some(next) if i < last => {
+                    next.clear();
+                    if !input.is_empty() {
+                        stage.write(input, next);
+                    }
+                }
+                _ => {
+                    if !input.is_empty() {
+                        stage.write(input, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+        let Chain {
+            stages,
+            mut between,
+        } = *self;
+        let mut report = StageReport::default();
+        let mut carried: Vec<u8> = Vec::new();
+        let count = stages.len();
+        for (i, mut stage) in stages.into_iter().enumerate() {
+            // What the previous stage wrote at its end is this one's last input.
+            let target = if i + 1 == count {
+                &mut *out
+            } else {
+                let next = &mut between[i];
+                next.clear();
+                next
+            };
+            if !carried.is_empty() {
+                stage.write(&carried, target);
+            }
+            report = report.and(stage.finish(target));
+            carried = if i + 1 == count {
+                Vec::new()
+            } else {
+                std::mem::take(&mut between[i])
+            };
+        }
+        report
+    }
+}

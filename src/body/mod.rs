@@ -1,0 +1,141 @@
+//! The body phase: untouched bodies stream host-side (`send_to_client`); rewritten bodies go
+//! through the core pipeline, streamed ([`stream`]) into `stream_to_client()` by way of the
+//! client body that carries out the core's `Release` ([`downstream`]), or, with
+//! `publisher.streaming = false`, collected and sent with a `Content-Length` ([`buffer`]).
+
+mod buffer;
+pub mod downstream;
+mod stream;
+
+use trusted_server_core::{
+    BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
+};
+
+use crate::access::{Access, Outcome};
+use crate::failure::{self, Failure, Phase};
+use crate::origin;
+use crate::response::Prepared;
+
+/// The body phase. Everything it learns goes into `access`; failures are reported once.
+pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
+    let Prepared {
+        mut response,
+        plan,
+        rule,
+    } = prepared;
+    access.plan = plan_label(&plan);
+    let BodyPlan::Rewrite { codec, rewrite } = plan else {
+        // Untouched: the platform streams origin bytes to the client without a guest copy.
+        access.headers_sent(response.get_status().as_u16());
+        access.outcome = Outcome::PassedThrough(access.plan.clone());
+        return response.send_to_client();
+    };
+    let origin_body = response.take_body();
+    let options = PipelineOptions {
+        nextjs: settings.integrations.nextjs,
+        ..PipelineOptions::default()
+    };
+    let job = Job {
+        codec,
+        rewrite,
+        rule,
+        options,
+    };
+    if settings.publisher.streaming {
+        stream::stream(response, origin_body, job, settings, access);
+    } else {
+        buffer::buffer(response, origin_body, job, settings, access);
+    }
+}
+
+/// `rewrite:html+gzip`, `pass:NotText`, ...: the plan as the access line shows it.
+fn plan_label(plan: &BodyPlan) -> String {
+    match plan {
+        BodyPlan::Rewrite { codec, rewrite } => {
+            let stage = match rewrite {
+                Rewrite::Html(_) => "html",
+                Rewrite::Text => "text",
+                Rewrite::Flight => "flight",
+            };
+            format!(
+                "rewrite:{stage}+{}",
+                format!("{codec:?}").to_ascii_lowercase()
+            )
+        }
+        BodyPlan::PassThrough(reason) => format!("pass:{reason:?}"),
+    }
+}
+
+pub(crate) struct Job {
+    codec: Codec,
+    rewrite: Rewrite,
+    rule: UrlRule,
+    options: PipelineOptions,
+}
+
+/// A failure of the body phase: what it was and its cause.
+pub(crate) type BodyFailure = (Failure, String);
+
+pub(crate) fn classify(error: PipelineError) -> BodyFailure {
+    let failure = match &error {
+        PipelineError::Origin(_) => Failure::OriginBody,
+        PipelineError::Client(_) => Failure::ClientGone,
+        _ => Failure::Reencoding,
+    };
+    (failure, error.to_string())
+}
+
+/// Logs a body-phase failure as one report.
+#[track_caller]
+pub(crate) fn report(
+    failure: BodyFailure,
+    bytes_in: u64,
+    bytes_out: u64,
+    settings: &Settings,
+    access: &Access,
+) {
+    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
+    failure::record(
+        failure.0,
+        failure.1,
+        &origin::backend_info(settings),
+        progress,
+    );
+}
+
+/// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
+/// response, where rewriting gave way to passing original bytes through.
+pub(crate) fn record_report(
+    pipeline_report: &PipelineReport,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    access.html_structured = pipeline_report.html_structured;
+    let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
+    if pipeline_report.utf16 {
+        log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
+    }
+    if pipeline_report.ignored_trailing > 0 {
+        log::info!(
+            "ignored {} bytes after the end of the compressed body, as browsers do",
+            pipeline_report.ignored_trailing
+        );
+    }
+    if let Some(reason) = &pipeline_report.html_bail_out {
+        let failure = (Failure::HtmlBailOut, reason.clone());
+        report(failure, bytes_in, bytes_out, settings, access);
+    }
+    if let Some(reason) = pipeline_report.rsc.degraded {
+        let cause = format!(
+            "{reason} (held at most {} bytes)",
+            pipeline_report.rsc.peak_held
+        );
+        report(
+            (Failure::RscDegraded, cause),
+            bytes_in,
+            bytes_out,
+            settings,
+            access,
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Streaming: the origin body through the pipeline into the client body, read by read.
+
+use std::io::Read;
+use std::rc::Rc;
+use std::time::Instant;
+
+use fastly::handle::BodyHandle;
+use fastly::{Body, Response};
+use trusted_server_core::{BodyPipeline, PipelineReport, Release, Settings, Step};
+
+use super::downstream::{self, ClientBody, HoldingSink};
+use super::{classify, record_report, report, BodyFailure, Job};
+use crate::access::{Access, Outcome, SinkStats};
+use crate::failure::Failure;
+
+/// Largest read from the origin body. A read returns whatever has arrived, so a large buffer
+/// costs no latency and means fewer host calls when the origin is fast.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// First read buffer for a body of unknown length; it doubles (up to [`READ_CHUNK`]) each time
+/// a read fills it.
+const FIRST_READ_CHUNK: usize = 16 * 1024;
+
+/// The read buffer for an origin body of `length` bytes, if known: no larger than the body.
+/// Every request runs in a fresh instance, whose memory the host maps, faults in and tears
+/// down per request, so bytes the guest touches cost even when it never reads into them:
+/// with a 64 KiB buffer for a 1.3 KB page the streaming build served 8–12% fewer requests
+/// than the buffered one at 64 connections, and the same with a buffer the body's size.
+fn read_buffer(length: Option<u64>) -> Vec<u8> {
+    let size = match length {
+        Some(len) => usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .clamp(1, READ_CHUNK),
+        None => FIRST_READ_CHUNK,
+    };
+    vec![0u8; size]
+}
+
+/// The head and the body as the origin delivers it, through the pipeline into a
+/// [`ClientBody`]: output waits only while the origin has more ready (see `downstream`), so a
+/// body the origin sends at once leaves in one write, with a `Content-Length`, and a slow one
+/// streams as it arrives. On any failure the client body is dropped without `finish()`: the
+/// transfer is abandoned, so the client sees an incomplete transfer rather than a short page
+/// that looks complete.
+pub(crate) fn stream(
+    response: Response,
+    origin_body: Body,
+    job: Job,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    let status = response.get_status().as_u16();
+    let stats = Rc::new(SinkStats::default());
+    let mut origin_body = origin_body;
+    let length = origin_body.known_length();
+    let client_body = ClientBody::new(response, Rc::clone(&stats), length);
+    let pipeline = BodyPipeline::new(
+        job.codec,
+        job.rewrite,
+        job.rule,
+        &job.options,
+        client_body.sink(),
+    );
+    let mut bytes_in = 0;
+    let release = Release::new(job.codec, length);
+    let result = pump(
+        pipeline,
+        origin_body.into_handle(),
+        release,
+        client_body,
+        &mut bytes_in,
+    );
+    access.headers_sent(status);
+    access.headers_at = stats.sent_at.get();
+    access.bytes_in = Some(bytes_in);
+    access.body_written(&stats);
+    match result {
+        Ok(pipeline_report) => {
+            access.last_byte_at = Some(Instant::now());
+            record_report(&pipeline_report, settings, access);
+        }
+        Err(failure) => {
+            access.outcome = if failure.0 == Failure::ClientGone {
+                Outcome::ClientGone
+            } else {
+                Outcome::Abandoned
+            };
+            report(failure, bytes_in, stats.bytes.get(), settings, access);
+        }
+    }
+}
+
+/// Reads the origin body through the pipeline to the end and finishes the client body. After
+/// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
+/// client body holds, flushing the pipeline first when that is worth it. On an error the
+/// client body is dropped unfinished: abandoned.
+fn pump(
+    mut pipeline: BodyPipeline<HoldingSink>,
+    mut origin_body: BodyHandle,
+    mut release: Release,
+    client_body: ClientBody,
+    bytes_in: &mut u64,
+) -> Result<PipelineReport, BodyFailure> {
+    let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
+    let length = release.origin_length();
+    let mut buf = read_buffer(length);
+    loop {
+        let n = match origin_body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return Err((Failure::OriginBody, e.to_string())),
+        };
+        *bytes_in += n as u64;
+        pipeline.push(&buf[..n]).map_err(classify)?;
+        if n == buf.len() && n < READ_CHUNK && length.is_none_or(|len| *bytes_in < len) {
+            // The origin delivers faster than this buffer takes it.
+            buf.resize(n * 2, 0);
+        }
+        // Decided after the work on this chunk, which gives the origin's next bytes time to
+        // arrive.
+        let progress = pipeline.progress();
+        match release.after_read(n, progress, || {
+            downstream::origin_has_more_ready(&origin_body)
+        }) {
+            Step::Hold => {}
+            // Flushing the pipeline flushes the client body: what it holds leaves.
+            Step::Send { flush: true } => pipeline.flush().map_err(classify)?,
+            Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
+        }
+    }
+    if let Some((read, len)) = release.origin_short() {
+        return Err((
+            Failure::OriginBody,
+            format!("origin body ended after {read} of its {len} bytes"),
+        ));
+    }
+    let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
+    drop(sink);
+    client_body.finish().map_err(|e| {
+        (
+            Failure::ClientGone,
+            format!("client stream did not finish: {e}"),
+        )
+    })?;
+    Ok(pipeline_report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_buffer_is_no_larger_than_the_body() {
+        assert_eq!(read_buffer(Some(1319)).len(), 1319);
+        assert_eq!(
+            read_buffer(Some(0)).len(),
+            1,
+            "a read must be able to see the end"
+        );
+        assert_eq!(read_buffer(Some(10 << 20)).len(), READ_CHUNK);
+        assert_eq!(read_buffer(Some(u64::MAX)).len(), READ_CHUNK);
+        assert_eq!(read_buffer(None).len(), FIRST_READ_CHUNK);
+    }
+}

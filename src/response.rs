@@ -1,0 +1,187 @@
+//! The response phase: every header and the body's plan, decided before anything is sent.
+
+use fastly::http::{HeaderName, HeaderValue};
+use fastly::Response;
+use trusted_server_core::{origin_response_headers, BodyPlan, ResponseContext, Settings, UrlRule};
+
+use crate::client::Client;
+use crate::reply;
+
+/// A response whose headers are final, with the plan for its body.
+pub struct Prepared {
+    pub(crate) response: Response,
+    pub(crate) plan: BodyPlan,
+    pub(crate) rule: UrlRule,
+}
+
+/// The response phase: plans the body and rewrites the headers accordingly.
+pub fn prepare(
+    mut response: Response,
+    client: Client,
+    is_head: bool,
+    settings: &Settings,
+) -> Prepared {
+    let status = response.get_status().as_u16();
+    // What a GET would do with this body. HEAD sends no body but must describe the same
+    // representation (no Content-Length, weak ETag) as the GET.
+    let content_type = header_text(&response, "content-type");
+    let content_encoding = header_text(&response, "content-encoding");
+    let get_plan = BodyPlan::decide(
+        status,
+        content_type.as_deref(),
+        content_encoding.as_deref(),
+        settings.integrations.nextjs.enabled,
+    );
+    let plan = if is_head {
+        BodyPlan::PassThrough(trusted_server_core::PassReason::NoFullBody)
+    } else {
+        get_plan
+    };
+    let p = &settings.publisher;
+    let ctx = ResponseContext {
+        rule: &client.rule,
+        origin_host_name: &p.origin_host_name,
+        cookie_domain: &p.cookie_domain,
+        body_changes: get_plan.changes_body(),
+        not_modified: status == 304,
+    };
+    let headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    reply::replace_headers(
+        &mut response,
+        origin_response_headers(headers, &ctx, &settings.response_headers),
+    );
+    response.set_version(client.version);
+    Prepared {
+        response,
+        plan,
+        rule: client.rule,
+    }
+}
+
+/// A response header as text, for planning: several lines are one comma-separated list (two
+/// `Content-Encoding` lines are two codings, which the pipeline does not stack, so the body
+/// passes through). `get_header_str` would panic on a value that is not UTF-8, and any origin
+/// can send one: such a value is unknown. As a type that plans a pass-through, and as a coding
+/// it must too, so it becomes a name no coding has rather than disappearing (absent means
+/// identity).
+fn header_text(response: &Response, name: &str) -> Option<String> {
+    let lines: Vec<&str> = response
+        .get_header_all(name)
+        .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client;
+    use fastly::http::StatusCode;
+    use fastly::Request;
+
+    fn client() -> Client {
+        client::observe(
+            &Request::get("http://www.pub.test/").with_header("host", "www.pub.test"),
+            &crate::SETTINGS,
+        )
+    }
+
+    fn origin_response(content_type: &str) -> Response {
+        let origin = &crate::SETTINGS.publisher.origin_host;
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", content_type)
+            .with_header("content-length", "1234")
+            .with_header("etag", "\"v1\"")
+            .with_header("location", format!("https://{origin}/moved"))
+    }
+
+    #[test]
+    fn rewritten_bodies_drop_content_length_and_keep_the_rest_consistent() {
+        let prepared = prepare(
+            origin_response("text/html; charset=utf-8"),
+            client(),
+            false,
+            &crate::SETTINGS,
+        );
+        assert!(prepared.plan.changes_body());
+        let r = &prepared.response;
+        assert_eq!(r.get_header("content-length"), None);
+        assert_eq!(r.get_header_str("etag"), Some("W/\"v1\""));
+        assert_eq!(
+            r.get_header_str("location"),
+            Some("http://www.pub.test/moved")
+        );
+        assert!(r.get_header("x-ts-version").is_some());
+    }
+
+    #[test]
+    fn untouched_bodies_keep_content_length() {
+        let prepared = prepare(
+            origin_response("image/png"),
+            client(),
+            false,
+            &crate::SETTINGS,
+        );
+        assert!(!prepared.plan.changes_body());
+        assert_eq!(
+            prepared.response.get_header_str("content-length"),
+            Some("1234")
+        );
+        assert_eq!(prepared.response.get_header_str("etag"), Some("\"v1\""));
+    }
+
+    #[test]
+    fn stacked_or_unreadable_codings_and_types_pass_through() {
+        let plan = |response: Response| prepare(response, client(), false, &crate::SETTINGS).plan;
+        // Two lines are two codings (br over gzip): not something the pipeline undoes.
+        let mut stacked = origin_response("text/html");
+        stacked.append_header("content-encoding", "gzip");
+        stacked.append_header("content-encoding", "br");
+        assert!(!plan(stacked).changes_body());
+        let mut twice = origin_response("text/html");
+        twice.append_header("content-encoding", "gzip");
+        twice.append_header("content-encoding", "gzip");
+        assert!(!plan(twice).changes_body());
+        // Values that are not UTF-8 are unknown, never unwrapped.
+        let mut bad_type = origin_response("text/html");
+        bad_type.set_header(
+            "content-type",
+            HeaderValue::from_bytes(b"text/html; charset=\xe9t\xe9").unwrap(),
+        );
+        assert!(!plan(bad_type).changes_body());
+        let mut bad_coding = origin_response("text/html");
+        bad_coding.set_header(
+            "content-encoding",
+            HeaderValue::from_bytes(b"gzip\xff").unwrap(),
+        );
+        let prepared = prepare(bad_coding, client(), false, &crate::SETTINGS);
+        assert!(!prepared.plan.changes_body());
+        assert_eq!(
+            prepared
+                .response
+                .get_header("content-encoding")
+                .unwrap()
+                .as_bytes(),
+            b"gzip\xff"
+        );
+        let mut single = origin_response("text/html");
+        single.set_header("content-encoding", "gzip");
+        assert!(plan(single).changes_body());
+    }
+
+    #[test]
+    fn head_describes_the_representation_get_would_send() {
+        let prepared = prepare(
+            origin_response("text/html"),
+            client(),
+            true,
+            &crate::SETTINGS,
+        );
+        assert!(!prepared.plan.changes_body(), "HEAD has no body to rewrite");
+        assert_eq!(prepared.response.get_header("content-length"), None);
+        assert_eq!(prepared.response.get_header_str("etag"), Some("W/\"v1\""));
+    }
+}
