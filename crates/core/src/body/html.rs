@@ -34,6 +34,11 @@ const MAX_PARSER_MEMORY: usize = 8 << 20;
 /// Largest slice handed to lol_html in one `write`.
 const WRITE_SLICE: usize = 16 * 1024;
 
+/// While a Flight row is held, markup behind it is passed on in pieces of at most this many
+/// bytes, with the cap checked after each: outside a push string the cap is then passed by at
+/// most this much, however large the markup between two pushes (or a token lol_html held).
+pub(crate) const MARKUP_STEP: usize = 512;
+
 /// Script text longer than this without the Flight marker is an ordinary script.
 const MAX_SCRIPT_SNIFF: usize = 64;
 
@@ -362,13 +367,16 @@ impl HtmlStage {
                 self.release_script_head(out);
                 self.emit(rest, out);
             }
-            _ => {
-                let target = match &mut self.flight {
-                    Some(flight) => flight.target(out),
-                    None => out,
-                };
-                self.replacer.write(bytes, target);
-            }
+            _ => match &mut self.flight {
+                Some(flight) if flight.holding() => {
+                    for piece in bytes.chunks(MARKUP_STEP) {
+                        self.replacer.write(piece, flight.target(out));
+                        flight.after_markup(out);
+                    }
+                }
+                Some(flight) => self.replacer.write(bytes, flight.target(out)),
+                None => self.replacer.write(bytes, out),
+            },
         }
     }
 

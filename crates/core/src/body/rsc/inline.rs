@@ -35,10 +35,9 @@
 //!
 //! **Overshoot.** Inside a string the count passes `max_held` by at most one character (4
 //! bytes: the one that passed it, then the rest of its character). Outside a string, by at
-//! most one piece the HTML stage hands on before calling [`InlineFlight::after_markup`] or
-//! [`InlineFlight::script_text`]: what lol_html emits for one 16 KiB input slice (with any
-//! token it held back from earlier slices, up to its parser memory limit, and the URL rule's
-//! growth in it). The bytes actually held can exceed the count by what the URL rule adds to
+//! most one piece the HTML stage hands on before calling [`InlineFlight::after_markup`]: while
+//! a row is held, the HTML stage passes markup on in pieces of at most 512 bytes
+//! (`html::MARKUP_STEP`, plus the URL rule's growth in it). The bytes actually held can exceed the count by what the URL rule adds to
 //! the held Flight bytes (a longer host in each rewritten URL).
 
 use base64::Engine as _;
@@ -558,6 +557,11 @@ impl InlineFlight {
         self.peak_held = self.peak_held.max(behind + self.rows.held());
     }
 
+    /// Whether output is held behind an open row: markup written now waits behind it.
+    pub(crate) fn holding(&self) -> bool {
+        self.hold.is_some()
+    }
+
     /// Called by the HTML stage after it wrote markup behind the slot.
     pub(crate) fn after_markup(&mut self, out: &mut Vec<u8>) {
         if self.hold.is_some() {
@@ -568,7 +572,7 @@ impl InlineFlight {
 
 #[cfg(test)]
 mod tests {
-    use crate::body::html::HtmlStage;
+    use crate::body::html::{HtmlStage, MARKUP_STEP};
     use crate::url_rewrite::UrlRule;
     use lol_html::AsciiCompatibleEncoding;
 
@@ -693,6 +697,44 @@ mod tests {
         for chunk in [1, 5, 4096] {
             let out = run_chunked(input.as_bytes(), "p.test", 1024, chunk);
             assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn outside_a_string_the_cap_is_passed_by_at_most_one_markup_step() {
+        // A text row opened in one push and ended in the next, with 100 KB of markup between
+        // them (one 100 KB text token, and 2,000 small tags): the markup waits behind the row
+        // until the cap is passed, and must not pile up by a whole input slice first.
+        const { assert!(MARKUP_STEP <= 512, "the bound the docs give") };
+        let text = "A".repeat(600);
+        let (a, b) = text.split_at(300);
+        for markup in [
+            format!("<p>{}</p>", "x".repeat(100_000)),
+            "<i>xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx</i>".repeat(2_000),
+        ] {
+            let input = [
+                push("", &format!("1:T{:x},{a}", text.len())),
+                markup,
+                push("", b),
+            ]
+            .concat();
+            for chunk in [7, 4096, 1 << 20] {
+                let rule = UrlRule::new(ORIGIN, "https", "p.test");
+                let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+                let mut stage = HtmlStage::new(rule, utf8, Some(1024));
+                let mut out = Vec::new();
+                for piece in input.as_bytes().chunks(chunk) {
+                    stage.write(piece, &mut out);
+                }
+                let report = stage.finish(&mut out);
+                assert!(report.rsc.degraded.is_some(), "chunk {chunk}");
+                assert!(
+                    report.rsc.peak_held <= 1024 + MARKUP_STEP,
+                    "chunk {chunk}: peak {}",
+                    report.rsc.peak_held
+                );
+                assert_eq!(out, input.as_bytes(), "as it came: nothing to rewrite");
+            }
         }
     }
 
