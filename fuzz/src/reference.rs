@@ -40,7 +40,9 @@ const FORMS: [(&[&[u8]], &[&[u8]]); 6] = [
     (&[b"\\/"], &[b":"]),
     (&[b"\\u002F", b"\\u002f"], &[b":"]),
     (
-        &[b"&#x2F;", b"&#x2f;", b"&#X2F;", b"&#X2f;", b"&#47;", b"&sol;"],
+        &[
+            b"&#x2F;", b"&#x2f;", b"&#X2F;", b"&#X2f;", b"&#47;", b"&sol;",
+        ],
         &[b":"],
     ),
     (&[b"%2F", b"%2f"], &[b"%3A", b"%3a"]),
@@ -145,8 +147,10 @@ impl Reference {
     fn match_at(&self, input: &[u8], at: usize) -> Option<Match> {
         let host_end = starts_with_ignore_case(input, at, &self.host)?;
         let before = &input[..at];
-        let (start, form, scheme, slash, default) = (0..FORMS.len())
-            .find_map(|form| self.prefix(before, form).map(|p| (p.0, form, p.1, p.2, p.3)))?;
+        let (start, form, scheme, slash, default) = (0..FORMS.len()).find_map(|form| {
+            self.prefix(before, form)
+                .map(|p| (p.0, form, p.1, p.2, p.3))
+        })?;
         let colons = FORMS[form].1;
         let mut end = host_end;
         if input.get(end) == Some(&b'.') {
@@ -210,9 +214,9 @@ impl Reference {
                 }
             }
         }
-        let inside_a_url = rest.last().is_some_and(|&b| {
-            b.is_ascii_alphanumeric() || b".-_~%@/\\".contains(&b)
-        });
+        let inside_a_url = rest
+            .last()
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b".-_~%@/\\".contains(&b));
         (count >= 2 && !inside_a_url).then_some((first, false, slash, self.target_default_port))
     }
 }
@@ -244,7 +248,8 @@ fn continues_authority(input: &[u8], at: usize) -> bool {
     .unwrap_or(u32::from(first));
     match char::from_u32(unit) {
         Some(c) if c.is_ascii() => {
-            c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
         }
         _ => true,
     }
@@ -333,11 +338,23 @@ pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
     ("o.test", "https", "t.io", "//o.test@x", "//o.test@x"),
     ("o.test", "https", "t.io", "//o.testx", "//o.testx"),
     ("o.test", "https", "t.io", "https:/o.test", "https://t.io"),
-    ("o.test", "http", "t.io", r"https:\o.test/a", "http://t.io/a"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        r"https:\o.test/a",
+        "http://t.io/a",
+    ),
     ("o.test", "http", "t.io", r"x=/\o.test/a", "x=//t.io/a"),
     ("o.test", "http", "t.io", r"x=\\o.test", "x=//t.io"),
     ("o.test", "http", "t.io", "x=///o.test", "x=//t.io"),
-    ("o.test", "http", "t.io", "https:////o.test", "https:////o.test"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "https:////o.test",
+        "https:////o.test",
+    ),
     ("o.test", "http", "t.io", "https:o.test", "https:o.test"),
     (
         "o.test",
@@ -374,8 +391,20 @@ pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
         "https:&#x2F;&#x2F;o.test&#x2F;",
         "http:&#x2F;&#x2F;t.io&#x2F;",
     ),
-    ("o.test", "http", "t.io", "=&#47;&sol;o.test", "=&#47;&sol;o.test"),
-    ("o.test", "http", "t.io", "=&sol;&sol;o.test", "=&sol;&sol;t.io"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "=&#47;&sol;o.test",
+        "=&sol;&sol;t.io",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "=&sol;&sol;o.test",
+        "=&sol;&sol;t.io",
+    ),
     (
         "o.test",
         "http",
@@ -399,9 +428,27 @@ pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
     ),
     ("o.test", "http", "t.io", "//o.test%2Fa", "//t.io%2Fa"),
     ("o.test", "http", "t.io", "//o.test\tx", "//o.test\tx"),
-    ("o.test", "http", "t.io", "//o.test\u{ad}x", "//o.test\u{ad}x"),
-    ("o.test", "http", "t.io", "//o.test\u{3002}x", "//o.test\u{3002}x"),
-    ("o.test", "http", "t.io", "//o.test:000080/", "//o.test:000080/"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test\u{ad}x",
+        "//o.test\u{ad}x",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test\u{3002}x",
+        "//o.test\u{3002}x",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test:000080/",
+        "//o.test:000080/",
+    ),
     (
         "o.test:8443",
         "https",

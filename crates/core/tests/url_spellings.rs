@@ -510,5 +510,8 @@ fn the_demo_page_json_in_a_script_string_is_rewritten() {
         out.contains(r#"\"api\":\"https:\\/\\/www.first-party.example\\/api\""#),
         "not rewritten"
     );
-    assert!(!out.contains(&format!(r"\\/\\/{origin}")), "left in the output");
+    assert!(
+        !out.contains(&format!(r"\\/\\/{origin}")),
+        "left in the output"
+    );
 }

@@ -349,8 +349,7 @@ fn host_candidates(work: &[u8]) -> impl Iterator<Item = usize> + '_ {
     // the merged positions in order without sorting).
     let long = memchr::memchr2_iter(b'%', b'\\', work).filter_map(move |at| {
         let rest = &work[at..];
-        let len = if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(b"2f")
-        {
+        let len = if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(b"2f") {
             3
         } else if rest.len() >= 6 && (rest.starts_with(b"\\u002F") || rest.starts_with(b"\\u002f"))
         {

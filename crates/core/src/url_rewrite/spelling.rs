@@ -218,7 +218,8 @@ fn hex_unit(digits: &[u8], count: usize) -> HexUnit {
 fn continues_authority(unit: u32) -> bool {
     match u8::try_from(unit) {
         Ok(b) if b.is_ascii() => {
-            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'@' | b'\t' | b'\n' | b'\r')
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'.' | b'-' | b'_' | b':' | b'@' | b'\t' | b'\n' | b'\r')
         }
         _ => true,
     }

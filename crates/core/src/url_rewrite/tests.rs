@@ -132,8 +132,7 @@ fn leaves_other_authorities_alone() {
 fn host_lengths_in_both_directions() {
     let longer_origin = UrlRule::new("origin.really-long-publisher.example", "https", "a.io");
     assert_eq!(
-        longer_origin
-            .rewrite_all(b"<a href=\"https://origin.really-long-publisher.example/p\">"),
+        longer_origin.rewrite_all(b"<a href=\"https://origin.really-long-publisher.example/p\">"),
         b"<a href=\"https://a.io/p\">"
     );
     let shorter_origin = UrlRule::new("o.io", "https", "www.first-party-publisher.example");
@@ -242,7 +241,10 @@ fn every_form_keeps_its_spelling() {
             r"http:\u002f\u002forigin.example.com:80\u002f",
             r"http:\u002f\u002f127.0.0.1:7676\u002f",
         ),
-        (r"\u002F\u002Forigin.example.com", r"\u002F\u002F127.0.0.1:7676"),
+        (
+            r"\u002F\u002Forigin.example.com",
+            r"\u002F\u002F127.0.0.1:7676",
+        ),
         (
             "https:&#x2F;&#x2F;origin.example.com&#x2F;a",
             "http:&#x2F;&#x2F;127.0.0.1:7676&#x2F;a",
@@ -251,8 +253,14 @@ fn every_form_keeps_its_spelling() {
             "https:&#X2f;&#X2f;origin.example.com.",
             "http:&#X2f;&#X2f;127.0.0.1:7676",
         ),
-        ("https:&#47;&#47;origin.example.com/", "http:&#47;&#47;127.0.0.1:7676/"),
-        ("&sol;&sol;origin.example.com&sol;", "&sol;&sol;127.0.0.1:7676&sol;"),
+        (
+            "https:&#47;&#47;origin.example.com/",
+            "http:&#47;&#47;127.0.0.1:7676/",
+        ),
+        (
+            "&sol;&sol;origin.example.com&sol;",
+            "&sol;&sol;127.0.0.1:7676&sol;",
+        ),
         (
             "/wp-login.php?redirect_to=https%3A%2F%2Forigin.example.com%2Fwp-admin%2F&amp;x=1",
             "/wp-login.php?redirect_to=http%3A%2F%2F127.0.0.1%3A7676%2Fwp-admin%2F&amp;x=1",
@@ -261,7 +269,10 @@ fn every_form_keeps_its_spelling() {
             "?u=HTTPS%3a%2f%2forigin.example.com%3a443%2f",
             "?u=http%3a%2f%2f127.0.0.1%3a7676%2f",
         ),
-        ("?u=%2F%2Forigin.example.com%2F", "?u=%2F%2F127.0.0.1%3A7676%2F"),
+        (
+            "?u=%2F%2Forigin.example.com%2F",
+            "?u=%2F%2F127.0.0.1%3A7676%2F",
+        ),
         // Character references in an attribute around a scheme-relative URL.
         (
             "data-x=\"{&quot;u&quot;:&quot;//origin.example.com/a&quot;}\"",
@@ -281,10 +292,22 @@ fn backslashes_and_single_slashes_are_slashes() {
         (r"https:\\origin.example.com/a", "http://127.0.0.1:7676/a"),
         ("https:/origin.example.com/a", "http://127.0.0.1:7676/a"),
         ("https:///origin.example.com/a", "http://127.0.0.1:7676/a"),
-        (r"href='\\origin.example.com/a'", "href='//127.0.0.1:7676/a'"),
-        (r"href='/\origin.example.com/a'", "href='//127.0.0.1:7676/a'"),
-        ("href='///origin.example.com/a'", "href='//127.0.0.1:7676/a'"),
-        (r"https:\/origin.example.com\/a", r"http:\/\/127.0.0.1:7676\/a"),
+        (
+            r"href='\\origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            r"href='/\origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            "href='///origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            r"https:\/origin.example.com\/a",
+            r"http:\/\/127.0.0.1:7676\/a",
+        ),
     ];
     for (input, expected) in cases {
         assert_eq!(rewrite(input), expected, "input {input:?}");
@@ -352,7 +375,8 @@ fn what_precedes_a_write_decides_its_leading_slashes() {
 
 #[test]
 fn every_split_of_the_new_forms_gives_the_same_output() {
-    let input = "a https:\\\\/\\\\/origin.example.com\\\\/ b http:\\u002F\\u002Forigin.example.com:80 \
+    let input =
+        "a https:\\\\/\\\\/origin.example.com\\\\/ b http:\\u002F\\u002Forigin.example.com:80 \
         c https:&#x2F;&#x2F;origin.example.com&#x2F; d ?r=https%3A%2F%2Forigin.example.com%2F \
         e https%3A%2F%2Forigin.example.com%2eevil f https://evil.test//origin.example.com \
         g /\\origin.example.com h https:/origin.example.com j \t i //origin.example.com\u{3002}";
