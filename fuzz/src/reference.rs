@@ -33,9 +33,12 @@
 //! digits and `-._~` are percent-encoded with the hex case of that `S`. A match that would
 //! start before the end of the previous one is not taken. Every other byte is copied.
 
+/// Alternative byte strings for one character.
+type Spellings = &'static [&'static [u8]];
+
 /// The slash spellings of each form, in the order the forms are tried, with the colon
 /// spellings of that form.
-const FORMS: [(&[&[u8]], &[&[u8]]); 6] = [
+const FORMS: [(Spellings, Spellings); 6] = [
     (&[b"\\\\/"], &[b":"]),
     (&[b"\\/"], &[b":"]),
     (&[b"\\u002F", b"\\u002f"], &[b":"]),
@@ -115,7 +118,7 @@ impl Reference {
     }
 
     fn replacement(&self, m: &Match) -> Vec<u8> {
-        let upper = m.slash.iter().any(|&b| b == b'F');
+        let upper = m.slash.contains(&b'F');
         let slash: &[u8] = if m.form == PLAIN { b"/" } else { m.slash };
         let mut text = Vec::new();
         if m.scheme {
