@@ -64,8 +64,9 @@ mod spelling;
 mod tests;
 
 use spelling::{
-    continues_url, percent_encode, slash_ending, starts_with_one_of, suffix, Form, Start, Suffix,
-    FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX, MAX_TOKEN, SCHEMES,
+    continues_url, has_prefix, has_suffix, percent_encode, slash_ending, starts_with_one_of,
+    suffix, Form, Start, Suffix, FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX,
+    MAX_TOKEN, SCHEMES,
 };
 
 /// The outcome of looking at one host occurrence.
@@ -102,6 +103,12 @@ pub struct UrlRule {
     target_scheme: Vec<u8>,
     /// The request's authority, as given.
     target_authority: Vec<u8>,
+    /// `scheme://authority` and `//authority`: the plain form's replacements, by far the
+    /// most frequent, written in one piece.
+    plain_absolute: Vec<u8>,
+    plain_relative: Vec<u8>,
+    /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]).
+    in_match: Box<[bool; 256]>,
 }
 
 impl UrlRule {
@@ -119,6 +126,14 @@ impl UrlRule {
             },
             target_scheme: target_scheme.as_bytes().to_vec(),
             target_authority: target_authority.as_bytes().to_vec(),
+            plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
+            plain_relative: format!("//{target_authority}").into_bytes(),
+            in_match: Box::new(std::array::from_fn(|b| {
+                let b = b as u8;
+                b.is_ascii_alphanumeric()
+                    || b":/\\&#;%.".contains(&b)
+                    || host.as_bytes().contains(&b)
+            })),
         }
     }
 
@@ -131,21 +146,48 @@ impl UrlRule {
     /// still waiting for the bytes after it. Everything before it can be decided now.
     fn undecided_tail(&self, work: &[u8]) -> usize {
         let window = self.max_match_len().min(work.len());
-        let tail = &work[work.len() - window..];
+        let window = &work[work.len() - window..];
+        // Nothing before the last byte that no match can contain (a space, a quote) can start
+        // one that reaches the end.
+        let from = window
+            .iter()
+            .rposition(|&b| !self.in_match[usize::from(b)])
+            .map_or(0, |i| i + 1);
+        let tail = &window[from..];
         // A match starts with a scheme or a slash spelling; try those positions, longest
         // suffix first.
         tail.iter()
             .enumerate()
             .filter(|(_, b)| matches!(b, b'h' | b'H' | b'/' | b'\\' | b'&' | b'%'))
             .find(|&(i, _)| self.could_start_match(&tail[i..]))
-            .map_or(0, |(i, _)| window - i)
+            .map_or(0, |(i, _)| tail.len() - i)
     }
 
     /// Whether `tail` (the end of the input so far) could be the start of a match in some
     /// form. Generous on purpose (it ignores what precedes `tail`): holding too much only
     /// delays bytes, holding too little would decide a match without its end.
     fn could_start_match(&self, tail: &[u8]) -> bool {
-        FORMS.iter().any(|&form| self.could_start_in(form, tail))
+        // Only the forms whose scheme or slash can start with this byte.
+        let forms: &[Form] = match tail.first() {
+            Some(b'h' | b'H') => {
+                let n = tail.len().min(4);
+                if !tail[1..n].eq_ignore_ascii_case(&b"ttp"[..n - 1]) {
+                    return false;
+                }
+                &FORMS
+            }
+            Some(b'/') => &[Form::Plain],
+            Some(b'\\') => &[
+                Form::DoubleEscaped,
+                Form::JsonEscaped,
+                Form::Unicode,
+                Form::Plain,
+            ],
+            Some(b'&') => &[Form::CharRef],
+            Some(b'%') => &[Form::Percent],
+            _ => return false,
+        };
+        forms.iter().any(|&form| self.could_start_in(form, tail))
     }
 
     fn could_start_in(&self, form: Form, tail: &[u8]) -> bool {
@@ -202,7 +244,8 @@ impl UrlRule {
     /// the input byte just before `work`, if any. With `at_end`, all of `work` is decidable.
     fn process(&self, work: &[u8], before: Option<u8>, at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
-        for at in host_candidates(work) {
+        let first = self.host.first().copied().unwrap_or_default();
+        for at in host_candidates(work, first) {
             match self.classify(work, at, before, at_end) {
                 Decision::No => {}
                 // The bytes after the host have not arrived: decide next time.
@@ -230,11 +273,15 @@ impl UrlRule {
 
     /// Writes the replacement of `found`: the request's scheme and authority in its form.
     fn replace(&self, found: &Found, out: &mut Vec<u8>) {
-        let slash = if found.form == Form::Plain {
-            b"/"
-        } else {
-            found.slash
-        };
+        if found.form == Form::Plain {
+            out.extend_from_slice(if found.absolute {
+                &self.plain_absolute
+            } else {
+                &self.plain_relative
+            });
+            return;
+        }
+        let slash = found.slash;
         let upper = !found.slash.ends_with(b"f");
         if found.absolute {
             out.extend_from_slice(&self.target_scheme);
@@ -268,9 +315,18 @@ impl UrlRule {
         if self.host.is_empty() || !rest[..self.host.len()].eq_ignore_ascii_case(&self.host) {
             return Decision::No;
         }
-        let Some((start, form, absolute, default_port, slash)) = FORMS
+        let head = &work[..at];
+        // Only the forms whose slash can end with the byte before the host, in FORMS order.
+        let forms: &[Form] = match head.last() {
+            Some(b'/') => &[Form::DoubleEscaped, Form::JsonEscaped, Form::Plain],
+            Some(b'\\') => &[Form::Plain],
+            Some(b';') => &[Form::CharRef],
+            Some(b'F' | b'f') => &[Form::Unicode, Form::Percent],
+            _ => return Decision::No,
+        };
+        let Some((start, form, absolute, default_port, slash)) = forms
             .iter()
-            .find_map(|&form| self.prefix(&work[..at], before, form))
+            .find_map(|&form| self.prefix(head, before, form))
         else {
             return Decision::No;
         };
@@ -323,7 +379,7 @@ impl UrlRule {
             for colon in form.colons() {
                 let len = scheme.len() + colon.len();
                 if scheme_part.len() >= len
-                    && scheme_part.ends_with(colon)
+                    && has_suffix(scheme_part, colon)
                     && scheme_part[run_start - len..run_start - colon.len()]
                         .eq_ignore_ascii_case(scheme)
                 {
@@ -339,25 +395,29 @@ impl UrlRule {
     }
 }
 
-/// Where a host may start: just after every slash spelling, in order. Searching for the
-/// slashes rather than for the host finds it in any letter case. `memchr3` passes over
-/// `/ \ ;` (`;` ends a character reference) and `%` serve every form: SIMD where the target
-/// has it, and without SIMD (wasm) far cheaper than a substring search per spelling.
-fn host_candidates(work: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let ends = memchr::memchr3_iter(b'/', b'\\', b';', work).map(|at| at + 1);
+/// Where a host may start: just after every slash spelling, in order, where the next byte is
+/// the host's first in either case (`first`, lowercase). Searching for the slashes rather than
+/// for the host finds it in any letter case. A `memchr3` pass over `/ \ ;` (`;` ends a
+/// character reference) and a `memchr2` pass over `% \` (`%2F`, `\u002F`) serve every form:
+/// SIMD where the target has it, and without SIMD (wasm) far cheaper than a substring search
+/// per spelling.
+fn host_candidates(work: &[u8], first: u8) -> impl Iterator<Item = usize> + '_ {
+    let host_at = move |at: usize| work.get(at).map(u8::to_ascii_lowercase) == Some(first);
+    let ends = memchr::memchr3_iter(b'/', b'\\', b';', work)
+        .map(|at| at + 1)
+        .filter(move |&at| host_at(at));
     // `%2F` ends two bytes after its `%`; `\u002F` five after its `\` (a separate pass keeps
     // the merged positions in order without sorting).
     let long = memchr::memchr2_iter(b'%', b'\\', work).filter_map(move |at| {
         let rest = &work[at..];
         let len = if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(b"2f") {
             3
-        } else if rest.len() >= 6 && (rest.starts_with(b"\\u002F") || rest.starts_with(b"\\u002f"))
-        {
+        } else if has_prefix(rest, b"\\u002F") || has_prefix(rest, b"\\u002f") {
             6
         } else {
             return None;
         };
-        Some(at + len)
+        host_at(at + len).then_some(at + len)
     });
     Merge {
         a: ends.peekable(),

@@ -76,7 +76,24 @@ pub(super) fn slash_ending(form: Form, bytes: &[u8]) -> Option<&'static [u8]> {
     form.slashes()
         .iter()
         .copied()
-        .find(|slash| bytes.ends_with(slash))
+        .find(|slash| has_suffix(bytes, slash))
+}
+
+/// `hay.ends_with(needle)` for the few bytes of a spelling, without a `memcmp` call (these
+/// run once per slash or match, where the call would cost more than the compare).
+#[inline]
+pub(super) fn has_suffix(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len()
+        && hay[hay.len() - needle.len()..]
+            .iter()
+            .zip(needle)
+            .all(|(a, b)| a == b)
+}
+
+/// `hay.starts_with(needle)`, as [`has_suffix`].
+#[inline]
+pub(super) fn has_prefix(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay.iter().zip(needle).all(|(a, b)| a == b)
 }
 
 /// How the start of some bytes relates to a set of spellings.
@@ -93,10 +110,10 @@ pub(super) enum Start {
 pub(super) fn starts_with_one_of(bytes: &[u8], spellings: &[&[u8]]) -> Start {
     let mut partial = false;
     for spelling in spellings {
-        if bytes.starts_with(spelling) {
+        if has_prefix(bytes, spelling) {
             return Start::Full(spelling.len());
         }
-        partial |= bytes.len() < spelling.len() && spelling.starts_with(bytes);
+        partial |= bytes.len() < spelling.len() && has_prefix(spelling, bytes);
     }
     if partial {
         Start::Partial
