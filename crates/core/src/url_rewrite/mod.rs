@@ -108,7 +108,7 @@ pub struct UrlRule {
     plain_absolute: Vec<u8>,
     plain_relative: Vec<u8>,
     /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]).
-    in_match: Box<[bool; 256]>,
+    in_match: ByteSet,
 }
 
 impl UrlRule {
@@ -128,12 +128,7 @@ impl UrlRule {
             target_authority: target_authority.as_bytes().to_vec(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
-            in_match: Box::new(std::array::from_fn(|b| {
-                let b = b as u8;
-                b.is_ascii_alphanumeric()
-                    || b":/\\&#;%.".contains(&b)
-                    || host.as_bytes().contains(&b)
-            })),
+            in_match: host.bytes().fold(ByteSet::MATCH_SYNTAX, ByteSet::with),
         }
     }
 
@@ -151,7 +146,7 @@ impl UrlRule {
         // one that reaches the end.
         let from = window
             .iter()
-            .rposition(|&b| !self.in_match[usize::from(b)])
+            .rposition(|&b| !self.in_match.has(b))
             .map_or(0, |i| i + 1);
         let tail = &window[from..];
         // A match starts with a scheme or a slash spelling; try those positions, longest
@@ -397,31 +392,67 @@ impl UrlRule {
 
 /// Where a host may start: just after every slash spelling, in order, where the next byte is
 /// the host's first in either case (`first`, lowercase). Searching for the slashes rather than
-/// for the host finds it in any letter case. A `memchr3` pass over `/ \ ;` (`;` ends a
-/// character reference) and a `memchr2` pass over `% \` (`%2F`, `\u002F`) serve every form:
-/// SIMD where the target has it, and without SIMD (wasm) far cheaper than a substring search
-/// per spelling.
+/// for the host finds it in any letter case. A `memchr2` pass over `/ \\` (plain, `\\/`,
+/// `\\\\/`) and a `memchr3` pass over `% \\ &` (the longer spellings, rarer) serve every
+/// form: SIMD where the target has it, and without SIMD (wasm) far cheaper than a substring
+/// search per spelling.
 fn host_candidates(work: &[u8], first: u8) -> impl Iterator<Item = usize> + '_ {
     let host_at = move |at: usize| work.get(at).map(u8::to_ascii_lowercase) == Some(first);
-    let ends = memchr::memchr3_iter(b'/', b'\\', b';', work)
+    let ends = memchr::memchr2_iter(b'/', b'\\', work)
         .map(|at| at + 1)
         .filter(move |&at| host_at(at));
-    // `%2F` ends two bytes after its `%`; `\u002F` five after its `\` (a separate pass keeps
-    // the merged positions in order without sorting).
-    let long = memchr::memchr2_iter(b'%', b'\\', work).filter_map(move |at| {
+    // A longer spelling holds none of `% \\ &` after its first byte, so these positions
+    // come in order too, and merging the two passes needs no sorting.
+    let long = memchr::memchr3_iter(b'%', b'\\', b'&', work).filter_map(move |at| {
         let rest = &work[at..];
-        let len = if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(b"2f") {
-            3
-        } else if has_prefix(rest, b"\\u002F") || has_prefix(rest, b"\\u002f") {
-            6
-        } else {
-            return None;
+        let form = match rest[0] {
+            b'%' => Form::Percent,
+            b'\\' => Form::Unicode,
+            _ => Form::CharRef,
         };
+        let len = form
+            .slashes()
+            .iter()
+            .find(|slash| has_prefix(rest, slash))?
+            .len();
         host_at(at + len).then_some(at + len)
     });
     Merge {
         a: ends.peekable(),
         b: long.peekable(),
+    }
+}
+
+/// A set of bytes, as 256 bits.
+#[derive(Debug, Clone, Copy)]
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// Every byte a match's spelling can hold besides the host's: letters and digits (scheme,
+    /// hex, `u`, `sol`, port) and `: / \\ & # ; % .`.
+    const MATCH_SYNTAX: ByteSet = {
+        let mut set = ByteSet([0; 4]);
+        let mut b = 0;
+        while b < 256 {
+            let byte = b as u8;
+            if byte.is_ascii_alphanumeric()
+                || matches!(byte, b':' | b'/' | b'\\' | b'&' | b'#' | b';' | b'%' | b'.')
+            {
+                set = set.with(byte);
+            }
+            b += 1;
+        }
+        set
+    };
+
+    const fn with(self, b: u8) -> ByteSet {
+        let mut bits = self.0;
+        bits[(b >> 6) as usize] |= 1 << (b & 63);
+        ByteSet(bits)
+    }
+
+    fn has(self, b: u8) -> bool {
+        self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 }
 
