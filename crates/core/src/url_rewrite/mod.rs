@@ -15,7 +15,7 @@
 //!
 //! | form | slash `S` | colon `C` | typical source |
 //! |---|---|---|---|
-//! | plain | `/` or `\` (WHATWG URL parsing reads `\` as `/`) | `:` | HTML, CSS, JS |
+//! | plain | `/` or `\` (WHATWG URL parsing reads `\` as `/`) | `:` | HTML, CSS, JS, headers |
 //! | JSON-escaped | `\/` | `:` | JSON |
 //! | double-escaped | `\\/` | `:` | JSON inside a JS string literal (`json_encode`) |
 //! | Unicode escape | `\u002F`, `\u002f` | `:` | serialize-javascript |
@@ -23,10 +23,10 @@
 //! | percent-encoded | `%2F`, `%2f` | `%3A`, `%3a` | query parameters (`redirect_to=`) |
 //!
 //! The replacement keeps the form: plain slashes become `//`; other forms repeat the slash
-//! spelling next to the host (`&#47;` stays `&#47;`). In the percent-encoded form the colon
-//! and every byte of the authority other than letters, digits and `-._~` are percent-encoded,
-//! with hex letters in the case of the matched `%2F`/`%2f` (so a port is `%3A7676`); other
-//! forms write the authority as it is.
+//! spelling next to the host (`&#47;` stays `&#47;`). In the percent-encoded form the colon,
+//! and every byte of the authority other than letters, digits and `-._~`, are percent-encoded
+//! with hex letters in the case of the matched `%2F`/`%2f` (so a port is `%3A7676`, an IPv6
+//! literal `%5B…%5D`); in every other form the authority is written as it is (`:7676`).
 //!
 //! Within a match:
 //!
@@ -35,7 +35,8 @@
 //! * an explicit default port is allowed: `:443` after `https`, `:80` after `http`, and for
 //!   the scheme-relative forms the default port of the request's scheme, which is what the
 //!   browser resolves them against (up to 5 digits, so `:0443` too). If the origin authority
-//!   has a port, that port is required, unless it is the default one.
+//!   has a port, that port is required, unless it is the default one. The port's colon is the
+//!   form's `C`.
 //!
 //! Boundaries:
 //!
@@ -44,20 +45,28 @@
 //!   after them) and any non-ASCII character (IDNA may map it into the host: U+3002 becomes
 //!   `.`, U+00AD is dropped) all do. A `%HH` or `\uHHHH` there is read as the character it
 //!   encodes, so `origin.example.com%2eevil.test` is a longer host;
-//! * the slashes are counted back from the host, at most three, all in one form (the forms
-//!   are tried in the table's order from the bottom up: double-escaped first, plain last);
+//! * the slashes are counted back from the host, at most three, all in one form; the forms
+//!   are tried longest spelling first (double-escaped, JSON-escaped, Unicode escape,
+//!   character reference, percent-encoded, plain), so `https:\/\/origin…` keeps its escapes;
 //! * scheme-relative slashes preceded by a letter, digit, `.-_~%@`, `/` or `\` are a path
 //!   inside another URL (`https://evil.test//origin.example.com/a`), not a URL of their own.
 //!
-//! Not covered, left byte for byte: a form mixed within one URL (`https:/&#47;origin…`),
-//! four or more slashes, `https:origin…` with no slash, host characters that are
-//! percent-encoded, escaped or IDNA-mapped (`origin%2Eexample.com`, `ORIGIN.example.com` in
-//! full-width letters), a tab or newline inside the URL, character references without their
-//! `;` or with leading zeros (`&#047;`), `&colon;` or `\u003A` for the colon, a backslash
-//! spelled `%5C` or `&bsol;`, double percent-encoding, and authorities with user info
-//! (`//user@origin.example.com`), which no page uses for its own links. Also left alone:
-//! `//origin.example.com.evil.test`, `//origin.example.com:8443`,
+//! Not covered (left byte for byte, although a browser or the server reading the parameter
+//! reaches the origin): a form mixed within one URL (`https:/&#47;origin…`), four or more
+//! slashes, `https:origin…` with no slash, host characters that are percent-encoded, escaped
+//! or IDNA-mapped (`origin%2Eexample.com`, full-width letters), a host followed by `%2e`, a
+//! tab, a newline or U+00AD and then the end of the host (`origin.example.com%2e/`), a tab or
+//! newline elsewhere inside the URL, character references without their `;` or with leading
+//! zeros (`&#047;`), `&colon;` or `\u003A` for the colon, a backslash spelled `%5C`
+//! or `&bsol;`, a port of six digits or more (`:000443`), double
+//! percent-encoding, and authorities with user info (`//user@origin.example.com`), which no
+//! page uses for its own links. `https:/origin…` and `https:\origin…` are rewritten although
+//! against a page of the same scheme the browser reads them as a path on that page's host: the
+//! rewrite then points at the first-party root instead, never at the origin. Left alone as
+//! other hosts: `//origin.example.com.evil.test`, `//origin.example.com:8443`,
 //! `//origin.example.com@evil.test`, `//origin.example.comx`.
+//!
+//! `tests/url_spellings.rs` holds the table of spellings, checked against Node's WHATWG `URL`.
 
 mod spelling;
 #[cfg(test)]
@@ -492,7 +501,7 @@ fn split_authority(authority: &str) -> (&str, Option<u16>) {
 
 /// Applies a [`UrlRule`] to a byte stream split into arbitrary chunks.
 ///
-/// Output is byte-identical for every split of the input. At most `50 + len(host)` bytes are
+/// Output is byte-identical for every split of the input. At most `41 + len(host)` bytes are
 /// held back between writes, and only when the end of a write could start a match: just
 /// enough to decide a match that straddles a boundary.
 #[derive(Debug)]
