@@ -116,8 +116,9 @@ pub struct UrlRule {
     /// most frequent, written in one piece.
     plain_absolute: Vec<u8>,
     plain_relative: Vec<u8>,
-    /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]).
-    in_match: ByteSet,
+    /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]), as
+    /// a table: a lookup per byte is what that scan costs.
+    in_match: Box<[bool; 256]>,
 }
 
 impl UrlRule {
@@ -137,7 +138,19 @@ impl UrlRule {
             target_authority: target_authority.as_bytes().to_vec(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
-            in_match: host.bytes().fold(ByteSet::MATCH_SYNTAX, ByteSet::with),
+            in_match: {
+                let mut set = Box::new([false; 256]);
+                // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port)
+                // and the punctuation of the spellings.
+                for b in 0..=255u8 {
+                    set[usize::from(b)] = b.is_ascii_alphanumeric()
+                        || matches!(b, b':' | b'/' | b'\\' | b'&' | b'#' | b';' | b'%' | b'.');
+                }
+                for b in host.bytes() {
+                    set[usize::from(b)] = true;
+                }
+                set
+            },
         }
     }
 
@@ -155,7 +168,7 @@ impl UrlRule {
         // one that reaches the end.
         let from = window
             .iter()
-            .rposition(|&b| !self.in_match.has(b))
+            .rposition(|&b| !self.in_match[usize::from(b)])
             .map_or(0, |i| i + 1);
         let tail = &window[from..];
         // A match starts with a scheme or a slash spelling; try those positions, longest
@@ -429,39 +442,6 @@ fn host_candidates(work: &[u8], first: u8) -> impl Iterator<Item = usize> + '_ {
     Merge {
         a: ends.peekable(),
         b: long.peekable(),
-    }
-}
-
-/// A set of bytes, as 256 bits.
-#[derive(Debug, Clone, Copy)]
-struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    /// Every byte a match's spelling can hold besides the host's: letters and digits (scheme,
-    /// hex, `u`, `sol`, port) and `: / \\ & # ; % .`.
-    const MATCH_SYNTAX: ByteSet = {
-        let mut set = ByteSet([0; 4]);
-        let mut b = 0;
-        while b < 256 {
-            let byte = b as u8;
-            if byte.is_ascii_alphanumeric()
-                || matches!(byte, b':' | b'/' | b'\\' | b'&' | b'#' | b';' | b'%' | b'.')
-            {
-                set = set.with(byte);
-            }
-            b += 1;
-        }
-        set
-    };
-
-    const fn with(self, b: u8) -> ByteSet {
-        let mut bits = self.0;
-        bits[(b >> 6) as usize] |= 1 << (b & 63);
-        ByteSet(bits)
-    }
-
-    fn has(self, b: u8) -> bool {
-        self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 }
 
