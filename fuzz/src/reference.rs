@@ -1,59 +1,79 @@
 //! A reference implementation of the one URL rule, written from its specification and not
-//! from `crates/core/src/url_rewrite.rs`: slow and plain, one position at a time.
+//! from `crates/core/src/url_rewrite/`: slow and plain, one host occurrence at a time over
+//! the whole input.
 //!
-//! The rule: at each position, left to right, look for a *match*:
+//! The rule. Take every occurrence of the origin host (ASCII letters in any case), left to
+//! right. It is a *match* when:
 //!
-//! 1. a prefix: `https://`, `http://`, `//`, `https:\/\/`, `http:\/\/` or `\/\/` (the scheme
-//!    letters in any case);
-//! 2. the origin host, ASCII letters in any case;
-//! 3. optionally one `.`;
-//! 4. optionally a port part (a number, so leading zeros do not matter): with an origin
-//!    without a port, `:D` where `D` is the default
-//!    port of the URL's scheme (443 for https, 80 for http; for `//` and `\/\/` the default
-//!    port of the *target* scheme); with an origin port `P`, `:P` is required, but may be left
-//!    out when `P` is that default port;
-//! 5. a boundary: the end of the input, or a byte that cannot continue an authority (anything
-//!    but ASCII letters and digits, `.`, `-`, `_`, `:`, `@`).
+//! 1. it is preceded by slashes in one *form*; the forms are tried in this order and the first
+//!    that gives a prefix (step 2) is taken:
+//!    double-escaped `\\/`; JSON-escaped `\/`; Unicode escape `\u002F` / `\u002f`;
+//!    character reference `&#x2F;` (the `x` and the `F` in either case), `&#47;`, `&sol;`;
+//!    percent-encoded `%2F` / `%2f`; plain `/` or `\`. The slashes are counted back from the
+//!    host, at most three, every one in that form;
+//! 2. the prefix is either `scheme C` then those slashes (one to three), where the scheme is
+//!    `http` or `https` in any case and `C` is `:` (`%3A` / `%3a` in the percent-encoded
+//!    form), or the slashes alone (two or three), scheme-relative, when the byte before them
+//!    is not an ASCII letter or digit, `.`, `-`, `_`, `~`, `%`, `@`, `/` or `\` (there they
+//!    are a path inside another URL), or when there is no byte before them;
+//! 3. after the host: optionally one `.`; optionally a port, `C` then one to five digits
+//!    (more digits: no match) whose value must fit: with an origin without a port, the
+//!    default port of the URL's scheme (443 for https, 80 for http; scheme-relative: the
+//!    default port of the *target* scheme); with an origin port `P`, `P`, which may be left
+//!    out when it is that default port;
+//! 4. then a boundary: the end of the input, or a character that does not continue an
+//!    authority. The character is `%HH` or `\uHHHH` decoded when the bytes there spell one,
+//!    else the byte itself. It continues an authority when it is an ASCII letter or digit,
+//!    `.`, `-`, `_`, `:`, `@`, tab, LF, CR, or not ASCII at all.
 //!
-//! The `//` of `http://` or `https://` is part of that prefix, never a scheme-relative one of
-//! its own (the specification's grammar leaves this open; a URL with a scheme means that
-//! scheme's port).
-//!
-//! A match (prefix to port) is replaced by the same form with the target: `S://T`,
-//! `S:\/\/T`, `//T` or `\/\/T`. Every other byte is copied; matches do not overlap.
+//! A match (from the scheme, or the first slash, to the end of the port) is replaced by the
+//! target in the same form: `scheme C S S authority` or `S S authority`, where `S` is the
+//! slash spelling written just before the host, except that plain slashes are written `/`,
+//! and in the percent-encoded form `C` and every authority byte other than ASCII letters,
+//! digits and `-._~` are percent-encoded with the hex case of that `S`. A match that would
+//! start before the end of the previous one is not taken. Every other byte is copied.
 
-/// The forms of prefix, and what replaces them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
-    /// `https://` / `http://`, with the scheme's default port.
-    Absolute(u16),
-    /// `https:\/\/` / `http:\/\/`, with the scheme's default port.
-    AbsoluteEscaped(u16),
-    /// `//`: resolved against the proxied page, so the target scheme's default port.
-    Relative,
-    /// `\/\/`.
-    RelativeEscaped,
-}
+/// Alternative byte strings for one character.
+type Spellings = &'static [&'static [u8]];
 
-const PREFIXES: [(&[u8], Form); 6] = [
-    (b"https://", Form::Absolute(443)),
-    (b"http://", Form::Absolute(80)),
-    (b"https:\\/\\/", Form::AbsoluteEscaped(443)),
-    (b"http:\\/\\/", Form::AbsoluteEscaped(80)),
-    (b"//", Form::Relative),
-    (b"\\/\\/", Form::RelativeEscaped),
+/// The slash spellings of each form, in the order the forms are tried, with the colon
+/// spellings of that form.
+const FORMS: [(Spellings, Spellings); 6] = [
+    (&[b"\\\\/"], &[b":"]),
+    (&[b"\\/"], &[b":"]),
+    (&[b"\\u002F", b"\\u002f"], &[b":"]),
+    (
+        &[
+            b"&#x2F;", b"&#x2f;", b"&#X2F;", b"&#X2f;", b"&#47;", b"&sol;",
+        ],
+        &[b":"],
+    ),
+    (&[b"%2F", b"%2f"], &[b"%3A", b"%3a"]),
+    (&[b"/", b"\\"], &[b":"]),
 ];
+
+/// The index of the plain form in [`FORMS`].
+const PLAIN: usize = 5;
+/// The index of the percent-encoded form in [`FORMS`].
+const PERCENT: usize = 4;
 
 /// The rule for one origin and one target.
 #[derive(Debug, Clone)]
 pub struct Reference {
     host: Vec<u8>,
     port: Option<u16>,
+    target_scheme: String,
     target_default_port: u16,
-    absolute: Vec<u8>,
-    absolute_escaped: Vec<u8>,
-    relative: Vec<u8>,
-    relative_escaped: Vec<u8>,
+    target_authority: String,
+}
+
+/// One match: its span and how to write its replacement.
+struct Match {
+    start: usize,
+    end: usize,
+    form: usize,
+    scheme: bool,
+    slash: &'static [u8],
 }
 
 impl Reference {
@@ -68,86 +88,139 @@ impl Reference {
         Reference {
             host: host.to_ascii_lowercase().into_bytes(),
             port,
+            target_scheme: target_scheme.to_owned(),
             target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
                 443
             } else {
                 80
             },
-            absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
-            absolute_escaped: format!("{target_scheme}:\\/\\/{target_authority}").into_bytes(),
-            relative: format!("//{target_authority}").into_bytes(),
-            relative_escaped: format!("\\/\\/{target_authority}").into_bytes(),
+            target_authority: target_authority.to_owned(),
         }
     }
 
     /// The rule applied to a whole input.
     pub fn apply(&self, input: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(input.len());
-        let mut i = 0;
-        while i < input.len() {
-            match self.match_at(input, i) {
-                Some((len, replacement)) => {
-                    out.extend_from_slice(replacement);
-                    i += len;
-                }
-                None => {
-                    out.push(input[i]);
-                    i += 1;
-                }
+        let mut out = Vec::new();
+        let mut copied = 0;
+        for at in 0..input.len() {
+            let Some(m) = self.match_at(input, at) else {
+                continue;
+            };
+            if m.start < copied {
+                continue;
             }
+            out.extend_from_slice(&input[copied..m.start]);
+            out.extend_from_slice(&self.replacement(&m));
+            copied = m.end;
         }
+        out.extend_from_slice(&input[copied..]);
         out
     }
 
-    /// The length of the match starting at `i` and its replacement, if there is one.
-    fn match_at(&self, input: &[u8], i: usize) -> Option<(usize, &[u8])> {
-        for (prefix, form) in PREFIXES {
-            let Some(after_prefix) = starts_with_ignore_case(input, i, prefix) else {
-                continue;
-            };
-            if matches!(form, Form::Relative | Form::RelativeEscaped)
-                && [&b"http:"[..], b"https:"]
-                    .iter()
-                    .any(|scheme| ends_with_ignore_case(&input[..i], scheme))
-            {
-                // The slashes of `http://` are not a scheme-relative URL: `http://A:443` is
-                // port 443 over http, not the origin, even where `//A:443` would be.
-                continue;
-            }
-            let Some(mut at) = starts_with_ignore_case(input, after_prefix, &self.host) else {
-                continue;
-            };
-            if input.get(at) == Some(&b'.') {
-                at += 1;
-            }
-            let default = match form {
-                Form::Absolute(port) | Form::AbsoluteEscaped(port) => port,
-                Form::Relative | Form::RelativeEscaped => self.target_default_port,
-            };
-            let port_given = self.port.unwrap_or(default);
-            let may_omit = self.port.is_none_or(|p| p == default);
-            // A port is a number: `:0443` is port 443 to a browser.
-            let with_port = input
-                .get(at)
-                .filter(|&&b| b == b':')
-                .map(|_| at + 1 + input[at + 1..].iter().take_while(|&&b| b == b'0').count())
-                .and_then(|digits| {
-                    starts_with_ignore_case(input, digits, port_given.to_string().as_bytes())
-                });
-            let end = match with_port {
-                Some(end) if is_boundary(input, end) => end,
-                _ if may_omit && is_boundary(input, at) => at,
-                _ => continue,
-            };
-            let replacement = match form {
-                Form::Absolute(_) => &self.absolute,
-                Form::AbsoluteEscaped(_) => &self.absolute_escaped,
-                Form::Relative => &self.relative,
-                Form::RelativeEscaped => &self.relative_escaped,
-            };
-            return Some((end - i, replacement));
+    fn replacement(&self, m: &Match) -> Vec<u8> {
+        let upper = m.slash.contains(&b'F');
+        let slash: &[u8] = if m.form == PLAIN { b"/" } else { m.slash };
+        let mut text = Vec::new();
+        if m.scheme {
+            text.extend_from_slice(self.target_scheme.as_bytes());
+            text.extend_from_slice(if m.form != PERCENT {
+                b":"
+            } else if upper {
+                b"%3A"
+            } else {
+                b"%3a"
+            });
         }
-        None
+        text.extend_from_slice(slash);
+        text.extend_from_slice(slash);
+        for &b in self.target_authority.as_bytes() {
+            let keep = b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+            if m.form != PERCENT || keep {
+                text.push(b);
+            } else if upper {
+                text.extend_from_slice(format!("%{b:02X}").as_bytes());
+            } else {
+                text.extend_from_slice(format!("%{b:02x}").as_bytes());
+            }
+        }
+        text
+    }
+
+    /// The match whose host starts at `at`, if there is one.
+    fn match_at(&self, input: &[u8], at: usize) -> Option<Match> {
+        let host_end = starts_with_ignore_case(input, at, &self.host)?;
+        let before = &input[..at];
+        let (start, form, scheme, slash, default) = (0..FORMS.len()).find_map(|form| {
+            self.prefix(before, form)
+                .map(|p| (p.0, form, p.1, p.2, p.3))
+        })?;
+        let colons = FORMS[form].1;
+        let mut end = host_end;
+        if input.get(end) == Some(&b'.') {
+            end += 1;
+        }
+        let mut written_port = None;
+        if let Some(colon) = colons.iter().find(|c| input[end..].starts_with(c)) {
+            let digits = input[end + colon.len()..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits == 0 || digits > 5 {
+                return None;
+            }
+            let text = &input[end + colon.len()..end + colon.len() + digits];
+            written_port = Some(std::str::from_utf8(text).ok()?.parse::<u32>().ok()?);
+            end += colon.len() + digits;
+        }
+        let fits = match (written_port, self.port) {
+            (Some(p), Some(own)) => p == u32::from(own),
+            (Some(p), None) => p == u32::from(default),
+            (None, Some(own)) => own == default,
+            (None, None) => true,
+        };
+        if !fits || continues_authority(input, end) {
+            return None;
+        }
+        Some(Match {
+            start,
+            end,
+            form,
+            scheme,
+            slash,
+        })
+    }
+
+    /// The prefix in form `form` ending `before`: (start, has a scheme, the slash next to the
+    /// host, the default port).
+    fn prefix(&self, before: &[u8], form: usize) -> Option<(usize, bool, &'static [u8], u16)> {
+        let (slashes, colons) = FORMS[form];
+        let ending = |text: &[u8]| slashes.iter().copied().find(|s| text.ends_with(s));
+        let slash = ending(before)?;
+        let mut first = before.len();
+        let mut count = 0;
+        while count < 3 {
+            let Some(s) = ending(&before[..first]) else {
+                break;
+            };
+            first -= s.len();
+            count += 1;
+        }
+        let rest = &before[..first];
+        for (scheme, port) in [("https", 443), ("http", 80)] {
+            for colon in colons {
+                let whole = [scheme.as_bytes(), colon].concat();
+                if rest.len() >= whole.len()
+                    && rest[rest.len() - whole.len()..].eq_ignore_ascii_case(&whole)
+                    && rest.ends_with(colon)
+                {
+                    return Some((first - whole.len(), true, slash, port));
+                }
+            }
+        }
+        let inside_a_url = rest
+            .last()
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b".-_~%@/\\".contains(&b));
+        (count >= 2 && !inside_a_url).then_some((first, false, slash, self.target_default_port))
     }
 }
 
@@ -158,15 +231,30 @@ fn starts_with_ignore_case(input: &[u8], at: usize, word: &[u8]) -> Option<usize
     got.eq_ignore_ascii_case(word).then_some(end)
 }
 
-fn ends_with_ignore_case(input: &[u8], word: &[u8]) -> bool {
-    input.len() >= word.len() && input[input.len() - word.len()..].eq_ignore_ascii_case(word)
-}
-
-/// The end of the input, or a byte that cannot continue an authority.
-fn is_boundary(input: &[u8], at: usize) -> bool {
-    match input.get(at) {
-        None => true,
-        Some(&b) => !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'@')),
+/// Whether the character at `at` continues an authority (see the module docs).
+fn continues_authority(input: &[u8], at: usize) -> bool {
+    let Some(&first) = input.get(at) else {
+        return false;
+    };
+    let hex = |from: usize, len: usize| -> Option<u32> {
+        let text = std::str::from_utf8(input.get(from..from + len)?).ok()?;
+        if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(text, 16).ok()
+    };
+    let unit = match first {
+        b'%' => hex(at + 1, 2),
+        b'\\' if input.get(at + 1) == Some(&b'u') => hex(at + 2, 4),
+        _ => None,
+    }
+    .unwrap_or(u32::from(first));
+    match char::from_u32(unit) {
+        Some(c) if c.is_ascii() => {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
+        }
+        _ => true,
     }
 }
 
@@ -252,7 +340,118 @@ pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
     ("o.test", "https", "t.io", "//o.test..", "//o.test.."),
     ("o.test", "https", "t.io", "//o.test@x", "//o.test@x"),
     ("o.test", "https", "t.io", "//o.testx", "//o.testx"),
-    ("o.test", "https", "t.io", "https:/o.test", "https:/o.test"),
+    ("o.test", "https", "t.io", "https:/o.test", "https://t.io"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        r"https:\o.test/a",
+        "http://t.io/a",
+    ),
+    ("o.test", "http", "t.io", r"x=/\o.test/a", "x=//t.io/a"),
+    ("o.test", "http", "t.io", r"x=\\o.test", "x=//t.io"),
+    ("o.test", "http", "t.io", "x=///o.test", "x=//t.io"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "https:////o.test",
+        "https:////o.test",
+    ),
+    ("o.test", "http", "t.io", "https:o.test", "https:o.test"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "https://e.test//o.test/a",
+        "https://e.test//o.test/a",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        r#""https:\\/\\/o.test\\/a""#,
+        r#""http:\\/\\/t.io\\/a""#,
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        r"https:\u002F\u002Fo.test\u002F",
+        r"http:\u002F\u002Ft.io\u002F",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        r"https:\u002f\u002fo.test\u002eevil",
+        r"https:\u002f\u002fo.test\u002eevil",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "https:&#x2F;&#x2F;o.test&#x2F;",
+        "http:&#x2F;&#x2F;t.io&#x2F;",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "=&#47;&sol;o.test",
+        "=&sol;&sol;t.io",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "=&sol;&sol;o.test",
+        "=&sol;&sol;t.io",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io:7676",
+        "?r=https%3A%2F%2Fo.test%2F",
+        "?r=http%3A%2F%2Ft.io%3A7676%2F",
+    ),
+    (
+        "o.test",
+        "http",
+        "[::1]",
+        "?r=%2f%2fO.TEST%3a80",
+        "?r=%2f%2f%5b%3a%3a1%5d",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "?r=%2F%2Fo.test%2eevil",
+        "?r=%2F%2Fo.test%2eevil",
+    ),
+    ("o.test", "http", "t.io", "//o.test%2Fa", "//t.io%2Fa"),
+    ("o.test", "http", "t.io", "//o.test\tx", "//o.test\tx"),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test\u{ad}x",
+        "//o.test\u{ad}x",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test\u{3002}x",
+        "//o.test\u{3002}x",
+    ),
+    (
+        "o.test",
+        "http",
+        "t.io",
+        "//o.test:000080/",
+        "//o.test:000080/",
+    ),
     (
         "o.test:8443",
         "https",

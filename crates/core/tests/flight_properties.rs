@@ -30,8 +30,9 @@ fn piece() -> impl Strategy<Value = String> {
         Just("\n".to_owned()),
         Just("\u{2028}".to_owned()),
         Just(format!("https://{ORIGIN}/path")),
-        Just(format!("//{ORIGIN}/x")),
-        Just(format!("//{ORIGIN}.evil.test/")),
+        // A space first: `//` right after a path or a word is part of that URL, not a new one.
+        Just(format!(" //{ORIGIN}/x")),
+        Just(format!(" //{ORIGIN}.evil.test/")),
     ]
 }
 

@@ -406,6 +406,11 @@ fn rewritten_to_shorter_host(w: &World) -> Outcome {
     check(want != fixture(w, "index.html"), || {
         "fixture has nothing to rewrite".into()
     })?;
+    // The page's `JSON.parse("…https:\\/\\/origin…")` (JSON inside a JS string literal).
+    let double_escaped = format!(r"http:\\/\\/{}\\/api", w.streaming);
+    check(contains(&r.body, double_escaped.as_bytes()), || {
+        format!("no {double_escaped} in the page")
+    })?;
     same_bytes("body", &r.body, &want)
 }
 

@@ -1,0 +1,583 @@
+//! The one URL replacement rule, and a streaming replacer that applies it across chunk
+//! boundaries.
+//!
+//! Every place the proxy rewrites (HTML attributes, text nodes, inline scripts and styles,
+//! CSS/JS/JSON bodies, Flight rows, `Location` headers) uses this same rule on the bytes as
+//! they are. React compares the server HTML with the RSC payload during hydration, so a URL
+//! rewritten in one place and not in another breaks the page.
+//!
+//! # The rule
+//!
+//! A match is `scheme C S…` or `S S…` (scheme-relative), then the origin host, an optional
+//! `.` and port, then a byte that cannot continue an authority. It becomes the same spelling
+//! with the request's scheme and authority. The slashes `S` (one to three with a scheme, two
+//! or three without) and the colon `C` are all written in one form:
+//!
+//! | form | slash `S` | colon `C` | typical source |
+//! |---|---|---|---|
+//! | plain | `/` or `\` (WHATWG URL parsing reads `\` as `/`) | `:` | HTML, CSS, JS, headers |
+//! | JSON-escaped | `\/` | `:` | JSON |
+//! | double-escaped | `\\/` | `:` | JSON inside a JS string literal (`json_encode`) |
+//! | Unicode escape | `\u002F`, `\u002f` | `:` | serialize-javascript |
+//! | character reference | `&#x2F;` (`x`/`X`, `F`/`f`), `&#47;`, `&sol;` | `:` | HTML attributes and text |
+//! | percent-encoded | `%2F`, `%2f` | `%3A`, `%3a` | query parameters (`redirect_to=`) |
+//!
+//! The replacement keeps the form: plain slashes become `//`; other forms repeat the slash
+//! spelling next to the host (`&#47;` stays `&#47;`). In the percent-encoded form the colon,
+//! and every byte of the authority other than letters, digits and `-._~`, are percent-encoded
+//! with hex letters in the case of the matched `%2F`/`%2f` (so a port is `%3A7676`, an IPv6
+//! literal `%5B…%5D`); in every other form the authority is written as it is (`:7676`).
+//!
+//! Within a match:
+//!
+//! * the scheme (`http`, `https`) and the host are compared in any ASCII letter case;
+//! * a trailing dot on the host is allowed (`//origin.example.com./`);
+//! * an explicit default port is allowed: `:443` after `https`, `:80` after `http`, and for
+//!   the scheme-relative forms the default port of the request's scheme, which is what the
+//!   browser resolves them against (up to 5 digits, so `:0443` too). If the origin authority
+//!   has a port, that port is required, unless it is the default one. The port's colon is the
+//!   form's `C`.
+//!
+//! Boundaries:
+//!
+//! * after the host and port, the next character must not continue an authority: ASCII
+//!   letters, digits, `.-_:@`, tab, LF, CR (URL parsing removes them, so the host goes on
+//!   after them) and any non-ASCII character (IDNA may map it into the host: U+3002 becomes
+//!   `.`, U+00AD is dropped) all do. A `%HH` or `\uHHHH` there is read as the character it
+//!   encodes, so `origin.example.com%2eevil.test` is a longer host;
+//! * the slashes are counted back from the host, at most three, all in one form; the forms
+//!   are tried longest spelling first (double-escaped, JSON-escaped, Unicode escape,
+//!   character reference, percent-encoded, plain), so `https:\/\/origin…` keeps its escapes;
+//! * scheme-relative slashes preceded by a letter, digit, `.-_~%@`, `/` or `\` are a path
+//!   inside another URL (`https://evil.test//origin.example.com/a`), not a URL of their own.
+//!
+//! Not covered (left byte for byte, although a browser or the server reading the parameter
+//! reaches the origin): a form mixed within one URL (`https:/&#47;origin…`), four or more
+//! slashes, `https:origin…` with no slash, host characters that are percent-encoded, escaped
+//! or IDNA-mapped (`origin%2Eexample.com`, full-width letters), a host followed by `%2e`, a
+//! tab, a newline or U+00AD and then the end of the host (`origin.example.com%2e/`), a tab or
+//! newline elsewhere inside the URL, character references without their `;` or with leading
+//! zeros (`&#047;`), `&colon;` or `\u003A` for the colon, a backslash spelled `%5C`
+//! or `&bsol;`, a port of six digits or more (`:000443`), double
+//! percent-encoding, and authorities with user info (`//user@origin.example.com`), which no
+//! page uses for its own links. `https:/origin…` and `https:\origin…` are rewritten although
+//! against a page of the same scheme the browser reads them as a path on that page's host: the
+//! rewrite then points at the first-party root instead, never at the origin. Left alone as
+//! other hosts: `//origin.example.com.evil.test`, `//origin.example.com:8443`,
+//! `//origin.example.com@evil.test`, `//origin.example.comx`.
+//!
+//! `tests/url_spellings.rs` holds the table of spellings, checked against Node's WHATWG `URL`.
+
+mod spelling;
+#[cfg(test)]
+mod tests;
+
+use spelling::{
+    continues_url, has_prefix, has_suffix, percent_encode, slash_ending, starts_with_one_of,
+    suffix, Form, Start, Suffix, FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX,
+    MAX_TOKEN, SCHEMES,
+};
+
+/// The outcome of looking at one host occurrence.
+enum Decision {
+    /// Not a match.
+    No,
+    /// The bytes after the host have not all arrived.
+    NeedMore,
+    /// A match from `start` to `end` (exclusive).
+    Match(Found),
+}
+
+/// A match: where it is and how it is spelled.
+struct Found {
+    start: usize,
+    end: usize,
+    form: Form,
+    /// With a scheme (`scheme C S…`) or scheme-relative (`S S…`).
+    absolute: bool,
+    /// The slash spelling next to the host, repeated in the replacement.
+    slash: &'static [u8],
+}
+
+/// The origin → first-party mapping for one request.
+#[derive(Debug, Clone)]
+pub struct UrlRule {
+    /// The origin's host, lowercase (an IPv6 literal keeps its brackets).
+    host: Vec<u8>,
+    /// The origin authority's explicit port, if it has one.
+    port: Option<u16>,
+    /// Default port of the request's scheme, for the scheme-relative forms.
+    target_default_port: u16,
+    /// The request's scheme, as given.
+    target_scheme: Vec<u8>,
+    /// The request's authority, as given.
+    target_authority: Vec<u8>,
+    /// `scheme://authority` and `//authority`: the plain form's replacements, by far the
+    /// most frequent, written in one piece.
+    plain_absolute: Vec<u8>,
+    plain_relative: Vec<u8>,
+    /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]), as
+    /// a table: a lookup per byte is what that scan costs.
+    in_match: Box<[bool; 256]>,
+}
+
+impl UrlRule {
+    /// Maps `origin_authority` (`host[:port]`) to `target_scheme://target_authority`.
+    pub fn new(origin_authority: &str, target_scheme: &str, target_authority: &str) -> Self {
+        let authority = origin_authority.to_ascii_lowercase();
+        let (host, port) = split_authority(&authority);
+        Self::for_origin(host, port, target_scheme, target_authority)
+    }
+
+    /// [`UrlRule::new`] for an origin authority already split into its host and explicit
+    /// port (as the settings hold it, parsed once at load).
+    pub fn for_origin(
+        origin_host: &str,
+        origin_port: Option<u16>,
+        target_scheme: &str,
+        target_authority: &str,
+    ) -> Self {
+        let (host, port) = (origin_host.to_ascii_lowercase(), origin_port);
+        UrlRule {
+            host: host.as_bytes().to_vec(),
+            port,
+            target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
+                443
+            } else {
+                80
+            },
+            target_scheme: target_scheme.as_bytes().to_vec(),
+            target_authority: target_authority.as_bytes().to_vec(),
+            plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
+            plain_relative: format!("//{target_authority}").into_bytes(),
+            in_match: {
+                let mut set = Box::new([false; 256]);
+                // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port)
+                // and the punctuation of the spellings.
+                for b in 0..=255u8 {
+                    set[usize::from(b)] = b.is_ascii_alphanumeric()
+                        || matches!(b, b':' | b'/' | b'\\' | b'&' | b'#' | b';' | b'%' | b'.');
+                }
+                for b in host.bytes() {
+                    set[usize::from(b)] = true;
+                }
+                set
+            },
+        }
+    }
+
+    /// Longest input span one match needs to be decided: its bytes, the byte after it.
+    fn max_match_len(&self) -> usize {
+        MAX_SCHEME + MAX_SLASHES * MAX_TOKEN + self.host.len() + MAX_SUFFIX + MAX_BOUNDARY
+    }
+
+    /// Length of the longest suffix of `work` that is the start of a match, or a whole match
+    /// still waiting for the bytes after it. Everything before it can be decided now.
+    fn undecided_tail(&self, work: &[u8]) -> usize {
+        let window = self.max_match_len().min(work.len());
+        let window = &work[work.len() - window..];
+        // Nothing before the last byte that no match can contain (a space, a quote) can start
+        // one that reaches the end.
+        let from = window
+            .iter()
+            .rposition(|&b| !self.in_match[usize::from(b)])
+            .map_or(0, |i| i + 1);
+        let tail = &window[from..];
+        // A match starts with a scheme or a slash spelling; try those positions, longest
+        // suffix first.
+        tail.iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, b'h' | b'H' | b'/' | b'\\' | b'&' | b'%'))
+            .find(|&(i, _)| self.could_start_match(&tail[i..]))
+            .map_or(0, |(i, _)| tail.len() - i)
+    }
+
+    /// Whether `tail` (the end of the input so far) could be the start of a match in some
+    /// form. Generous on purpose (it ignores what precedes `tail`): holding too much only
+    /// delays bytes, holding too little would decide a match without its end.
+    fn could_start_match(&self, tail: &[u8]) -> bool {
+        // Only the forms whose scheme or slash can start with this byte.
+        let forms: &[Form] = match tail.first() {
+            Some(b'h' | b'H') => {
+                let n = tail.len().min(4);
+                if !tail[1..n].eq_ignore_ascii_case(&b"ttp"[..n - 1]) {
+                    return false;
+                }
+                &FORMS
+            }
+            Some(b'/') => &[Form::Plain],
+            Some(b'\\') => &[
+                Form::DoubleEscaped,
+                Form::JsonEscaped,
+                Form::Unicode,
+                Form::Plain,
+            ],
+            Some(b'&') => &[Form::CharRef],
+            Some(b'%') => &[Form::Percent],
+            _ => return false,
+        };
+        forms.iter().any(|&form| self.could_start_in(form, tail))
+    }
+
+    fn could_start_in(&self, form: Form, tail: &[u8]) -> bool {
+        let mut rest = tail;
+        for (scheme, _) in SCHEMES {
+            let (head, after) = rest.split_at(rest.len().min(scheme.len()));
+            if !head.eq_ignore_ascii_case(&scheme[..head.len()]) {
+                continue;
+            }
+            if after.is_empty() {
+                return true;
+            }
+            match starts_with_one_of(after, form.colons()) {
+                Start::Partial => return true,
+                Start::Full(colon) => {
+                    rest = &after[colon..];
+                    break;
+                }
+                Start::No => {}
+            }
+        }
+        let mut slashes = 0;
+        while slashes < MAX_SLASHES {
+            match starts_with_one_of(rest, form.slashes()) {
+                Start::Partial => return true,
+                Start::Full(len) => {
+                    rest = &rest[len..];
+                    slashes += 1;
+                }
+                Start::No => break,
+            }
+        }
+        if slashes == 0 {
+            return false;
+        }
+        if rest.len() <= self.host.len() {
+            return rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+        }
+        rest[..self.host.len()].eq_ignore_ascii_case(&self.host)
+            && matches!(
+                suffix(form, &rest[self.host.len()..], false),
+                Suffix::NeedMore
+            )
+    }
+
+    /// Applies the rule to a complete value (a header, an attribute) in one go.
+    pub fn rewrite_all(&self, input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(input.len());
+        self.process(input, None, true, &mut out);
+        out
+    }
+
+    /// Rewrites the decidable prefix of `work` into `out` and returns its length. `before` is
+    /// the input byte just before `work`, if any. With `at_end`, all of `work` is decidable.
+    fn process(&self, work: &[u8], before: Option<u8>, at_end: bool, out: &mut Vec<u8>) -> usize {
+        let mut emitted = 0;
+        let first = self.host.first().copied().unwrap_or_default();
+        for at in host_candidates(work, first) {
+            match self.classify(work, at, before, at_end) {
+                Decision::No => {}
+                // The bytes after the host have not arrived: decide next time.
+                Decision::NeedMore => break,
+                Decision::Match(found) => {
+                    if found.start < emitted {
+                        // Overlaps a match already written: the earlier one wins.
+                        continue;
+                    }
+                    out.extend_from_slice(&work[emitted..found.start]);
+                    self.replace(&found, out);
+                    emitted = found.end;
+                }
+            }
+        }
+        let decided = if at_end {
+            work.len()
+        } else {
+            // Hold back only a tail that could still grow into a match.
+            (work.len() - self.undecided_tail(work)).max(emitted)
+        };
+        out.extend_from_slice(&work[emitted..decided]);
+        decided
+    }
+
+    /// Writes the replacement of `found`: the request's scheme and authority in its form.
+    fn replace(&self, found: &Found, out: &mut Vec<u8>) {
+        if found.form == Form::Plain {
+            out.extend_from_slice(if found.absolute {
+                &self.plain_absolute
+            } else {
+                &self.plain_relative
+            });
+            return;
+        }
+        let slash = found.slash;
+        let upper = !found.slash.ends_with(b"f");
+        if found.absolute {
+            out.extend_from_slice(&self.target_scheme);
+            out.extend_from_slice(match (found.form, upper) {
+                (Form::Percent, true) => b"%3A",
+                (Form::Percent, false) => b"%3a",
+                _ => b":",
+            });
+        }
+        out.extend_from_slice(slash);
+        out.extend_from_slice(slash);
+        if found.form == Form::Percent {
+            percent_encode(&self.target_authority, upper, out);
+        } else {
+            out.extend_from_slice(&self.target_authority);
+        }
+    }
+
+    /// Decides the candidate at `at` (just after a slash spelling): the host in any case,
+    /// the slashes and scheme before it, then an optional dot and port, then a boundary.
+    fn classify(&self, work: &[u8], at: usize, before: Option<u8>, at_end: bool) -> Decision {
+        let rest = &work[at..];
+        if rest.len() < self.host.len() {
+            let partial = rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+            return if partial && !at_end {
+                Decision::NeedMore
+            } else {
+                Decision::No
+            };
+        }
+        if self.host.is_empty() || !rest[..self.host.len()].eq_ignore_ascii_case(&self.host) {
+            return Decision::No;
+        }
+        let head = &work[..at];
+        // Only the forms whose slash can end with the byte before the host, in FORMS order.
+        let forms: &[Form] = match head.last() {
+            Some(b'/') => &[Form::DoubleEscaped, Form::JsonEscaped, Form::Plain],
+            Some(b'\\') => &[Form::Plain],
+            Some(b';') => &[Form::CharRef],
+            Some(b'F' | b'f') => &[Form::Unicode, Form::Percent],
+            _ => return Decision::No,
+        };
+        let Some((start, form, absolute, default_port, slash)) = forms
+            .iter()
+            .find_map(|&form| self.prefix(head, before, form))
+        else {
+            return Decision::No;
+        };
+        let after = &work[at + self.host.len()..];
+        let (len, port) = match suffix(form, after, at_end) {
+            Suffix::NeedMore => return Decision::NeedMore,
+            Suffix::No => return Decision::No,
+            Suffix::Found { len, port } => (len, port),
+        };
+        let port_ok = match (port, self.port) {
+            (None, None) => true,
+            (None, Some(own)) => own == default_port,
+            (Some(p), None) => p == u32::from(default_port),
+            (Some(p), Some(own)) => p == u32::from(own),
+        };
+        if !port_ok {
+            return Decision::No;
+        }
+        Decision::Match(Found {
+            start,
+            end: at + self.host.len() + len,
+            form,
+            absolute,
+            slash,
+        })
+    }
+
+    /// The match prefix in `form` that ends `head` (the input before the host): its start,
+    /// whether it has a scheme, the default port it implies and the slash next to the host.
+    fn prefix(
+        &self,
+        head: &[u8],
+        before: Option<u8>,
+        form: Form,
+    ) -> Option<(usize, Form, bool, u16, &'static [u8])> {
+        let slash = slash_ending(form, head)?;
+        let mut run_start = head.len() - slash.len();
+        let mut slashes = 1;
+        while slashes < MAX_SLASHES {
+            match slash_ending(form, &head[..run_start]) {
+                Some(s) => {
+                    run_start -= s.len();
+                    slashes += 1;
+                }
+                None => break,
+            }
+        }
+        let scheme_part = &head[..run_start];
+        for (scheme, default_port) in SCHEMES {
+            for colon in form.colons() {
+                let len = scheme.len() + colon.len();
+                if scheme_part.len() >= len
+                    && has_suffix(scheme_part, colon)
+                    && scheme_part[run_start - len..run_start - colon.len()]
+                        .eq_ignore_ascii_case(scheme)
+                {
+                    return Some((run_start - len, form, true, default_port, slash));
+                }
+            }
+        }
+        let preceding = scheme_part.last().copied().or(before);
+        if slashes >= 2 && !preceding.is_some_and(continues_url) {
+            return Some((run_start, form, false, self.target_default_port, slash));
+        }
+        None
+    }
+}
+
+/// Where a host may start: just after every slash spelling, in order, where the next byte is
+/// the host's first in either case (`first`, lowercase). Searching for the slashes rather than
+/// for the host finds it in any letter case. A `memchr2` pass over `/ \\` (plain, `\\/`,
+/// `\\\\/`) and a `memchr3` pass over `% \\ &` (the longer spellings, rarer) serve every
+/// form: SIMD where the target has it, and without SIMD (wasm) far cheaper than a substring
+/// search per spelling.
+fn host_candidates(work: &[u8], first: u8) -> impl Iterator<Item = usize> + '_ {
+    let host_at = move |at: usize| work.get(at).map(u8::to_ascii_lowercase) == Some(first);
+    let ends = memchr::memchr2_iter(b'/', b'\\', work)
+        .map(|at| at + 1)
+        .filter(move |&at| host_at(at));
+    // A longer spelling holds none of `% \\ &` after its first byte, so these positions
+    // come in order too, and merging the two passes needs no sorting.
+    let long = memchr::memchr3_iter(b'%', b'\\', b'&', work).filter_map(move |at| {
+        let rest = &work[at..];
+        let form = match rest[0] {
+            b'%' => Form::Percent,
+            b'\\' => Form::Unicode,
+            _ => Form::CharRef,
+        };
+        let len = form
+            .slashes()
+            .iter()
+            .find(|slash| has_prefix(rest, slash))?
+            .len();
+        host_at(at + len).then_some(at + len)
+    });
+    Merge {
+        a: ends.peekable(),
+        b: long.peekable(),
+    }
+}
+
+/// Merges two ascending position iterators, dropping repeats.
+struct Merge<A: Iterator<Item = usize>, B: Iterator<Item = usize>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A: Iterator<Item = usize>, B: Iterator<Item = usize>> Iterator for Merge<A, B> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let next = match (self.a.peek(), self.b.peek()) {
+            (Some(&a), Some(&b)) if b < a => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }?;
+        while self.a.next_if_eq(&next).is_some() {}
+        while self.b.next_if_eq(&next).is_some() {}
+        Some(next)
+    }
+}
+
+/// Splits a lowercase `host[:port]` (IPv6 literals in brackets). A port that is not a number
+/// stays part of the host, which then never matches a real URL.
+fn split_authority(authority: &str) -> (&str, Option<u16>) {
+    let port_at = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => i,
+        _ => return (authority, None),
+    };
+    match authority[port_at + 1..].parse::<u16>() {
+        Ok(port) => (&authority[..port_at], Some(port)),
+        Err(_) => (authority, None),
+    }
+}
+
+/// Applies a [`UrlRule`] to a byte stream split into arbitrary chunks.
+///
+/// Output is byte-identical for every split of the input. At most `41 + len(host)` bytes are
+/// held back between writes, and only when the end of a write could start a match: just
+/// enough to decide a match that straddles a boundary.
+#[derive(Debug)]
+pub struct StreamReplacer {
+    rule: UrlRule,
+    /// Input received but not yet decided.
+    carry: Vec<u8>,
+    /// The last input byte before `carry`: whether slashes start a URL depends on it.
+    before: Option<u8>,
+}
+
+impl StreamReplacer {
+    /// A replacer with nothing held.
+    pub fn new(rule: UrlRule) -> Self {
+        StreamReplacer {
+            carry: Vec::with_capacity(2 * rule.max_match_len()),
+            rule,
+            before: None,
+        }
+    }
+
+    /// Rewrites `input`, appending every byte that can already be decided to `out`.
+    pub fn write(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+        if !self.carry.is_empty() {
+            // Stitch only the boundary: the held bytes plus enough input to decide every match
+            // that starts among them. The rest of the input is processed in place, uncopied.
+            let carried = self.carry.len();
+            let take = input.len().min(self.rule.max_match_len() + 1);
+            self.carry.extend_from_slice(&input[..take]);
+            let kept = self.rule.process(&self.carry, self.before, false, out);
+            if kept > 0 {
+                self.before = Some(self.carry[kept - 1]);
+            }
+            if take == input.len() {
+                self.carry.drain(..kept);
+                return;
+            }
+            // With `max_match_len + 1` input bytes joined, the undecided tail (at most
+            // `max_match_len` long) cannot reach back into the held bytes.
+            debug_assert!(kept > carried);
+            input = &input[kept - carried..];
+            self.carry.clear();
+        }
+        let kept = self.rule.process(input, self.before, false, out);
+        if kept > 0 {
+            self.before = Some(input[kept - 1]);
+        }
+        self.carry.extend_from_slice(&input[kept..]);
+    }
+
+    /// The rule this replacer applies.
+    pub fn rule(&self) -> &UrlRule {
+        &self.rule
+    }
+
+    /// Bytes held back for a match that may straddle the next write.
+    pub fn held(&self) -> usize {
+        self.carry.len()
+    }
+
+    /// Emits whatever is held as if the input ended here. Used at the end of the stream and
+    /// before bytes that must bypass the rule (an RSC payload, a raw bail-out flush).
+    pub fn flush(&mut self, out: &mut Vec<u8>) {
+        self.rule.process(&self.carry, self.before, true, out);
+        self.forget_carry();
+    }
+
+    /// Emits whatever is held as it came, unrewritten: for when the bytes that would decide it
+    /// bypass the rule, so deciding it as if the input ended ([`flush`](Self::flush)) could
+    /// rewrite a host that those bytes continue (`//origin.example.com` then `.evil.test`).
+    pub fn pass_held(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.carry);
+        self.forget_carry();
+    }
+
+    fn forget_carry(&mut self) {
+        if let Some(&last) = self.carry.last() {
+            self.before = Some(last);
+        }
+        self.carry.clear();
+    }
+
+    /// Ends the stream.
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        self.flush(out);
+    }
+}

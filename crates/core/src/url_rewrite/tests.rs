@@ -1,0 +1,406 @@
+use super::*;
+use proptest::prelude::*;
+
+fn rule() -> UrlRule {
+    UrlRule::new("origin.example.com", "http", "127.0.0.1:7676")
+}
+
+fn rewrite(input: &str) -> String {
+    String::from_utf8(rule().rewrite_all(input.as_bytes())).unwrap()
+}
+
+#[test]
+fn rewrites_every_form_of_the_origin() {
+    let cases = [
+        ("https://origin.example.com/a", "http://127.0.0.1:7676/a"),
+        ("http://origin.example.com", "http://127.0.0.1:7676"),
+        ("HTTPS://origin.example.com/", "http://127.0.0.1:7676/"),
+        (
+            "src=\"//origin.example.com/x.js\"",
+            "src=\"//127.0.0.1:7676/x.js\"",
+        ),
+        (
+            r#""https:\/\/origin.example.com\/api""#,
+            r#""http:\/\/127.0.0.1:7676\/api""#,
+        ),
+        (
+            r#""\/\/origin.example.com\/api""#,
+            r#""\/\/127.0.0.1:7676\/api""#,
+        ),
+        (
+            "url(https://origin.example.com/bg.png)",
+            "url(http://127.0.0.1:7676/bg.png)",
+        ),
+        (
+            "a.jpg 1x, https://origin.example.com/b.jpg 2x,//origin.example.com/c.jpg 3x",
+            "a.jpg 1x, http://127.0.0.1:7676/b.jpg 2x,//127.0.0.1:7676/c.jpg 3x",
+        ),
+        (
+            "https://origin.example.com?q=1#f",
+            "http://127.0.0.1:7676?q=1#f",
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(rewrite(input), expected, "input {input:?}");
+    }
+}
+
+#[test]
+fn every_spelling_a_browser_resolves_to_the_origin_is_rewritten() {
+    let cases = [
+        ("HTTPS://ORIGIN.Example.COM/a", "http://127.0.0.1:7676/a"),
+        (
+            "https://origin.example.com:443/a",
+            "http://127.0.0.1:7676/a",
+        ),
+        (
+            "https://origin.example.com:0443/a",
+            "http://127.0.0.1:7676/a",
+        ),
+        ("http://origin.example.com:80", "http://127.0.0.1:7676"),
+        ("https://origin.example.com./a", "http://127.0.0.1:7676/a"),
+        (
+            "https://origin.example.com.:443/a",
+            "http://127.0.0.1:7676/a",
+        ),
+        ("//Origin.Example.Com./x", "//127.0.0.1:7676/x"),
+        // Scheme-relative URLs resolve against the proxied page: http here.
+        ("//origin.example.com:80/x", "//127.0.0.1:7676/x"),
+        (
+            r#""https:\/\/ORIGIN.example.com:443\/api""#,
+            r#""http:\/\/127.0.0.1:7676\/api""#,
+        ),
+        (
+            r#""\/\/origin.example.com.\/""#,
+            r#""\/\/127.0.0.1:7676\/""#,
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(rewrite(input), expected, "input {input:?}");
+    }
+}
+
+#[test]
+fn ports_follow_the_scheme_and_the_origin_authority() {
+    // The default port belongs to the URL's scheme, or for `//` to the request's.
+    for input in [
+        "http://origin.example.com:443/",
+        "https://origin.example.com:80/",
+        "//origin.example.com:443/",
+        "https://origin.example.com:443443/",
+        "https://origin.example.com:/",
+        "https://origin.example.com.:8443/",
+        "https://origin.example.com../",
+    ] {
+        assert_eq!(rewrite(input), input);
+    }
+    let https = UrlRule::new("o.test", "https", "p.test");
+    assert_eq!(https.rewrite_all(b"//o.test:443/"), b"//p.test/");
+    assert_eq!(https.rewrite_all(b"//o.test:80/"), b"//o.test:80/");
+    // An origin on its own port: that port is required, unless it is the default one.
+    let own_port = UrlRule::new("O.test:8080", "https", "p.test");
+    assert_eq!(
+        own_port.rewrite_all(b"http://o.test:8080/ http://o.test/ https://o.test:8080"),
+        b"https://p.test/ http://o.test/ https://p.test"
+    );
+    let default_port = UrlRule::new("o.test:443", "https", "p.test");
+    assert_eq!(
+        default_port.rewrite_all(b"https://o.test/ https://o.test:443/ http://o.test/"),
+        b"https://p.test/ https://p.test/ http://o.test/"
+    );
+}
+
+#[test]
+fn leaves_other_authorities_alone() {
+    for input in [
+        "https://origin.example.com.evil.test/",
+        "https://origin.example.comx/",
+        "https://origin.example.com:8443/",
+        "https://origin.example.com@evil.test/",
+        "https://notorigin.example.com/",
+        "https://cdn.example.com/origin.example.com/",
+        "origin.example.com without a scheme",
+        "https:origin.example.com",
+        "https://origin.example.co",
+        "//user@origin.example.com/",
+    ] {
+        assert_eq!(rewrite(input), input);
+    }
+}
+
+#[test]
+fn host_lengths_in_both_directions() {
+    let longer_origin = UrlRule::new("origin.really-long-publisher.example", "https", "a.io");
+    assert_eq!(
+        longer_origin.rewrite_all(b"<a href=\"https://origin.really-long-publisher.example/p\">"),
+        b"<a href=\"https://a.io/p\">"
+    );
+    let shorter_origin = UrlRule::new("o.io", "https", "www.first-party-publisher.example");
+    assert_eq!(
+        shorter_origin.rewrite_all(b"x //o.io/p y http://o.io"),
+        b"x //www.first-party-publisher.example/p y https://www.first-party-publisher.example"
+    );
+}
+
+/// Splits `input` at the given cut points (sorted, deduplicated) and runs the replacer.
+fn run_split(rule: &UrlRule, input: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let mut replacer = StreamReplacer::new(rule.clone());
+    let mut out = Vec::new();
+    let mut last = 0;
+    for &cut in cuts {
+        replacer.write(&input[last..cut], &mut out);
+        last = cut;
+    }
+    replacer.write(&input[last..], &mut out);
+    replacer.finish(&mut out);
+    out
+}
+
+#[test]
+fn every_single_split_point_gives_the_same_output() {
+    let input = b"<img srcset=\"https://origin.example.com/a.jpg 1x, //origin.example.com/b.jpg 2x\">\
+        x https:\\/\\/origin.example.com\\/y https://origin.example.com.evil/ http://origin.example.com";
+    let whole = rule().rewrite_all(input);
+    for cut in 0..=input.len() {
+        assert_eq!(run_split(&rule(), input, &[cut]), whole, "cut at {cut}");
+    }
+    // One byte at a time.
+    let all: Vec<usize> = (1..input.len()).collect();
+    assert_eq!(run_split(&rule(), input, &all), whole);
+}
+
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("https://origin.example.com".to_owned()),
+        Just("http://origin.example.com".to_owned()),
+        Just("//origin.example.com".to_owned()),
+        Just("https:\\/\\/origin.example.com".to_owned()),
+        Just("origin.example.com".to_owned()),
+        Just(".evil".to_owned()),
+        Just(":8443".to_owned()),
+        Just("/path é✓😀 ".to_owned()),
+        Just("HTTPS:".to_owned()),
+        Just("//ORIGIN.example.COM".to_owned()),
+        Just(".".to_owned()),
+        Just(":443".to_owned()),
+        Just(":80".to_owned()),
+        Just(":44".to_owned()),
+        Just(":".to_owned()),
+        Just("https:\\\\/\\\\/origin.example.com".to_owned()),
+        Just("\\u002F\\u002forigin.example.com".to_owned()),
+        Just("https:&#x2F;&#47;&sol;".to_owned()),
+        Just("&#x2F;&#x2F;origin.example.com".to_owned()),
+        Just("https%3A%2F%2Forigin.example.com".to_owned()),
+        Just("%2f%2fORIGIN.example.com%3a80".to_owned()),
+        Just("%2e".to_owned()),
+        Just("%3A443".to_owned()),
+        Just("\\u002e".to_owned()),
+        Just("\t\u{ad}\u{3002}".to_owned()),
+        Just("evil.test".to_owned()),
+        Just("https:/\\origin.example.com".to_owned()),
+        Just("/\\".to_owned()),
+        "[a-z/:. \\\\\"%&#;u0-9]{0,12}",
+    ]
+}
+
+proptest! {
+    #[test]
+    fn output_is_independent_of_chunking(
+        parts in proptest::collection::vec(fragment(), 0..24),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let input = parts.concat().into_bytes();
+        let mut points: Vec<usize> = cuts.iter().map(|i| i.index(input.len() + 1)).collect();
+        points.sort_unstable();
+        points.dedup();
+        let whole = rule().rewrite_all(&input);
+        prop_assert_eq!(run_split(&rule(), &input, &points), whole);
+    }
+
+    #[test]
+    fn bytes_outside_matches_are_unchanged(input in "[a-z/:. <>\"=]{0,200}") {
+        // Without the origin authority in the input nothing may change.
+        prop_assume!(!input.contains("origin.example.com"));
+        prop_assert_eq!(rule().rewrite_all(input.as_bytes()), input.as_bytes());
+    }
+}
+
+#[test]
+fn every_form_keeps_its_spelling() {
+    let cases = [
+        (
+            r#"JSON.parse("{\"api\":\"https:\\/\\/origin.example.com\\/api\"}")"#,
+            r#"JSON.parse("{\"api\":\"http:\\/\\/127.0.0.1:7676\\/api\"}")"#,
+        ),
+        (r"\\/\\/Origin.Example.com\\/", r"\\/\\/127.0.0.1:7676\\/"),
+        (
+            r#"{"u":"https:\u002F\u002Forigin.example.com\u002Fa"}"#,
+            r#"{"u":"http:\u002F\u002F127.0.0.1:7676\u002Fa"}"#,
+        ),
+        (
+            r"http:\u002f\u002forigin.example.com:80\u002f",
+            r"http:\u002f\u002f127.0.0.1:7676\u002f",
+        ),
+        (
+            r"\u002F\u002Forigin.example.com",
+            r"\u002F\u002F127.0.0.1:7676",
+        ),
+        (
+            "https:&#x2F;&#x2F;origin.example.com&#x2F;a",
+            "http:&#x2F;&#x2F;127.0.0.1:7676&#x2F;a",
+        ),
+        (
+            "https:&#X2f;&#X2f;origin.example.com.",
+            "http:&#X2f;&#X2f;127.0.0.1:7676",
+        ),
+        (
+            "https:&#47;&#47;origin.example.com/",
+            "http:&#47;&#47;127.0.0.1:7676/",
+        ),
+        (
+            "&sol;&sol;origin.example.com&sol;",
+            "&sol;&sol;127.0.0.1:7676&sol;",
+        ),
+        (
+            "/wp-login.php?redirect_to=https%3A%2F%2Forigin.example.com%2Fwp-admin%2F&amp;x=1",
+            "/wp-login.php?redirect_to=http%3A%2F%2F127.0.0.1%3A7676%2Fwp-admin%2F&amp;x=1",
+        ),
+        (
+            "?u=HTTPS%3a%2f%2forigin.example.com%3a443%2f",
+            "?u=http%3a%2f%2f127.0.0.1%3a7676%2f",
+        ),
+        (
+            "?u=%2F%2Forigin.example.com%2F",
+            "?u=%2F%2F127.0.0.1%3A7676%2F",
+        ),
+        // Character references in an attribute around a scheme-relative URL.
+        (
+            "data-x=\"{&quot;u&quot;:&quot;//origin.example.com/a&quot;}\"",
+            "data-x=\"{&quot;u&quot;:&quot;//127.0.0.1:7676/a&quot;}\"",
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(rewrite(input), expected, "input {input:?}");
+    }
+}
+
+#[test]
+fn backslashes_and_single_slashes_are_slashes() {
+    let cases = [
+        (r"https:\origin.example.com/a", "http://127.0.0.1:7676/a"),
+        (r"https:/\origin.example.com/a", "http://127.0.0.1:7676/a"),
+        (r"https:\\origin.example.com/a", "http://127.0.0.1:7676/a"),
+        ("https:/origin.example.com/a", "http://127.0.0.1:7676/a"),
+        ("https:///origin.example.com/a", "http://127.0.0.1:7676/a"),
+        (
+            r"href='\\origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            r"href='/\origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            "href='///origin.example.com/a'",
+            "href='//127.0.0.1:7676/a'",
+        ),
+        (
+            r"https:\/origin.example.com\/a",
+            r"http:\/\/127.0.0.1:7676\/a",
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(rewrite(input), expected, "input {input:?}");
+    }
+}
+
+#[test]
+fn boundaries_that_leave_the_url_alone() {
+    for input in [
+        // Slashes inside another URL's path.
+        "https://evil.test//origin.example.com/a",
+        "https://evil.test:8080//origin.example.com/a",
+        "https://evil.test/x///origin.example.com/a",
+        r"https:\/\/evil.test\/\/origin.example.com\/a",
+        "https%3A%2F%2Fevil.test%2F%2Forigin.example.com%2Fa",
+        "https:&#x2F;&#x2F;evil.test&#x2F;&#x2F;origin.example.com",
+        // A longer host once decoded, percent-decoded, or mapped by IDNA.
+        "https://origin.example.com%2eevil.test/",
+        "https://origin.example.com%2Eevil.test/",
+        "https://origin.example.com\tevil.test/",
+        "https://origin.example.com\u{ad}evil.test/",
+        "https://origin.example.com\u{3002}evil.test/",
+        r"https:\u002F\u002Forigin.example.com\u002eevil.test",
+        "https%3A%2F%2Forigin.example.com%2Eevil.test%2F",
+        "https%3A%2F%2Forigin.example.com%3A8443%2F",
+        "https%3A%2F%2Forigin.example.com%40evil.test",
+        // Not covered: four slashes, a form mixed within one URL, no slash at all.
+        "https:////origin.example.com/a",
+        "https:/&#47;origin.example.com/a",
+        "https:origin.example.com/a",
+    ] {
+        assert_eq!(rewrite(input), input);
+    }
+}
+
+#[test]
+fn the_percent_form_encodes_the_whole_authority() {
+    let ipv6 = UrlRule::new("o.test", "https", "[::1]:8443");
+    assert_eq!(
+        ipv6.rewrite_all(b"x=https%3a%2f%2fo.test%2f y=//o.test/"),
+        b"x=https%3a%2f%2f%5b%3a%3a1%5d%3a8443%2f y=//[::1]:8443/".to_vec()
+    );
+}
+
+#[test]
+fn what_precedes_a_write_decides_its_leading_slashes() {
+    let input = b"https://evil.test//origin.example.com/a x //origin.example.com/b";
+    let whole = rule().rewrite_all(input);
+    assert_eq!(
+        whole,
+        b"https://evil.test//origin.example.com/a x //127.0.0.1:7676/b".to_vec()
+    );
+    for cut in 0..=input.len() {
+        assert_eq!(run_split(&rule(), input, &[cut]), whole, "cut at {cut}");
+    }
+    // Bytes passed through unrewritten still count as what came before.
+    let mut replacer = StreamReplacer::new(rule());
+    let mut out = Vec::new();
+    replacer.write(b"https://evil.test/", &mut out);
+    replacer.pass_held(&mut out);
+    replacer.write(b"/origin.example.com/a", &mut out);
+    replacer.finish(&mut out);
+    assert_eq!(out, b"https://evil.test//origin.example.com/a".to_vec());
+}
+
+#[test]
+fn every_split_of_the_new_forms_gives_the_same_output() {
+    let input =
+        "a https:\\\\/\\\\/origin.example.com\\\\/ b http:\\u002F\\u002Forigin.example.com:80 \
+        c https:&#x2F;&#x2F;origin.example.com&#x2F; d ?r=https%3A%2F%2Forigin.example.com%2F \
+        e https%3A%2F%2Forigin.example.com%2eevil f https://evil.test//origin.example.com \
+        g /\\origin.example.com h https:/origin.example.com j \t i //origin.example.com\u{3002}";
+    let input = input.as_bytes();
+    let whole = rule().rewrite_all(input);
+    let rewritten = String::from_utf8(whole.clone()).unwrap();
+    assert_eq!(rewritten.matches("127.0.0.1").count(), 6, "{rewritten}");
+    for cut in 0..=input.len() {
+        assert_eq!(run_split(&rule(), input, &[cut]), whole, "cut at {cut}");
+    }
+    let all: Vec<usize> = (1..input.len()).collect();
+    assert_eq!(run_split(&rule(), input, &all), whole);
+}
+
+#[test]
+fn the_match_byte_set_holds_only_match_bytes() {
+    let rule = UrlRule::new("a-b.test", "https", "t.test");
+    for b in [b' ', b'"', b'<', b'\'', b'\n', b'=', b'(', b','] {
+        assert!(!rule.in_match[usize::from(b)], "{}", b as char);
+    }
+    for b in [
+        b'a', b'Z', b'0', b'/', b'\\', b'%', b'&', b'#', b';', b':', b'.', b'-',
+    ] {
+        assert!(rule.in_match[usize::from(b)], "{}", b as char);
+    }
+    assert!(!UrlRule::new("ab.test", "https", "t.test").in_match[usize::from(b'-')]);
+}
