@@ -88,9 +88,7 @@ impl ScriptEncoding {
 fn quality<'a>(params: impl Iterator<Item = &'a str>) -> Option<u16> {
     let mut q = 1000;
     for param in params {
-        let Some((key, value)) = param.split_once('=') else {
-            return None;
-        };
+        let (key, value) = param.split_once('=')?;
         if !key.trim().eq_ignore_ascii_case("q") {
             continue;
         }
