@@ -27,6 +27,9 @@ log "native unit and property tests"
 cargo test --locked -p trusted-server-settings --features load
 cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench -p ts-testkit
 
+log "first-party script unit tests (node --test)"
+node --test js/tsjs/test/
+
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
 

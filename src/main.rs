@@ -17,6 +17,7 @@ mod failure;
 mod origin;
 mod reply;
 mod response;
+mod script;
 
 use fastly::Request;
 use trusted_server_core::Route;
@@ -37,6 +38,12 @@ fn main() {
             access.plan = "health".into();
             access.headers_sent(200);
             reply::health(&SETTINGS).send_to_client();
+        }
+        Route::Script => {
+            access.plan = "script".into();
+            let response = script::respond(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
         }
         Route::PublisherProxy => proxy(request, &mut access),
     }

@@ -8,7 +8,8 @@
 //! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
 //! * [`origin_response_headers`]: the response headers, decided before any are sent;
 //! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk;
-//! * [`Release`]: when the output leaves for the client.
+//! * [`Release`]: when the output leaves for the client;
+//! * [`script_answer`]: the first-party script's representation and validators.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@
 mod body;
 mod content;
 mod forward;
+mod publisher;
 mod response;
 mod routes;
 mod url_rewrite;
@@ -28,6 +30,10 @@ pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
 pub use body::rsc::RscReport;
 pub use content::{BodyPlan, PassReason, Rewrite};
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
+pub use publisher::script::{
+    answer as script_answer, if_none_match, ScriptAnswer, ScriptEncoding, SCRIPT_CACHE_CONTROL,
+    SCRIPT_CONTENT_TYPE, SCRIPT_PATH_PREFIX,
+};
 pub use response::{
     apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };

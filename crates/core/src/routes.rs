@@ -6,6 +6,9 @@
 pub enum Route {
     /// `GET /_ts/health`: liveness and version, answered without touching the origin.
     Health,
+    /// `GET` or `HEAD /static/tsjs=…`: the first-party script (any hash: a stale one gets its
+    /// `404` there, not from the origin).
+    Script,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -13,13 +16,27 @@ pub enum Route {
 /// `(method, exact path, route)`; `None` matches any method.
 const ROUTES: &[(Option<&str>, &str, Route)] = &[(Some("GET"), "/_ts/health", Route::Health)];
 
+/// `(methods, path prefix, route)`, tried after [`ROUTES`].
+const PREFIX_ROUTES: &[(&[&str], &str, Route)] = &[(
+    &["GET", "HEAD"],
+    crate::publisher::script::SCRIPT_PATH_PREFIX,
+    Route::Script,
+)];
+
 impl Route {
     /// Classifies a request by method and path (without the query string).
     pub fn classify(method: &str, path: &str) -> Route {
         ROUTES
             .iter()
             .find(|(m, p, _)| *p == path && m.is_none_or(|m| m == method))
-            .map_or(Route::PublisherProxy, |(_, _, route)| *route)
+            .map(|(_, _, route)| *route)
+            .or_else(|| {
+                PREFIX_ROUTES
+                    .iter()
+                    .find(|(m, p, _)| path.starts_with(p) && m.contains(&method))
+                    .map(|(_, _, route)| *route)
+            })
+            .unwrap_or(Route::PublisherProxy)
     }
 }
 
@@ -39,5 +56,34 @@ mod tests {
             Route::PublisherProxy
         );
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
+    }
+
+    #[test]
+    fn the_script_by_prefix_for_get_and_head() {
+        for path in [
+            "/static/tsjs=0123456789abcdef.js",
+            "/static/tsjs=old.js",
+            "/static/tsjs=",
+        ] {
+            assert_eq!(Route::classify("GET", path), Route::Script, "{path}");
+            assert_eq!(Route::classify("HEAD", path), Route::Script, "{path}");
+            assert_eq!(
+                Route::classify("POST", path),
+                Route::PublisherProxy,
+                "{path}"
+            );
+        }
+        for path in [
+            "/static/tsjs.js",
+            "/static/",
+            "/x/static/tsjs=a.js",
+            "/STATIC/tsjs=a.js",
+        ] {
+            assert_eq!(
+                Route::classify("GET", path),
+                Route::PublisherProxy,
+                "{path}"
+            );
+        }
     }
 }

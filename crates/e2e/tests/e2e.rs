@@ -22,6 +22,9 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The e2e builds allow the origin this long for its headers, so a timeout test stays short.
 const FIRST_BYTE_TIMEOUT_MS: u64 = 2000;
 
+/// The `[response_headers]` entry the e2e builds add.
+const RESPONSE_HEADER: (&str, &str) = ("x-e2e-site", "demo");
+
 type Outcome = Result<(), String>;
 /// A named scenario.
 type Scenario = (&'static str, fn(&World) -> Outcome);
@@ -133,6 +136,22 @@ fn main() {
             "a Next.js HTML page streams through the proxy, identity and gzip",
             nextjs_page_streams,
         ),
+        (
+            "the script: 200 with its headers, the bytes as written",
+            script_served,
+        ),
+        (
+            "the script: 304 on a matching If-None-Match",
+            script_not_modified,
+        ),
+        (
+            "the script: gzip and br per Accept-Encoding, decoding to the script",
+            script_encodings,
+        ),
+        (
+            "the script: another hash gets a 404; HEAD gets GET's headers",
+            script_unknown_hash_and_head,
+        ),
         ("a slow origin gets a 504", slow_origin_gets_504),
         (
             "a dead origin gets a 502 with the standard headers",
@@ -170,10 +189,17 @@ fn main() {
 fn set_up() -> Result<World, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
     let (origin, origin_addr) = build_and_start_demo_origin(&root, None)?;
-    let timeout = [(
-        "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
-        FIRST_BYTE_TIMEOUT_MS.to_string(),
-    )];
+    let timeout = [
+        (
+            "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
+            FIRST_BYTE_TIMEOUT_MS.to_string(),
+        ),
+        // A `[response_headers]` entry, which the service's own responses carry too.
+        (
+            "TRUSTED_SERVER__RESPONSE_HEADERS__X_E2E_SITE",
+            RESPONSE_HEADER.1.to_owned(),
+        ),
+    ];
     // The buffered build also proves that `logging.level` takes effect (one build fewer than
     // a third service just for that; no other scenario reads the buffered build's log).
     let quiet = [("TRUSTED_SERVER__LOGGING__LEVEL", "warn".to_owned())];
@@ -1142,6 +1168,208 @@ fn nextjs_page_streams(w: &World) -> Outcome {
         direct.first_body_at.unwrap_or_default(),
         direct.last_at
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The first-party script (docs/script.md, "Serving"). The expected path and bytes come from
+// the source file and an independent SHA-256, not from the service's build.
+
+/// The script as written, and its path: `/static/tsjs=<first 16 hex of its SHA-256>.js`.
+fn script(w: &World) -> (Vec<u8>, String, String) {
+    use sha2::Digest;
+    let bytes = std::fs::read(w.root.join("js/tsjs/src/tsjs.js")).expect("script source");
+    let digest = sha2::Sha256::digest(&bytes);
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let path = format!("/static/tsjs={hash}.js");
+    (bytes, path, hash)
+}
+
+/// Checks `name` has exactly `want` (one line), or is absent when `want` is `None`.
+fn header_is(r: &Timed, name: &str, want: Option<&str>) -> Outcome {
+    let got: Vec<_> = r.header_values(name);
+    let ok = match want {
+        Some(w) => got.len() == 1 && got[0] == w.as_bytes(),
+        None => got.is_empty(),
+    };
+    check(ok, || {
+        let got: Vec<_> = got.iter().map(|v| String::from_utf8_lossy(v)).collect();
+        format!("{name}: {got:?}, want {want:?}")
+    })
+}
+
+/// The headers every `200` and `304` of the script carries.
+fn script_caching_headers(r: &Timed, etag: &str) -> Outcome {
+    header_is(r, "etag", Some(etag))?;
+    header_is(
+        r,
+        "cache-control",
+        Some("public, max-age=31536000, immutable"),
+    )?;
+    header_is(r, "vary", Some("Accept-Encoding"))?;
+    header_is(r, "x-ts-version", Some(trusted_server_core::VERSION))?;
+    header_is(r, RESPONSE_HEADER.0, Some(RESPONSE_HEADER.1))
+}
+
+fn script_served(w: &World) -> Outcome {
+    let (bytes, path, hash) = script(w);
+    for addr in [w.streaming, w.buffered] {
+        let r = fetch_complete(addr, &path, &[])?;
+        script_caching_headers(&r, &format!("\"{hash}\""))?;
+        header_is(
+            &r,
+            "content-type",
+            Some("application/javascript; charset=utf-8"),
+        )?;
+        header_is(&r, "content-encoding", None)?;
+        header_is(&r, "content-length", Some(&bytes.len().to_string()))?;
+        same_bytes("script body", &r.body, &bytes)?;
+        // An explicit identity is the same representation.
+        let r = fetch_complete(addr, &path, &[identity()])?;
+        header_is(&r, "content-encoding", None)?;
+        same_bytes("script body (identity)", &r.body, &bytes)?;
+    }
+    Ok(())
+}
+
+fn script_not_modified(w: &World) -> Outcome {
+    let (_, path, hash) = script(w);
+    let cases: &[(&[(&str, &str)], String)] = &[
+        (&[], format!("\"{hash}\"")),
+        (&[], format!("\"stale\", W/\"{hash}\"")),
+        (&[], "*".to_owned()),
+        (&[("accept-encoding", "gzip")], format!("\"{hash}-gzip\"")),
+        (&[("accept-encoding", "gzip, br")], format!("\"{hash}-br\"")),
+    ];
+    for (headers, inm) in cases {
+        let mut h = headers.to_vec();
+        h.push(("if-none-match", inm));
+        let r = fetch(w.streaming, &path, &h)?;
+        check(r.status == 304 && r.body.is_empty(), || {
+            format!(
+                "If-None-Match {inm}: status {} body {}",
+                r.status,
+                r.body.len()
+            )
+        })?;
+        let etag = match headers.first().map(|(_, v)| *v) {
+            Some("gzip") => format!("\"{hash}-gzip\""),
+            Some(_) => format!("\"{hash}-br\""),
+            None => format!("\"{hash}\""),
+        };
+        script_caching_headers(&r, &etag)?;
+        header_is(&r, "content-type", None)?;
+        header_is(&r, "content-encoding", None)?;
+    }
+    // A validator of another representation, or of nothing we serve, is no match.
+    for (ae, inm) in [
+        ("identity", format!("\"{hash}-gzip\"")),
+        ("br", format!("\"{hash}\"")),
+        ("gzip", "\"0000000000000000-gzip\"".to_owned()),
+    ] {
+        let r = fetch(
+            w.streaming,
+            &path,
+            &[("accept-encoding", ae), ("if-none-match", &inm)],
+        )?;
+        check(r.status == 200 && !r.body.is_empty(), || {
+            format!("{ae} / If-None-Match {inm}: status {}", r.status)
+        })?;
+    }
+    Ok(())
+}
+
+fn script_encodings(w: &World) -> Outcome {
+    let (bytes, path, hash) = script(w);
+    let cases = [
+        ("gzip, deflate, br, zstd", "br"),
+        ("gzip", "gzip"),
+        ("gzip;q=1, br;q=0.5", "gzip"),
+        ("br;q=0, *", "gzip"),
+        ("br;q=0, gzip;q=0", "identity"),
+        ("deflate", "identity"),
+    ];
+    for (accept, want) in cases {
+        let r = fetch_complete(w.streaming, &path, &[("accept-encoding", accept)])?;
+        let (etag, coding) = match want {
+            "identity" => (format!("\"{hash}\""), None),
+            other => (format!("\"{hash}-{other}\""), Some(other)),
+        };
+        script_caching_headers(&r, &etag).map_err(|e| format!("{accept}: {e}"))?;
+        header_is(&r, "content-encoding", coding).map_err(|e| format!("{accept}: {e}"))?;
+        header_is(&r, "content-length", Some(&r.body.len().to_string()))?;
+        let decoded = match want {
+            "gzip" => gunzip(&r.body)?,
+            "br" => {
+                let mut out = Vec::new();
+                brotli::Decompressor::new(&r.body[..], 4096)
+                    .read_to_end(&mut out)
+                    .map_err(|e| format!("br: {e}"))?;
+                out
+            }
+            _ => r.body.clone(),
+        };
+        same_bytes(&format!("{accept}: decoded script"), &decoded, &bytes)?;
+        if want != "identity" {
+            check(r.body.len() < bytes.len(), || {
+                format!("{accept}: {} compressed bytes", r.body.len())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn script_unknown_hash_and_head(w: &World) -> Outcome {
+    let (bytes, path, _) = script(w);
+    for other in [
+        "/static/tsjs=0000000000000000.js".to_owned(),
+        path.replace(".js", ".js.map"),
+        path.to_uppercase()
+            .replace("/STATIC/TSJS=", "/static/tsjs="),
+    ] {
+        if other == path {
+            continue;
+        }
+        let r = fetch(w.streaming, &other, &[("if-none-match", "*")])?;
+        check(r.status == 404, || format!("{other}: status {}", r.status))?;
+        header_is(&r, "cache-control", Some("no-store"))?;
+        header_is(&r, "x-ts-version", Some(trusted_server_core::VERSION))?;
+        header_is(&r, RESPONSE_HEADER.0, Some(RESPONSE_HEADER.1))?;
+    }
+    for accept in ["identity", "br"] {
+        let head = request(
+            w.streaming,
+            "HEAD",
+            &path,
+            &[("accept-encoding", accept)],
+            TIMEOUT,
+        )
+        .map_err(|e| e.to_string())?;
+        let get = fetch_complete(w.streaming, &path, &[("accept-encoding", accept)])?;
+        check(head.status == 200 && head.body.is_empty(), || {
+            format!("HEAD: status {} body {}", head.status, head.body.len())
+        })?;
+        for name in [
+            "content-type",
+            "content-encoding",
+            "content-length",
+            "etag",
+            "cache-control",
+            "vary",
+            "x-ts-version",
+        ] {
+            check(head.header(name) == get.header(name), || {
+                format!(
+                    "{accept} {name}: HEAD {:?} vs GET {:?}",
+                    head.header(name),
+                    get.header(name)
+                )
+            })?;
+        }
+        if accept == "identity" {
+            same_bytes("GET after HEAD", &get.body, &bytes)?;
+        }
+    }
     Ok(())
 }
 
