@@ -8,7 +8,8 @@
 //! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
 //! * [`origin_response_headers`]: the response headers, decided before any are sent;
 //! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk;
-//! * [`Release`]: when the output leaves for the client.
+//! * [`Release`]: when the output leaves for the client;
+//! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@
 mod body;
 mod content;
 mod forward;
+pub mod publisher;
 mod response;
 mod routes;
 mod url_rewrite;

@@ -6,12 +6,17 @@
 pub enum Route {
     /// `GET /_ts/health`: liveness and version, answered without touching the origin.
     Health,
+    /// `GET /_ts/ec`: the client's edge ID as JSON, for the first-party script.
+    EdgeId,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
 
 /// `(method, exact path, route)`; `None` matches any method.
-const ROUTES: &[(Option<&str>, &str, Route)] = &[(Some("GET"), "/_ts/health", Route::Health)];
+const ROUTES: &[(Option<&str>, &str, Route)] = &[
+    (Some("GET"), "/_ts/health", Route::Health),
+    (Some("GET"), "/_ts/ec", Route::EdgeId),
+];
 
 impl Route {
     /// Classifies a request by method and path (without the query string).
@@ -39,5 +44,7 @@ mod tests {
             Route::PublisherProxy
         );
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
+        assert_eq!(Route::classify("GET", "/_ts/ec"), Route::EdgeId);
+        assert_eq!(Route::classify("POST", "/_ts/ec"), Route::PublisherProxy);
     }
 }
