@@ -64,7 +64,8 @@ fn read_key(settings: &Identity) -> Result<EdgeIdKey, Unavailable> {
     let bytes = secret
         .try_plaintext()
         .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?;
-    EdgeIdKey::new(&bytes).map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
+    EdgeIdKey::new(&bytes)
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
 }
 
 /// Eight bytes from the platform's random source (WASI `random_get` on Fastly).
@@ -130,4 +131,77 @@ pub fn endpoint(request: &Request, settings: &Settings) -> Response {
         response_phase(&mut response, &plan, settings);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// Under `viceroy run`, fastly.toml's development store is there.
+    #[test]
+    fn the_key_is_read_from_the_store_and_failures_name_store_and_key() {
+        let settings = &crate::SETTINGS.identity;
+        assert!(read_key(settings).is_ok());
+        let mut missing = settings.clone();
+        missing.secret_key = Cow::Borrowed("no_such_key");
+        let e = read_key(&missing).unwrap_err().to_string();
+        assert!(
+            e.contains("no_such_key") && e.contains("identity.secret_key"),
+            "{e}"
+        );
+        let mut no_store = settings.clone();
+        no_store.secret_store = Cow::Borrowed("no_such_store");
+        let e = read_key(&no_store).unwrap_err().to_string();
+        assert!(e.contains("no_such_store"), "{e}");
+        assert!(
+            !e.contains("DEVELOPMENT ONLY"),
+            "the secret never shows: {e}"
+        );
+    }
+
+    #[test]
+    fn random_bytes_differ() {
+        assert_ne!(random().unwrap(), random().unwrap());
+    }
+
+    fn page(content_type: &str, cache_control: &str) -> Response {
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", content_type)
+            .with_header("cache-control", cache_control)
+            .with_header("set-cookie", "origin=1; Path=/")
+    }
+
+    fn with(cookie: CookieAction) -> IdentityPlan {
+        IdentityPlan {
+            cookie,
+            ..IdentityPlan::NONE
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_added_to_pages_only_and_the_origins_is_kept() {
+        let set = with(CookieAction::SetOnPage("abc.DEF123".into()));
+        let mut html = page("text/html; charset=utf-8", "public, max-age=60");
+        response_phase(&mut html, &set, &crate::SETTINGS);
+        let cookies = html.get_header_all_str("set-cookie");
+        assert_eq!(cookies[0], "origin=1; Path=/");
+        assert!(cookies[1].starts_with("ts-ec=abc.DEF123; "), "{cookies:?}");
+        assert_eq!(
+            html.get_header_str("cache-control"),
+            Some("private, max-age=60")
+        );
+        let mut json = page("application/json", "public, max-age=60");
+        response_phase(&mut json, &set, &crate::SETTINGS);
+        assert_eq!(json.get_header_all_str("set-cookie").len(), 1);
+        assert_eq!(
+            json.get_header_str("cache-control"),
+            Some("public, max-age=60")
+        );
+        // The expiry goes on any response.
+        let mut expired = page("image/png", "max-age=60");
+        response_phase(&mut expired, &with(CookieAction::Expire), &crate::SETTINGS);
+        let cookies = expired.get_header_all_str("set-cookie");
+        assert!(cookies[1].starts_with("ts-ec=; ") && cookies[1].contains("Max-Age=0"));
+    }
 }

@@ -173,7 +173,11 @@ mod tests {
         assert_eq!(out.get_header_str("accept-encoding"), Some("gzip"));
         assert_eq!(out.get_header_str("cookie"), Some("a=1"));
         assert_eq!(out.get_header("connection"), None);
-        assert_eq!(out.get_header("x-ts-ec"), None, "a client's own ID never reaches the origin");
+        assert_eq!(
+            out.get_header("x-ts-ec"),
+            None,
+            "a client's own ID never reaches the origin"
+        );
         // No client IP in a synthetic request: the spoofed value must be gone, not kept.
         assert_ne!(out.get_header_str("x-forwarded-for"), Some("6.6.6.6"));
         assert_eq!(out.get_version(), Version::HTTP_11);

@@ -863,7 +863,10 @@ mod tests {
         let s = load(&text, [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "other")]).unwrap();
         assert_eq!(s.identity.secret_key, "other");
         let long = "k".repeat(256);
-        let e = load(&text, [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", long.as_str())]);
+        let e = load(
+            &text,
+            [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", long.as_str())],
+        );
         assert_eq!(e.unwrap_err().key, "identity.secret_key");
     }
 

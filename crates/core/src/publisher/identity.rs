@@ -76,9 +76,8 @@ impl EdgeIdKey {
             return Err(WeakSecret { len: secret.len() });
         }
         // HMAC takes a key of any length; this cannot fail.
-        let mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| WeakSecret {
-            len: secret.len(),
-        })?;
+        let mac =
+            Hmac::<Sha256>::new_from_slice(secret).map_err(|_| WeakSecret { len: secret.len() })?;
         Ok(EdgeIdKey { mac })
     }
 
@@ -122,8 +121,8 @@ impl EdgeIdKey {
 /// The HMAC part of `id` when `id` has the form `<64 lowercase hex>.<6 letters or digits>`.
 fn well_formed(id: &str) -> Option<&str> {
     let (mac, suffix) = id.split_once('.')?;
-    let hex = mac.len() == MAC_HEX_LEN
-        && mac.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let hex =
+        mac.len() == MAC_HEX_LEN && mac.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     let suffix_ok = suffix.len() == SUFFIX_LEN && suffix.bytes().all(|b| b.is_ascii_alphanumeric());
     (hex && suffix_ok).then_some(mac)
 }
@@ -479,7 +478,10 @@ mod tests {
         let b = key().mint(ip("192.0.2.1"), [2; 8]);
         assert_eq!(a[..MAC_HEX_LEN], b[..MAC_HEX_LEN]);
         assert_ne!(a, b);
-        assert_eq!(key().mint(ip("192.0.2.1"), [0; 8]), format!("{}.000000", &a[..64]));
+        assert_eq!(
+            key().mint(ip("192.0.2.1"), [0; 8]),
+            format!("{}.000000", &a[..64])
+        );
     }
 
     #[test]
@@ -488,7 +490,10 @@ mod tests {
             client_network(ip("2001:db8:aa:bb:1:2:3:4")),
             ip("2001:db8:aa:bb::")
         );
-        assert_eq!(client_network(ip("::ffff:198.51.100.7")), ip("198.51.100.7"));
+        assert_eq!(
+            client_network(ip("::ffff:198.51.100.7")),
+            ip("198.51.100.7")
+        );
         assert_eq!(client_network(ip("198.51.100.7")), ip("198.51.100.7"));
         let k = key();
         let id = k.mint(ip("2001:db8:aa:bb::1"), [3; 8]);
@@ -552,8 +557,14 @@ mod tests {
         let nav = |h: &[(&str, &str)]| facts(h).navigation;
         assert!(nav(&[("sec-fetch-dest", "document")]));
         assert!(nav(&[("sec-fetch-dest", "Document"), ("accept", "*/*")]));
-        assert!(!nav(&[("sec-fetch-dest", "empty"), ("accept", "text/html")]));
-        assert!(!nav(&[("sec-fetch-dest", "image"), ("accept", "text/html")]));
+        assert!(!nav(&[
+            ("sec-fetch-dest", "empty"),
+            ("accept", "text/html")
+        ]));
+        assert!(!nav(&[
+            ("sec-fetch-dest", "image"),
+            ("accept", "text/html")
+        ]));
         assert!(!nav(&[("sec-fetch-dest", "iframe")]));
         // A Sec-Fetch header without Dest is a browser that sent Fetch Metadata: not a page.
         assert!(!nav(&[("sec-fetch-mode", "cors"), ("accept", "text/html")]));
@@ -561,7 +572,10 @@ mod tests {
             "accept",
             "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
         )]));
-        assert!(nav(&[("accept", "application/json"), ("accept", "TEXT/HTML")]));
+        assert!(nav(&[
+            ("accept", "application/json"),
+            ("accept", "TEXT/HTML")
+        ]));
         assert!(!nav(&[("accept", "text/html;q=0, */*")]));
         assert!(!nav(&[("accept", "text/html;q=0.0")]));
         assert!(nav(&[("accept", "text/html;q=0.1")]));
@@ -612,13 +626,20 @@ mod tests {
             assert_eq!(p.valid_cookie.as_deref(), Some(id.as_str()));
         }
         // Another network, or an edited HMAC part: replaced on a navigation, dropped otherwise.
-        let tampered = format!("ts-ec={}{}", if id.starts_with('0') { "1" } else { "0" }, &id[1..]);
+        let tampered = format!(
+            "ts-ec={}{}",
+            if id.starts_with('0') { "1" } else { "0" },
+            &id[1..]
+        );
         for (cookie, from) in [(&cookie, "192.0.2.2"), (&tampered, "192.0.2.1")] {
             let p = run(&[NAV, ("cookie", cookie)], from).unwrap();
             let fresh = key().mint(ip(from), [9; 8]);
             assert_eq!(p.cookie, CookieAction::SetOnPage(fresh.clone()));
             assert_eq!(p.forward, Some(fresh));
-            assert_eq!(run(&[XHR, ("cookie", cookie)], from).unwrap(), IdentityPlan::NONE);
+            assert_eq!(
+                run(&[XHR, ("cookie", cookie)], from).unwrap(),
+                IdentityPlan::NONE
+            );
         }
     }
 
@@ -662,8 +683,14 @@ mod tests {
     fn key_and_random_failures_reach_the_caller() {
         let f = facts(&[NAV]);
         let at = Some(ip("192.0.2.1"));
-        assert_eq!(plan(&f, at, || Err("no secret"), || Ok([0; 8])), Err("no secret"));
-        assert_eq!(plan(&f, at, || Ok(key()), || Err("no random")), Err("no random"));
+        assert_eq!(
+            plan(&f, at, || Err("no secret"), || Ok([0; 8])),
+            Err("no secret")
+        );
+        assert_eq!(
+            plan(&f, at, || Ok(key()), || Err("no random")),
+            Err("no random")
+        );
     }
 
     #[test]
@@ -728,7 +755,10 @@ mod tests {
             ["private, max-age=600"]
         );
         assert_eq!(
-            cc(&[("cache-control", "max-age=60"), ("cache-control", "must-revalidate")]),
+            cc(&[
+                ("cache-control", "max-age=60"),
+                ("cache-control", "must-revalidate")
+            ]),
             ["private, max-age=60, must-revalidate"]
         );
         assert_eq!(
@@ -741,7 +771,10 @@ mod tests {
         );
         // Already strict: untouched.
         assert_eq!(cc(&[("cache-control", "no-store")]), ["no-store"]);
-        assert_eq!(cc(&[("cache-control", "Private, max-age=0")]), ["Private, max-age=0"]);
+        assert_eq!(
+            cc(&[("cache-control", "Private, max-age=0")]),
+            ["Private, max-age=0"]
+        );
         let rest = cache(&[
             ("cdn-cache-control", "max-age=600"),
             ("surrogate-control", "max-age=600"),
