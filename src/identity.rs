@@ -7,6 +7,7 @@
 //! goes on without an ID: the page is still served.
 
 use std::fmt;
+use std::net::IpAddr;
 
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Request, Response, SecretStore};
@@ -77,12 +78,15 @@ fn random() -> Result<[u8; 8], Unavailable> {
 
 /// The request phase: the ID for this request (forwarded, set, expired, or none).
 pub fn request_phase(request: &Request, settings: &Settings) -> IdentityPlan {
-    let identity = &settings.identity;
+    plan_for(request, request.get_client_ip_addr(), &settings.identity)
+}
+
+/// [`request_phase`] for a client at `ip` (a synthetic request in a test has no address).
+fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> IdentityPlan {
     if !identity.enabled {
         return IdentityPlan::NONE;
     }
     let facts = RequestFacts::from_headers(request.get_headers());
-    let ip = request.get_client_ip_addr();
     plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
         log::error!("edge ID unavailable, request served without one: {e}");
         IdentityPlan::NONE
@@ -158,6 +162,29 @@ mod tests {
             !e.contains("DEVELOPMENT ONLY"),
             "the secret never shows: {e}"
         );
+    }
+
+    #[test]
+    fn a_navigation_gets_an_id_unless_the_feature_is_off() {
+        let nav = Request::get("http://www.pub.test/").with_header("sec-fetch-dest", "document");
+        let addr = IpAddr::from([192, 0, 2, 1]);
+        let ip = Some(addr);
+        let on = crate::SETTINGS.identity.clone();
+        let plan = plan_for(&nav, ip, &on);
+        let id = plan.forward.expect("an ID for a navigation");
+        assert!(read_key(&on).unwrap().verify(addr, &id));
+        assert_eq!(plan.cookie, CookieAction::SetOnPage(id));
+        let off = Identity {
+            enabled: false,
+            ..on.clone()
+        };
+        assert_eq!(plan_for(&nav, ip, &off), IdentityPlan::NONE);
+        // A missing secret: no ID, no panic.
+        let missing = Identity {
+            secret_key: Cow::Borrowed("no_such_key"),
+            ..on
+        };
+        assert_eq!(plan_for(&nav, ip, &missing), IdentityPlan::NONE);
     }
 
     #[test]
