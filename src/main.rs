@@ -1,8 +1,8 @@
 //! Trusted Server Edge: the Fastly Compute adapter.
 //!
 //! A thin layer over `trusted-server-core`, read top to bottom as the request's phases, one
-//! file (or folder) each: **route** (here) → **upstream** (`origin`, with `client` for what
-//! the platform observed) → **response** (`response`: every header decided before any is
+//! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
+//! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
 //! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
 //! untouched).
 //! Settings were validated at build time and are embedded as a `static`.
@@ -14,6 +14,7 @@ mod access;
 mod body;
 mod client;
 mod failure;
+mod identity;
 mod origin;
 mod reply;
 mod response;
@@ -45,16 +46,23 @@ fn main() {
             access.headers_sent(response.get_status().as_u16());
             response.send_to_client();
         }
+        Route::EdgeId => {
+            access.plan = "edge-id".into();
+            access.headers_sent(200);
+            identity::endpoint(&request, &SETTINGS).send_to_client();
+        }
         Route::PublisherProxy => proxy(request, &mut access),
     }
     access.log();
 }
 
-/// The publisher proxy: upstream, response, body.
+/// The publisher proxy: identity, upstream, response, body.
 fn proxy(request: Request, access: &mut Access) {
     let client = client::observe(&request, &SETTINGS);
+    let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
-    let origin_response = match origin::fetch(request, &client, &SETTINGS) {
+    let forward = edge_id.forward.as_deref();
+    let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
         Ok(response) => response,
         Err(failure) => {
             let kind = match failure {
@@ -78,7 +86,8 @@ fn proxy(request: Request, access: &mut Access) {
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let prepared = response::prepare(origin_response, client, is_head, &SETTINGS);
+    let mut prepared = response::prepare(origin_response, client, is_head, &SETTINGS);
+    identity::response_phase(&mut prepared.response, &edge_id, &SETTINGS);
     body::send(prepared, &SETTINGS, access);
 }
 

@@ -6,6 +6,7 @@ use fastly::backend::BackendCreationError;
 use fastly::http::request::SendErrorCause;
 use fastly::http::Version;
 use fastly::{Backend, Request, Response};
+use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
 use trusted_server_settings::Scheme;
 
@@ -41,16 +42,18 @@ pub fn backend_info(settings: &Settings) -> BackendInfo {
     }
 }
 
-/// Sends the client's request (method, path, query, body, filtered headers) to the origin and
-/// returns its response as soon as the headers arrive; the body streams afterwards.
+/// Sends the client's request (method, path, query, body, filtered headers, and the edge ID
+/// in `X-TS-EC` when there is one) to the origin and returns its response as soon as the
+/// headers arrive; the body streams afterwards.
 pub fn fetch(
     request: Request,
     client: &Client,
+    edge_id: Option<&str>,
     settings: &Settings,
 ) -> Result<Response, OriginFailure> {
     let backend = backend(settings)?;
     let sent_at = Instant::now();
-    build_request(request, client, settings)
+    build_request(request, client, edge_id, settings)
         .send(backend)
         .map_err(|e| {
             let detail = format!("{e}");
@@ -73,8 +76,14 @@ pub fn fetch(
 }
 
 /// Turns the client's request into the origin's: same method, path, query and body; the
-/// origin's URL and `Host`; headers filtered by the core's forwarding policy.
-fn build_request(mut request: Request, client: &Client, settings: &Settings) -> Request {
+/// origin's URL and `Host`; headers filtered by the core's forwarding policy (which drops a
+/// client's own `X-TS-EC`), then ours.
+fn build_request(
+    mut request: Request,
+    client: &Client,
+    edge_id: Option<&str>,
+    settings: &Settings,
+) -> Request {
     let p = &settings.publisher;
     let path_and_query = match request.get_query_str() {
         Some(q) => format!("{}?{q}", request.get_path()),
@@ -92,6 +101,9 @@ fn build_request(mut request: Request, client: &Client, settings: &Settings) -> 
     }
     for (name, value) in headers {
         request.append_header(name, value);
+    }
+    if let Some(id) = edge_id {
+        request.set_header(ORIGIN_HEADER, id);
     }
     // Always HTTP/1.1 to the origin, whatever the client spoke: the client's HTTP/2 is not a
     // version the backend connection speaks, and HTTP/1.0 would lose chunked framing.
@@ -142,10 +154,11 @@ mod tests {
             .with_header("x-forwarded-host", "evil.test")
             .with_header("connection", "close")
             .with_header("cookie", "a=1")
+            .with_header("x-ts-ec", "spoofed")
             .with_body("form=1");
         incoming.set_header("accept-encoding", "zstd, gzip");
         let client = client::observe(&incoming, &crate::SETTINGS);
-        let mut out = build_request(incoming, &client, &crate::SETTINGS);
+        let mut out = build_request(incoming, &client, None, &crate::SETTINGS);
         let p = &crate::SETTINGS.publisher;
         assert_eq!(out.get_method_str(), "POST");
         assert_eq!(out.get_path(), "/search/a%20b");
@@ -160,10 +173,26 @@ mod tests {
         assert_eq!(out.get_header_str("accept-encoding"), Some("gzip"));
         assert_eq!(out.get_header_str("cookie"), Some("a=1"));
         assert_eq!(out.get_header("connection"), None);
+        assert_eq!(
+            out.get_header("x-ts-ec"),
+            None,
+            "a client's own ID never reaches the origin"
+        );
         // No client IP in a synthetic request: the spoofed value must be gone, not kept.
         assert_ne!(out.get_header_str("x-forwarded-for"), Some("6.6.6.6"));
         assert_eq!(out.get_version(), Version::HTTP_11);
         assert_eq!(out.take_body_str(), "form=1");
+    }
+
+    #[test]
+    fn the_edge_id_replaces_the_clients_own() {
+        let incoming = Request::get("http://www.pub.test/")
+            .with_header("host", "www.pub.test")
+            .with_header("x-ts-ec", "spoofed");
+        let client = client::observe(&incoming, &crate::SETTINGS);
+        let out = build_request(incoming, &client, Some("abc.DEF123"), &crate::SETTINGS);
+        let all: Vec<&str> = out.get_header_all_str("x-ts-ec");
+        assert_eq!(all, ["abc.DEF123"]);
     }
 
     #[test]
@@ -173,7 +202,7 @@ mod tests {
                 Request::get("http://www.pub.test/").with_header("host", "www.pub.test");
             incoming.set_version(version);
             let client = client::observe(&incoming, &crate::SETTINGS);
-            let out = build_request(incoming, &client, &crate::SETTINGS);
+            let out = build_request(incoming, &client, None, &crate::SETTINGS);
             assert_eq!(out.get_version(), Version::HTTP_11, "client {version:?}");
         }
     }

@@ -24,9 +24,9 @@ const HOP_BY_HOP: [&str; 9] = [
 ];
 
 /// Headers through which a client could claim an identity, or steer how the origin builds
-/// URLs or which method it runs; dropped (the proxy rebuilds the ones it vouches for). Every
+/// URLs or which method it runs, or claim an edge ID; dropped (the proxy rebuilds the ones it vouches for). Every
 /// `x-forwarded-*` header is dropped too, see [`is_spoofable`].
-const SPOOFABLE: [&str; 20] = [
+const SPOOFABLE: [&str; 21] = [
     "forwarded",
     "forwarded-for",
     "x-forwarded",
@@ -47,6 +47,8 @@ const SPOOFABLE: [&str; 20] = [
     "x-http-method",
     "x-http-method-override",
     "x-method-override",
+    // The edge ID: only the proxy vouches for it (see `publisher::identity`).
+    "x-ts-ec",
 ];
 
 fn is_spoofable(name: &str) -> bool {
@@ -322,6 +324,7 @@ mod tests {
             "x-http-method-override",
             "x-method-override",
             "X-Forwarded-Anything",
+            "x-ts-ec",
         ];
         let list: Vec<(&str, &str)> = claims.iter().map(|n| (*n, "6.6.6.6")).collect();
         let out = forward(&list);

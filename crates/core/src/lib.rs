@@ -10,6 +10,7 @@
 //! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk;
 //! * [`Release`]: when the output leaves for the client;
 //! * [`script_answer`]: the first-party script's representation and validators.
+//! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -18,7 +19,7 @@
 mod body;
 mod content;
 mod forward;
-mod publisher;
+pub mod publisher;
 mod response;
 mod routes;
 mod url_rewrite;

@@ -9,12 +9,17 @@ pub enum Route {
     /// `GET` or `HEAD /static/tsjs=…`: the first-party script (any hash: a stale one gets its
     /// `404` there, not from the origin).
     Script,
+    /// `GET /_ts/ec`: the client's edge ID as JSON, for the first-party script.
+    EdgeId,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
 
 /// `(method, exact path, route)`; `None` matches any method.
-const ROUTES: &[(Option<&str>, &str, Route)] = &[(Some("GET"), "/_ts/health", Route::Health)];
+const ROUTES: &[(Option<&str>, &str, Route)] = &[
+    (Some("GET"), "/_ts/health", Route::Health),
+    (Some("GET"), "/_ts/ec", Route::EdgeId),
+];
 
 /// `(methods, path prefix, route)`, tried after [`ROUTES`].
 const PREFIX_ROUTES: &[(&[&str], &str, Route)] = &[(
@@ -56,6 +61,8 @@ mod tests {
             Route::PublisherProxy
         );
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
+        assert_eq!(Route::classify("GET", "/_ts/ec"), Route::EdgeId);
+        assert_eq!(Route::classify("POST", "/_ts/ec"), Route::PublisherProxy);
     }
 
     #[test]

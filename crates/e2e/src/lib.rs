@@ -143,7 +143,11 @@ pub fn start_viceroy(
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let log_file = std::fs::File::create(log)?;
+    // Viceroy reads the manifest's local files (the development secret store) relative to its
+    // working directory: the manifest's own.
+    let manifest_dir = manifest.parent().filter(|d| !d.as_os_str().is_empty());
     let child = Command::new("viceroy")
+        .current_dir(manifest_dir.unwrap_or(Path::new(".")))
         .arg("serve")
         .arg("-C")
         .arg(manifest)

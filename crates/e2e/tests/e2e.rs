@@ -17,6 +17,8 @@ use e2e::{
 };
 use trusted_server_core::UrlRule;
 
+mod edge_id;
+
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// The e2e builds allow the origin this long for its headers, so a timeout test stays short.
@@ -35,6 +37,8 @@ struct World {
     origin_addr: SocketAddr,
     streaming: SocketAddr,
     buffered: SocketAddr,
+    /// A streaming build whose `identity.secret_key` names no secret in the store.
+    no_secret: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
 
@@ -152,6 +156,31 @@ fn main() {
             "the script: another hash gets a 404; HEAD gets GET's headers",
             script_unknown_hash_and_head,
         ),
+        (
+            "edge ID: a first navigation gets the cookie with exactly its attributes",
+            edge_id::cookie_set_on_first_navigation,
+        ),
+        (
+            "edge ID: a valid cookie is reused, a tampered one replaced",
+            edge_id::valid_cookie_reused_tampered_replaced,
+        ),
+        (
+            "edge ID: Sec-GPC means no cookie, no header, and an existing one expired",
+            edge_id::gpc_means_no_id,
+        ),
+        (
+            "edge ID: no cookie on requests that are not page navigations",
+            edge_id::no_id_on_non_navigations,
+        ),
+        (
+            "edge ID: X-TS-EC reaches the origin, a client's own never does",
+            edge_id::id_reaches_origin_and_clients_own_never,
+        ),
+        ("edge ID: GET /_ts/ec answers", edge_id::endpoint_answers),
+        (
+            "edge ID: a missing secret serves the page without an ID and logs why",
+            edge_id::missing_secret_serves_page_without_id,
+        ),
         ("a slow origin gets a 504", slow_origin_gets_504),
         (
             "a dead origin gets a 502 with the standard headers",
@@ -203,20 +232,43 @@ fn set_up() -> Result<World, String> {
     // The buffered build also proves that `logging.level` takes effect (one build fewer than
     // a third service just for that; no other scenario reads the buffered build's log).
     let quiet = [("TRUSTED_SERVER__LOGGING__LEVEL", "warn".to_owned())];
-    let pair = start_service_pair_with(
+    let dir = root.join("target/e2e");
+    let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet)?;
+    let mut servers = pair.guards;
+    // The edge ID without its secret: the store exists (fastly.toml), the key does not.
+    let no_secret_wasm = e2e::build_service(
         &root,
-        &root.join("target/e2e"),
-        origin_addr,
-        &timeout,
-        &quiet,
+        &dir.join("no-secret.wasm"),
+        &[
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+                format!("http://{origin_addr}"),
+            ),
+            (
+                "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
+                ORIGIN_HOST.to_owned(),
+            ),
+            (
+                "TRUSTED_SERVER__IDENTITY__SECRET_KEY".to_owned(),
+                "no_such_key".to_owned(),
+            ),
+        ],
     )?;
+    let (guard, no_secret) = e2e::start_viceroy(
+        &no_secret_wasm,
+        &root.join("fastly.toml"),
+        &dir.join("viceroy-no-secret.log"),
+    )
+    .map_err(|e| format!("viceroy (no-secret): {e}"))?;
+    servers.push(guard);
     Ok(World {
         root,
         origin,
         origin_addr,
         streaming: pair.streaming,
         buffered: pair.buffered,
-        _servers: pair.guards,
+        no_secret,
+        _servers: servers,
     })
 }
 

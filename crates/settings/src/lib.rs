@@ -119,6 +119,20 @@ pub struct Integrations {
     pub nextjs: Nextjs,
 }
 
+/// The edge ID (`[identity]` section): a first-party ID per browser in the `ts-ec` cookie,
+/// an HMAC of the client's network keyed by a secret from a Fastly Secret Store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// `identity.enabled`: set the cookie on page navigations, forward the ID to the origin in
+    /// `X-TS-EC` and answer `GET /_ts/ec` (default `true`). `false` turns all of it off.
+    pub enabled: bool,
+    /// `identity.secret_store`: the Fastly Secret Store holding the HMAC key (default
+    /// `ts_identity`). Read at run time, never compiled in.
+    pub secret_store: Text,
+    /// `identity.secret_key`: the key's name in that store (default `ec_hmac_key`).
+    pub secret_key: Text,
+}
+
 /// How much the service logs: the most verbose level sent to the log endpoint.
 ///
 /// The settings crate stays free of the `log` crate (the service maps this onto
@@ -178,6 +192,8 @@ pub struct Settings {
     pub publisher: Publisher,
     /// The `[integrations.*]` sections.
     pub integrations: Integrations,
+    /// The `[identity]` section.
+    pub identity: Identity,
     /// The `[logging]` section.
     pub logging: Logging,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
@@ -208,6 +224,11 @@ impl Settings {
                 enabled: true,
                 max_held_bytes: 10 << 20,
             },
+        },
+        identity: Identity {
+            enabled: true,
+            secret_store: Cow::Borrowed("ts_identity"),
+            secret_key: Cow::Borrowed("ec_hmac_key"),
         },
         logging: Logging {
             level: LogLevel::Info,
@@ -254,6 +275,11 @@ impl Settings {
             max_held_bytes: {nextjs_max_held},
         }},
     }},
+    identity: ::trusted_server_settings::Identity {{
+        enabled: {identity_enabled},
+        secret_store: {secret_store},
+        secret_key: {secret_key},
+    }},
     logging: ::trusted_server_settings::Logging {{
         level: ::trusted_server_settings::LogLevel::{log_level:?},
     }},
@@ -274,6 +300,9 @@ impl Settings {
             between = p.between_bytes_timeout_ms,
             nextjs_enabled = self.integrations.nextjs.enabled,
             nextjs_max_held = self.integrations.nextjs.max_held_bytes,
+            identity_enabled = self.identity.enabled,
+            secret_store = s(&self.identity.secret_store),
+            secret_key = s(&self.identity.secret_key),
             log_level = self.logging.level,
             headers = headers.join(", "),
         )

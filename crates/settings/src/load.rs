@@ -14,7 +14,10 @@ use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::{HeaderSetting, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Settings};
+use crate::{
+    HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Settings,
+    Text,
+};
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
 pub const ENV_PREFIX: &str = "TRUSTED_SERVER__";
@@ -72,6 +75,7 @@ impl LoadError {
 struct SettingsFile {
     publisher: PublisherFile,
     integrations: IntegrationsFile,
+    identity: IdentityFile,
     logging: LoggingFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
@@ -102,6 +106,14 @@ struct NextjsFile {
     enabled: Option<Flag>,
     /// At least one kilobyte (a row header and some text), at most 1 GiB.
     max_held_bytes: Option<Int<1024, { 1 << 30 }>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct IdentityFile {
+    enabled: Option<Flag>,
+    secret_store: Option<String>,
+    secret_key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -554,6 +566,22 @@ fn convert(
         response_headers.push(HeaderSetting { name, value });
     }
 
+    let (i, di) = (file.identity, Settings::DEFAULT.identity);
+    // The Fastly rule for store and secret names (also what Viceroy enforces).
+    let store_name = |key: &str, value: Option<String>, default: &Text| match value {
+        None => Ok(default.clone()),
+        Some(v) if is_store_name(&v) => Ok(Cow::Owned(v)),
+        Some(_) => Err(err(
+            key,
+            "expected 1 to 255 letters, digits, dashes (-), underscores (_) or periods (.)",
+        )),
+    };
+    let identity = Identity {
+        enabled: i.enabled.map_or(di.enabled, |f| f.0),
+        secret_store: store_name("identity.secret_store", i.secret_store, &di.secret_store)?,
+        secret_key: store_name("identity.secret_key", i.secret_key, &di.secret_key)?,
+    };
+
     let (n, dn) = (
         file.integrations.nextjs,
         Settings::DEFAULT.integrations.nextjs,
@@ -588,6 +616,7 @@ fn convert(
                 max_held_bytes: int(n.max_held_bytes.map(|i| i.0), dn.max_held_bytes),
             },
         },
+        identity,
         logging: Logging {
             level: file
                 .logging
@@ -597,6 +626,14 @@ fn convert(
         response_headers: Cow::Owned(response_headers),
     };
     Ok((settings, notes))
+}
+
+/// A Fastly Secret Store or secret name: 1 to 255 letters, digits, `-`, `_` or `.`.
+fn is_store_name(name: &str) -> bool {
+    (1..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Splits `host[:port]`; `None` when the host is not a plausible name or the port is bad.
@@ -777,6 +814,10 @@ mod tests {
             ("[integrations]\nnextjs=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "integrations.nextjs"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__LEVEL", "verbose")], "logging.level"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__COLOUR", "none")], "logging.colour"),
+            (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__ENABLED", "on")], "identity.enabled"),
+            (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET_STORE", "my store")], "identity.secret_store"),
+            (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "")], "identity.secret_key"),
+            (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET", "x")], "identity.secret"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -788,7 +829,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 11, "{vars:?}");
+        assert_eq!(vars.len(), 14, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -804,6 +845,29 @@ mod tests {
                 Ok(_) => panic!("{var} accepted an invalid value"),
             }
         }
+    }
+
+    #[test]
+    fn identity_settings_from_file_and_environment() {
+        let d = load(MINIMAL, no_env()).unwrap().identity;
+        assert_eq!(d, Settings::DEFAULT.identity);
+        let text = format!(
+            "{MINIMAL}\n[identity]\nenabled = false\nsecret_store = \"pub.store-1\"\nsecret_key = \"k_2\"\n"
+        );
+        let s = load(&text, no_env()).unwrap();
+        assert!(!s.identity.enabled);
+        assert_eq!(s.identity.secret_store, "pub.store-1");
+        assert_eq!(s.identity.secret_key, "k_2");
+        let expr = s.to_rust_expr();
+        assert!(expr.contains("secret_store: ::std::borrow::Cow::Borrowed(\"pub.store-1\")"));
+        let s = load(&text, [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "other")]).unwrap();
+        assert_eq!(s.identity.secret_key, "other");
+        let long = "k".repeat(256);
+        let e = load(
+            &text,
+            [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", long.as_str())],
+        );
+        assert_eq!(e.unwrap_err().key, "identity.secret_key");
     }
 
     #[test]
@@ -957,7 +1021,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 8, "rows with a literal default");
+        assert_eq!(checked, 11, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

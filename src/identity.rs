@@ -1,0 +1,234 @@
+//! The edge ID, adapter side: the secret from the Fastly Secret Store, the client's address
+//! and the platform's randomness go into the core's plan (`publisher::identity`), which this
+//! module carries out: `X-TS-EC` to the origin (in `origin`), the cookie on the response, and
+//! `GET /_ts/ec`.
+//!
+//! A secret that is missing or unusable is logged (its name, never its value) and the request
+//! goes on without an ID: the page is still served.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use fastly::http::{HeaderName, HeaderValue, StatusCode};
+use fastly::{Request, Response, SecretStore};
+use trusted_server_core::publisher::identity::{
+    endpoint_body, expire_cookie, is_page_response, keep_out_of_shared_caches, plan, set_cookie,
+    CookieAction, EdgeIdKey, IdentityPlan, RequestFacts,
+};
+use trusted_server_core::Settings;
+use trusted_server_settings::Identity;
+
+use crate::reply;
+
+/// Why no ID could be made or checked.
+#[derive(Debug)]
+enum Unavailable {
+    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
+    Store(String, String),
+    /// The store has no such key.
+    MissingKey(String, String),
+    /// The key is there but cannot be read, or is too short.
+    Unusable(String, String, String),
+    /// The platform's random source failed.
+    Random(String),
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Store(store, e) => write!(
+                f,
+                "cannot open secret store `{store}` (identity.secret_store): {e}"
+            ),
+            Unavailable::MissingKey(store, key) => write!(
+                f,
+                "secret store `{store}` has no key `{key}` (identity.secret_key)"
+            ),
+            Unavailable::Unusable(store, key, e) => {
+                write!(f, "secret `{key}` in store `{store}` is unusable: {e}")
+            }
+            Unavailable::Random(e) => write!(f, "the platform's random source failed: {e}"),
+        }
+    }
+}
+
+/// Reads the HMAC key. Each request runs in a fresh instance, so this is per request, and only
+/// when a cookie must be checked or an ID made.
+fn read_key(settings: &Identity) -> Result<EdgeIdKey, Unavailable> {
+    let (store, key) = (&*settings.secret_store, &*settings.secret_key);
+    let opened =
+        SecretStore::open(store).map_err(|e| Unavailable::Store(store.into(), e.to_string()))?;
+    let secret = opened
+        .try_get(key)
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?
+        .ok_or_else(|| Unavailable::MissingKey(store.into(), key.into()))?;
+    let bytes = secret
+        .try_plaintext()
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?;
+    EdgeIdKey::new(&bytes)
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
+}
+
+/// Eight bytes from the platform's random source (WASI `random_get` on Fastly).
+fn random() -> Result<[u8; 8], Unavailable> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| Unavailable::Random(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// The request phase: the ID for this request (forwarded, set, expired, or none).
+pub fn request_phase(request: &Request, settings: &Settings) -> IdentityPlan {
+    plan_for(request, request.get_client_ip_addr(), &settings.identity)
+}
+
+/// [`request_phase`] for a client at `ip` (a synthetic request in a test has no address).
+fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> IdentityPlan {
+    if !identity.enabled {
+        return IdentityPlan::NONE;
+    }
+    let facts = RequestFacts::from_headers(request.get_headers());
+    plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
+        log::error!("edge ID unavailable, request served without one: {e}");
+        IdentityPlan::NONE
+    })
+}
+
+/// The response phase: our `Set-Cookie` (a new ID on a page, or the expiry under `Sec-GPC`),
+/// added after the origin's own, and then the response kept out of shared caches.
+pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Settings) {
+    let domain = &settings.publisher.cookie_domain;
+    let line = match &plan.cookie {
+        CookieAction::Leave => return,
+        CookieAction::Expire => expire_cookie(domain),
+        CookieAction::SetOnPage(id) => {
+            let content_type = response.get_header("content-type");
+            let content_type = content_type.and_then(|v| v.to_str().ok());
+            if !is_page_response(response.get_status().as_u16(), content_type) {
+                return;
+            }
+            set_cookie(id, domain)
+        }
+    };
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    keep_out_of_shared_caches(&mut headers);
+    reply::replace_headers(response, headers);
+    // Built from a well-formed ID and a validated cookie domain: always a valid value.
+    if let Ok(value) = HeaderValue::from_str(&line) {
+        response.append_header("set-cookie", value);
+    }
+}
+
+/// `GET /_ts/ec`: the client's ID when its cookie verifies, else `null`; never stored.
+pub fn endpoint(request: &Request, settings: &Settings) -> Response {
+    let plan = request_phase(request, settings);
+    let mut response = reply::with_standard_headers(
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", "application/json")
+            .with_header("cache-control", "no-store, private")
+            .with_body(endpoint_body(plan.valid_cookie.as_deref())),
+        settings,
+    );
+    if plan.cookie == CookieAction::Expire {
+        response_phase(&mut response, &plan, settings);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// Under `viceroy run`, fastly.toml's development store is there.
+    #[test]
+    fn the_key_is_read_from_the_store_and_failures_name_store_and_key() {
+        let settings = &crate::SETTINGS.identity;
+        assert!(read_key(settings).is_ok());
+        let mut missing = settings.clone();
+        missing.secret_key = Cow::Borrowed("no_such_key");
+        let e = read_key(&missing).unwrap_err().to_string();
+        assert!(
+            e.contains("no_such_key") && e.contains("identity.secret_key"),
+            "{e}"
+        );
+        let mut no_store = settings.clone();
+        no_store.secret_store = Cow::Borrowed("no_such_store");
+        let e = read_key(&no_store).unwrap_err().to_string();
+        assert!(e.contains("no_such_store"), "{e}");
+        assert!(
+            !e.contains("DEVELOPMENT ONLY"),
+            "the secret never shows: {e}"
+        );
+    }
+
+    #[test]
+    fn a_navigation_gets_an_id_unless_the_feature_is_off() {
+        let nav = Request::get("http://www.pub.test/").with_header("sec-fetch-dest", "document");
+        let addr = IpAddr::from([192, 0, 2, 1]);
+        let ip = Some(addr);
+        let on = crate::SETTINGS.identity.clone();
+        let plan = plan_for(&nav, ip, &on);
+        let id = plan.forward.expect("an ID for a navigation");
+        assert!(read_key(&on).unwrap().verify(addr, &id));
+        assert_eq!(plan.cookie, CookieAction::SetOnPage(id));
+        let off = Identity {
+            enabled: false,
+            ..on.clone()
+        };
+        assert_eq!(plan_for(&nav, ip, &off), IdentityPlan::NONE);
+        // A missing secret: no ID, no panic.
+        let missing = Identity {
+            secret_key: Cow::Borrowed("no_such_key"),
+            ..on
+        };
+        assert_eq!(plan_for(&nav, ip, &missing), IdentityPlan::NONE);
+    }
+
+    #[test]
+    fn random_bytes_differ() {
+        assert_ne!(random().unwrap(), random().unwrap());
+    }
+
+    fn page(content_type: &str, cache_control: &str) -> Response {
+        Response::from_status(StatusCode::OK)
+            .with_header("content-type", content_type)
+            .with_header("cache-control", cache_control)
+            .with_header("set-cookie", "origin=1; Path=/")
+    }
+
+    fn with(cookie: CookieAction) -> IdentityPlan {
+        IdentityPlan {
+            cookie,
+            ..IdentityPlan::NONE
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_added_to_pages_only_and_the_origins_is_kept() {
+        let set = with(CookieAction::SetOnPage("abc.DEF123".into()));
+        let mut html = page("text/html; charset=utf-8", "public, max-age=60");
+        response_phase(&mut html, &set, &crate::SETTINGS);
+        let cookies = html.get_header_all_str("set-cookie");
+        assert_eq!(cookies[0], "origin=1; Path=/");
+        assert!(cookies[1].starts_with("ts-ec=abc.DEF123; "), "{cookies:?}");
+        assert_eq!(
+            html.get_header_str("cache-control"),
+            Some("private, max-age=60")
+        );
+        let mut json = page("application/json", "public, max-age=60");
+        response_phase(&mut json, &set, &crate::SETTINGS);
+        assert_eq!(json.get_header_all_str("set-cookie").len(), 1);
+        assert_eq!(
+            json.get_header_str("cache-control"),
+            Some("public, max-age=60")
+        );
+        // The expiry goes on any response.
+        let mut expired = page("image/png", "max-age=60");
+        response_phase(&mut expired, &with(CookieAction::Expire), &crate::SETTINGS);
+        let cookies = expired.get_header_all_str("set-cookie");
+        assert!(cookies[1].starts_with("ts-ec=; ") && cookies[1].contains("Max-Age=0"));
+    }
+}
