@@ -12,6 +12,7 @@
 //! Stages compose with [`Chain::then`]: each one's output is the next one's input. The
 //! pipeline knows stages only through this trait.
 
+use crate::body::inject::Injected;
 use crate::body::rsc::RscReport;
 
 /// A streaming body rewriter; see the module docs.
@@ -37,6 +38,8 @@ pub(crate) struct StageReport {
     pub rsc: RscReport,
     /// For the HTML stage: whether it needed lol_html's view of the page's structure.
     pub structured: Option<bool>,
+    /// For the injection stage: whether the script's tag went into the page, or why not.
+    pub injected: Option<Injected>,
 }
 
 impl StageReport {
@@ -51,6 +54,7 @@ impl StageReport {
                 degraded: self.rsc.degraded.or(later.rsc.degraded),
             },
             structured: self.structured.or(later.structured),
+            injected: self.injected.or(later.injected),
         }
     }
 }
@@ -72,9 +76,6 @@ impl Chain {
     }
 
     /// Adds `stage` after the stages so far: it sees their output.
-    // The extension point: in the service only once a second stage exists (see the example
-    // stage in the tests).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn then(mut self, stage: impl BodyStage + 'static) -> Self {
         self.stages.push(Box::new(stage));
         self.between.push(Vec::new());
