@@ -14,6 +14,7 @@ mod access;
 mod body;
 mod client;
 mod failure;
+mod inject;
 mod origin;
 mod reply;
 mod response;

@@ -119,6 +119,15 @@ pub struct Integrations {
     pub nextjs: Nextjs,
 }
 
+/// The first-party script (`[script]` section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Script {
+    /// `script.inject`: put the script's tag at the start of `<head>` in rewritten HTML page
+    /// navigations (default `true`). `false` leaves pages without it; the script is still
+    /// served.
+    pub inject: bool,
+}
+
 /// How much the service logs: the most verbose level sent to the log endpoint.
 ///
 /// The settings crate stays free of the `log` crate (the service maps this onto
@@ -178,6 +187,8 @@ pub struct Settings {
     pub publisher: Publisher,
     /// The `[integrations.*]` sections.
     pub integrations: Integrations,
+    /// The `[script]` section.
+    pub script: Script,
     /// The `[logging]` section.
     pub logging: Logging,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
@@ -209,6 +220,7 @@ impl Settings {
                 max_held_bytes: 10 << 20,
             },
         },
+        script: Script { inject: true },
         logging: Logging {
             level: LogLevel::Info,
         },
@@ -254,6 +266,9 @@ impl Settings {
             max_held_bytes: {nextjs_max_held},
         }},
     }},
+    script: ::trusted_server_settings::Script {{
+        inject: {script_inject},
+    }},
     logging: ::trusted_server_settings::Logging {{
         level: ::trusted_server_settings::LogLevel::{log_level:?},
     }},
@@ -274,6 +289,7 @@ impl Settings {
             between = p.between_bytes_timeout_ms,
             nextjs_enabled = self.integrations.nextjs.enabled,
             nextjs_max_held = self.integrations.nextjs.max_held_bytes,
+            script_inject = self.script.inject,
             log_level = self.logging.level,
             headers = headers.join(", "),
         )

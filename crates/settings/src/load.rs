@@ -14,7 +14,9 @@ use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::{HeaderSetting, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Settings};
+use crate::{
+    HeaderSetting, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Script, Settings,
+};
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
 pub const ENV_PREFIX: &str = "TRUSTED_SERVER__";
@@ -72,6 +74,7 @@ impl LoadError {
 struct SettingsFile {
     publisher: PublisherFile,
     integrations: IntegrationsFile,
+    script: ScriptFile,
     logging: LoggingFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
@@ -102,6 +105,12 @@ struct NextjsFile {
     enabled: Option<Flag>,
     /// At least one kilobyte (a row header and some text), at most 1 GiB.
     max_held_bytes: Option<Int<1024, { 1 << 30 }>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct ScriptFile {
+    inject: Option<Flag>,
 }
 
 #[derive(Deserialize, Default)]
@@ -588,6 +597,9 @@ fn convert(
                 max_held_bytes: int(n.max_held_bytes.map(|i| i.0), dn.max_held_bytes),
             },
         },
+        script: Script {
+            inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
+        },
         logging: Logging {
             level: file
                 .logging
@@ -776,6 +788,7 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__REMIX__ENABLED", "true")], "integrations.remix"),
             ("[integrations]\nnextjs=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "integrations.nextjs"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__LEVEL", "verbose")], "logging.level"),
+            (MINIMAL, &[("TRUSTED_SERVER__SCRIPT__INJECT", "sometimes")], "script.inject"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__COLOUR", "none")], "logging.colour"),
         ];
         for (text, env, key) in cases {
@@ -957,7 +970,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 8, "rows with a literal default");
+        assert_eq!(checked, 9, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");
