@@ -37,10 +37,7 @@ pub fn decide(
             ..
         }
     );
-    if !settings.script.inject
-        || !client.navigation
-        || !html
-        || !response.get_status().is_success()
+    if !settings.script.inject || !client.navigation || !html || !response.get_status().is_success()
     {
         return None;
     }
@@ -114,8 +111,8 @@ mod tests {
     #[test]
     fn the_policy_decides_the_nonce_or_nothing() {
         let with = |csp: &str| {
-            let response = Response::from_status(StatusCode::OK)
-                .with_header("content-security-policy", csp);
+            let response =
+                Response::from_status(StatusCode::OK).with_header("content-security-policy", csp);
             decide(&response, &html_plan(), &client(true), &crate::SETTINGS)
         };
         let nonced = with("script-src 'nonce-abc' 'strict-dynamic'");

@@ -238,7 +238,10 @@ fn the_tag_goes_right_after_the_head_start_tag() {
     let mut want = b"<!DOCTYPE html><html><HEAD data-x='>'>".to_vec();
     want.extend_from_slice(&tag(None));
     want.extend_from_slice(b"\n<title>x</title>");
-    assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&want));
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        String::from_utf8_lossy(&want)
+    );
 }
 
 #[test]
@@ -297,7 +300,13 @@ fn a_token_too_long_before_the_head_stops_the_scan() {
     page.resize(page.len() + 70 * 1024, b'x');
     page.extend_from_slice(b"--><head>");
     for options in with_injection(None, true) {
-        let (out, report) = output(&page, "text/html", Codec::Identity, &[100, 65_540], &options);
+        let (out, report) = output(
+            &page,
+            "text/html",
+            Codec::Identity,
+            &[100, 65_540],
+            &options,
+        );
         assert_eq!(out, page);
         assert!(matches!(report.injected, Some(Injected::No(_))));
     }
@@ -319,7 +328,10 @@ fn every_fixture_page_gets_the_tag_first_in_head() {
         ("nextjs/about.body", "text/html; charset=utf-8"),
         ("nextjs/live.body", "text/html; charset=utf-8"),
         ("nextjs/nonce.body", "text/html; charset=utf-8"),
-        ("nextjs/index.trailing-slash.body", "text/html; charset=utf-8"),
+        (
+            "nextjs/index.trailing-slash.body",
+            "text/html; charset=utf-8",
+        ),
     ];
     for (path, content_type) in pages {
         let page = fixture(path);

@@ -91,7 +91,9 @@ enum State {
     /// After `<`.
     TagOpen,
     /// After `<!`, and `-` when `dash`.
-    MarkupOpen { dash: bool },
+    MarkupOpen {
+        dash: bool,
+    },
     /// A DOCTYPE or bogus comment: ends at the first `>`.
     Bogus,
     CommentStart,
@@ -103,7 +105,9 @@ enum State {
     /// After `</`.
     EndTagOpen,
     /// In a tag's name.
-    TagName { end: bool },
+    TagName {
+        end: bool,
+    },
     BeforeAttrName,
     AttrName,
     AfterAttrName,

@@ -223,7 +223,10 @@ mod tests {
     #[test]
     fn no_policy_or_no_script_directive_allows_without_nonce() {
         assert_eq!(verdict(&[]), allowed(None));
-        assert_eq!(verdict(&["img-src 'none'; frame-ancestors 'self'"]), allowed(None));
+        assert_eq!(
+            verdict(&["img-src 'none'; frame-ancestors 'self'"]),
+            allowed(None)
+        );
         assert_eq!(verdict(&[""]), allowed(None));
     }
 

@@ -59,7 +59,10 @@ mod tests {
     #[test]
     fn not_navigations() {
         // A fetch from page code, even one asking for HTML.
-        assert!(!nav(&[("Sec-Fetch-Dest", "empty"), ("Accept", "text/html")]));
+        assert!(!nav(&[
+            ("Sec-Fetch-Dest", "empty"),
+            ("Accept", "text/html")
+        ]));
         assert!(!nav(&[("Sec-Fetch-Mode", "cors"), ("Accept", "text/html")]));
         assert!(!nav(&[("Sec-Fetch-Dest", "iframe")]));
         assert!(!nav(&[("Accept", "*/*")]));
