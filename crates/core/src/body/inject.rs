@@ -438,6 +438,10 @@ impl BodyStage for InjectStage {
         }
     }
 
+    fn passes_through(&self) -> bool {
+        matches!(self.phase, Phase::Done(_))
+    }
+
     fn finish(mut self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
         match self.phase {
             // The end of the document opens the head. An unfinished tag held before it is

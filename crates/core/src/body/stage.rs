@@ -22,6 +22,13 @@ pub(crate) trait BodyStage {
 
     /// Ends the body: appends everything still held to `out`, and reports what happened.
     fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport;
+
+    /// Whether the stage holds nothing and will write every later input unchanged: a chain
+    /// then hands the stage before it `out` directly, so the rest of the body is not copied
+    /// through this one. Its `finish` is still called.
+    fn passes_through(&self) -> bool {
+        false
+    }
 }
 
 /// What a stage (or a chain of them) did with a body. The default is "rewritten, nothing to
@@ -85,8 +92,13 @@ impl Chain {
 
 impl BodyStage for Chain {
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        let last = self.between.len();
-        for (i, stage) in self.stages.iter_mut().enumerate() {
+        // Stages at the end that pass everything through are skipped: the one before them
+        // writes to `out`.
+        let mut last = self.between.len();
+        while last > 0 && self.stages[last].passes_through() {
+            last -= 1;
+        }
+        for (i, stage) in self.stages.iter_mut().enumerate().take(last + 1) {
             let (done, later) = self.between.split_at_mut(i);
             let input: &[u8] = match done.last() {
                 Some(previous) => previous,
