@@ -377,6 +377,23 @@ impl InjectStage {
 
     /// Past the injection point: `held` and `input` are what follows it.
     fn check(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        if self.held.is_empty() {
+            // Most often decided by the input alone: no copy.
+            match origin_has_script(input) {
+                Some(true) => {
+                    out.extend_from_slice(input);
+                    self.phase = Phase::Done(Injected::No("the page already has the script"));
+                    return;
+                }
+                Some(false) => {
+                    out.extend_from_slice(&self.tag);
+                    out.extend_from_slice(input);
+                    self.phase = Phase::Done(Injected::Yes);
+                    return;
+                }
+                None => {}
+            }
+        }
         self.held.extend_from_slice(input);
         match origin_has_script(&self.held) {
             None if self.held.len() <= MAX_LOOKAHEAD => {}
