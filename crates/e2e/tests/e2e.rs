@@ -1242,8 +1242,8 @@ fn script_injected_on_navigations(w: &World) -> Outcome {
         ("/news/article.html", "news/article.html"),
         ("/embed/poll.html", "embed/poll.html"),
     ] {
-        let want = expected(&fixture(w, file), &host);
         for addr in [w.streaming, w.buffered] {
+            let want = expected(&fixture(w, file), &addr.to_string());
             let r = fetch_complete(addr, path, &[identity(), navigation])?;
             let attrs = tag_of(path, &r.body)?;
             same_bytes(

@@ -232,7 +232,8 @@ impl InjectStage {
         use State::*;
         let lower = b.to_ascii_lowercase();
         match self.state {
-            Bom | Data => unreachable!("handled by scan"),
+            // `scan` reads these itself.
+            Bom | Data => {}
             TagOpen => match b {
                 b'!' => self.state = MarkupOpen { dash: false },
                 b'/' => self.state = EndTagOpen,
@@ -460,14 +461,14 @@ impl BodyStage for InjectStage {
     }
 
     fn finish(mut self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        match self.phase {
+        let injected = match self.phase {
+            Phase::Done(injected) => injected,
             // The end of the document opens the head. An unfinished tag held before it is
             // dropped by the parser, an unfinished comment becomes the head's comment.
-            Phase::Scan | Phase::Check => self.inject(out),
-            Phase::Done(_) => {}
-        }
-        let Phase::Done(injected) = self.phase else {
-            unreachable!("decided above")
+            Phase::Scan | Phase::Check => {
+                self.inject(out);
+                Injected::Yes
+            }
         };
         StageReport {
             injected: Some(injected),
