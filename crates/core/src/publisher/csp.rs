@@ -70,7 +70,7 @@ pub fn script_policy<'h>(
     if allowances.iter().all(|a| a.by_url) {
         // The nonce is not needed, but a page that uses one expects it on every script.
         return ScriptPolicy::Allowed {
-            nonce: candidates.cloned().next(),
+            nonce: candidates.clone().next().cloned(),
         };
     }
     for nonce in candidates {
