@@ -55,21 +55,32 @@ impl Injection {
     /// The tag: `<script src="…" id="ts-js"></script>`, with ` nonce="…"` when there is one.
     /// Values are escaped for a double-quoted attribute.
     pub fn tag(&self) -> String {
-        let mut tag = format!("<script src=\"{}\" id=\"{SCRIPT_ID}\"", escape(&self.src));
-        if let Some(nonce) = &self.nonce {
-            tag.push_str(&format!(" nonce=\"{}\"", escape(nonce)));
+        let nonce = self.nonce.as_deref().unwrap_or("");
+        let mut tag = String::with_capacity(64 + self.src.len() + nonce.len());
+        tag.push_str("<script src=\"");
+        escape_into(&self.src, &mut tag);
+        tag.push_str("\" id=\"");
+        tag.push_str(SCRIPT_ID);
+        if self.nonce.is_some() {
+            tag.push_str("\" nonce=\"");
+            escape_into(nonce, &mut tag);
         }
-        tag.push_str("></script>");
+        tag.push_str("\"></script>");
         tag
     }
 }
 
-fn escape(value: &str) -> String {
-    value
-        .replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// Appends `value` escaped for a double-quoted attribute.
+fn escape_into(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// What happened to the injection, for the report.
@@ -474,5 +485,30 @@ impl BodyStage for InjectStage {
             injected: Some(injected),
             ..StageReport::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_escapes_its_values() {
+        let plain = Injection {
+            src: "/static/tsjs=0123456789abcdef.js".into(),
+            nonce: None,
+        };
+        assert_eq!(
+            plain.tag(),
+            r#"<script src="/static/tsjs=0123456789abcdef.js" id="ts-js"></script>"#
+        );
+        let odd = Injection {
+            src: "/a?b=1&c=\"<x>\"".into(),
+            nonce: Some("n\"><".into()),
+        };
+        assert_eq!(
+            odd.tag(),
+            r#"<script src="/a?b=1&amp;c=&quot;&lt;x&gt;&quot;" id="ts-js" nonce="n&quot;&gt;&lt;"></script>"#
+        );
     }
 }
