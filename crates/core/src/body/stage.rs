@@ -85,7 +85,8 @@ impl Chain {
     /// Adds `stage` after the stages so far: it sees their output.
     pub(crate) fn then(mut self, stage: impl BodyStage + 'static) -> Self {
         self.stages.push(Box::new(stage));
-        self.between.push(Vec::new());
+        // Sized for a typical decoded piece, so the first writes do not grow it step by step.
+        self.between.push(Vec::with_capacity(16 * 1024));
         self
     }
 }
