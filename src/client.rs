@@ -16,6 +16,8 @@ pub struct Client {
     /// The client's HTTP version: the response keeps it, so an HTTP/1.1 client always gets a
     /// framed (chunked) body whose abandonment it can detect, even from an HTTP/1.0 origin.
     pub version: fastly::http::Version,
+    /// The request is a page navigation (it may get the first-party script).
+    pub navigation: bool,
 }
 
 /// `host[:port]` of the request URL, when the client sent one (an HTTP/2 `:authority`).
@@ -52,6 +54,7 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
         ip: request.get_client_ip_addr(),
         rule,
         version: request.get_version(),
+        navigation: crate::inject::is_navigation(request),
     }
 }
 

@@ -15,6 +15,7 @@ mod body;
 mod client;
 mod failure;
 mod identity;
+mod inject;
 mod origin;
 mod reply;
 mod response;

@@ -2,7 +2,9 @@
 
 use fastly::http::{HeaderName, HeaderValue};
 use fastly::Response;
-use trusted_server_core::{origin_response_headers, BodyPlan, ResponseContext, Settings, UrlRule};
+use trusted_server_core::{
+    origin_response_headers, BodyPlan, Injection, ResponseContext, Settings, UrlRule,
+};
 
 use crate::client::Client;
 use crate::reply;
@@ -12,6 +14,8 @@ pub struct Prepared {
     pub(crate) response: Response,
     pub(crate) plan: BodyPlan,
     pub(crate) rule: UrlRule,
+    /// The first-party script's tag for the body, if it gets one.
+    pub(crate) inject: Option<Injection>,
 }
 
 /// The response phase: plans the body and rewrites the headers accordingly.
@@ -54,9 +58,11 @@ pub fn prepare(
         origin_response_headers(headers, &ctx, &settings.response_headers),
     );
     response.set_version(client.version);
+    let inject = crate::inject::decide(&response, &plan, &client, settings);
     Prepared {
         response,
         plan,
+        inject,
         rule: client.rule,
     }
 }

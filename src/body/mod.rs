@@ -22,6 +22,7 @@ pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
         mut response,
         plan,
         rule,
+        inject,
     } = prepared;
     access.plan = plan_label(&plan);
     let BodyPlan::Rewrite { codec, rewrite } = plan else {
@@ -33,6 +34,7 @@ pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
     let origin_body = response.take_body();
     let options = PipelineOptions {
         nextjs: settings.integrations.nextjs,
+        inject,
         ..PipelineOptions::default()
     };
     let job = Job {
@@ -111,6 +113,9 @@ pub(crate) fn record_report(
     access: &mut Access,
 ) {
     access.html_structured = pipeline_report.html_structured;
+    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.injected {
+        log::info!("script not injected: {why}");
+    }
     let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
     if pipeline_report.utf16 {
         log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");

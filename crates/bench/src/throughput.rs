@@ -12,6 +12,9 @@
 //! the caller can check that native and wasm outputs are identical. Rounds are interleaved
 //! (bare, pipeline, bare, pipeline, ...) so drift hits both sides alike; medians and min–max are
 //! reported.
+//!
+//! The `inject` side is the pipeline with the first-party script's injection on, as a page
+//! navigation gets it (HTML pages only): its output must be the pipeline's plus the tag.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +23,7 @@ use std::rc::Rc;
 
 use lol_html::html_content::Element;
 use lol_html::{element, HtmlRewriter, Settings};
-use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{BodyPipeline, Codec, Injection, PipelineOptions, UrlRule};
 use ts_testkit::Flush;
 
 /// Size of each pushed chunk.
@@ -209,8 +212,27 @@ pub fn run_pipeline(page: &Page) -> Vec<u8> {
     run_pipeline_split(page, CHUNK)
 }
 
+/// [`run_pipeline`] with the script's injection on.
+pub fn run_inject(page: &Page) -> Vec<u8> {
+    run_pipeline_with(page, CHUNK, Some(injection()))
+}
+
+fn injection() -> Injection {
+    Injection {
+        src: "/static/tsjs=0123456789abcdef.js".into(),
+        nonce: None,
+    }
+}
+
 fn run_pipeline_split(page: &Page, chunk: usize) -> Vec<u8> {
-    let options = PipelineOptions::default();
+    run_pipeline_with(page, chunk, None)
+}
+
+fn run_pipeline_with(page: &Page, chunk: usize, inject: Option<Injection>) -> Vec<u8> {
+    let options = PipelineOptions {
+        inject,
+        ..PipelineOptions::default()
+    };
     let rewrite = ts_testkit::rewrite_for(page.content_type);
     let sink = Vec::with_capacity(page.bytes.len() + page.bytes.len() / 8);
     let p = BodyPipeline::new(Codec::Identity, rewrite, rule(), &options, sink);
@@ -231,6 +253,18 @@ pub fn verify(page: &Page) -> Result<(), String> {
         return Err(format!("{}: bare lol_html changed the page", page.name));
     }
     let out = run_pipeline(page);
+    if page.is_html() {
+        let with = run_inject(page);
+        let tag = injection().tag().into_bytes();
+        let at = with.windows(tag.len()).position(|w| w == tag.as_slice());
+        let rest = at.map(|at| [&with[..at], &with[at + tag.len()..]].concat());
+        if rest.as_deref() != Some(&out[..]) {
+            return Err(format!(
+                "{}: with injection, the output is not the pipeline's plus the tag",
+                page.name
+            ));
+        }
+    }
     if !page.rsc {
         if out != rule().rewrite_all(&page.bytes) {
             return Err(format!(
@@ -298,6 +332,8 @@ pub struct PageResult {
     pub pipeline: Rate,
     /// lol_html with URL attribute handlers ([`run_handlers`]), on the plain pages.
     pub handlers: Option<Rate>,
+    /// The pipeline with the script's injection ([`run_inject`]), on the HTML pages.
+    pub inject: Option<Rate>,
 }
 
 /// Whether [`run_handlers`] is measured on `page`: the plain pages (it cannot rewrite Flight
@@ -319,6 +355,7 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
     let mut bare = Vec::with_capacity(rounds);
     let mut pipeline = Vec::with_capacity(rounds);
     let mut handlers = Vec::with_capacity(rounds);
+    let mut inject = Vec::with_capacity(rounds);
     // Warm-up.
     std::hint::black_box(run_bare(&page.bytes));
     std::hint::black_box(run_pipeline(page));
@@ -340,16 +377,24 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
             std::hint::black_box(run_pipeline(std::hint::black_box(page)));
         }
         pipeline.push(t.elapsed() / reps as u32);
+        if page.is_html() {
+            let t = Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(run_inject(std::hint::black_box(page)));
+            }
+            inject.push(t.elapsed() / reps as u32);
+        }
     }
     PageResult {
         bare: rate(page.bytes.len(), &mut bare),
         pipeline: rate(page.bytes.len(), &mut pipeline),
         handlers: (!handlers.is_empty()).then(|| rate(page.bytes.len(), &mut handlers)),
+        inject: (!inject.is_empty()).then(|| rate(page.bytes.len(), &mut inject)),
     }
 }
 
 /// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s
-/// (sides `bare`, `pipeline`, and `handlers` on the plain pages),
+/// (sides `bare`, `pipeline`, `handlers` on the plain pages, `inject` on the HTML pages),
 /// `<page>.bytes`, and for the RSC pages `<page>.digest` (FNV-1a of the pipeline's output, in
 /// hex).
 ///
@@ -368,6 +413,7 @@ pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
             ("bare", Some(r.bare)),
             ("pipeline", Some(r.pipeline)),
             ("handlers", r.handlers),
+            ("inject", r.inject),
         ];
         for (side, rate) in sides.into_iter().filter_map(|(s, r)| Some((s, r?))) {
             lines.push(format!("{}.{side}.median={:.2}", page.name, rate.median));

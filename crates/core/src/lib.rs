@@ -26,6 +26,7 @@ mod url_rewrite;
 
 pub use body::codec::Codec;
 pub use body::decode::DecodeError;
+pub use body::inject::{Injected, Injection, SCRIPT_ID};
 pub use body::pipeline::{BodyPipeline, PipelineError, PipelineOptions, PipelineReport};
 pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
 pub use body::rsc::RscReport;

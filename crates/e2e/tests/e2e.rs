@@ -181,6 +181,10 @@ fn main() {
             "edge ID: a missing secret serves the page without an ID and logs why",
             edge_id::missing_secret_serves_page_without_id,
         ),
+        (
+            "page navigations get the script first in <head>; fragments and errors do not",
+            script_injected_on_navigations,
+        ),
         ("a slow origin gets a 504", slow_origin_gets_504),
         (
             "a dead origin gets a 502 with the standard headers",
@@ -1451,4 +1455,152 @@ fn dead_origin_gets_502(w: &World) -> Outcome {
     check(body.len() < 64 && !body.contains("127.0.0.1"), || {
         format!("502 body leaks details: {body:?}")
     })
+}
+
+/// The element children of `node` named `name`.
+fn children_named(node: &markup5ever_rcdom::Handle, name: &str) -> Vec<markup5ever_rcdom::Handle> {
+    node.children
+        .borrow()
+        .iter()
+        .filter(|n| {
+            matches!(&n.data, markup5ever_rcdom::NodeData::Element { name: el, .. } if &*el.local == name)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The attributes of element `node`, if it is one.
+fn attributes(node: &markup5ever_rcdom::Handle) -> Vec<(String, String)> {
+    match &node.data {
+        markup5ever_rcdom::NodeData::Element { attrs, .. } => attrs
+            .borrow()
+            .iter()
+            .map(|a| (a.name.local.to_string(), a.value.to_string()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Parses `page` with html5ever: the attributes of the head's first child if it is the
+/// script (`<script id="ts-js">`), and how many such scripts the document has.
+fn injected_script(page: &[u8]) -> (Option<Vec<(String, String)>>, usize) {
+    use html5ever::tendril::TendrilSink;
+    use markup5ever_rcdom::{Handle, NodeData, RcDom};
+    fn is_ts(node: &Handle) -> bool {
+        matches!(&node.data, NodeData::Element { name, .. } if &*name.local == "script")
+            && attributes(node)
+                .iter()
+                .any(|(n, v)| n == "id" && v == "ts-js")
+    }
+    fn count(node: &Handle) -> usize {
+        usize::from(is_ts(node)) + node.children.borrow().iter().map(count).sum::<usize>()
+    }
+    let dom = html5ever::parse_document(RcDom::default(), Default::default())
+        .from_utf8()
+        .read_from(&mut &page[..])
+        .expect("reading from memory");
+    let first = children_named(&dom.document, "html")
+        .first()
+        .and_then(|html| children_named(html, "head").first().cloned())
+        .and_then(|head| head.children.borrow().first().cloned())
+        .filter(is_ts)
+        .map(|node| attributes(&node));
+    (first, count(&dom.document))
+}
+
+fn script_injected_on_navigations(w: &World) -> Outcome {
+    let host = w.streaming.to_string();
+    let navigation = ("sec-fetch-dest", "document");
+    let tag_of = |label: &str, body: &[u8]| -> Result<Vec<(String, String)>, String> {
+        match injected_script(body) {
+            (Some(attrs), 1) => Ok(attrs),
+            (first, n) => Err(format!(
+                "{label}: head's first child {first:?}, {n} ts-js scripts in {}",
+                String::from_utf8_lossy(&body[..body.len().min(600)])
+            )),
+        }
+    };
+    // Every fixture page, plain and gzip, streamed and buffered: the page is the rewritten
+    // origin page plus the tag, which html5ever finds first in the head.
+    for (path, file) in [
+        ("/", "index.html"),
+        ("/news/article.html", "news/article.html"),
+        ("/embed/poll.html", "embed/poll.html"),
+    ] {
+        for addr in [w.streaming, w.buffered] {
+            let want = expected(&fixture(w, file), &addr.to_string());
+            let r = fetch_complete(addr, path, &[identity(), navigation])?;
+            let attrs = tag_of(path, &r.body)?;
+            same_bytes(
+                &format!("{path} without the tag"),
+                &without_tag(&r.body),
+                &want,
+            )?;
+            check(
+                attrs
+                    .iter()
+                    .any(|(n, v)| n == "src" && v.starts_with("/static/tsjs=")),
+                || format!("{path}: tag attributes {attrs:?}"),
+            )?;
+            let g = fetch_complete(addr, path, &[("accept-encoding", "gzip"), navigation])?;
+            same_bytes(&format!("{path} gzip"), &gunzip(&g.body)?, &r.body)?;
+        }
+    }
+    // A client without Sec-Fetch headers navigating: Accept names text/html.
+    let legacy = fetch_complete(
+        w.streaming,
+        "/",
+        &[identity(), ("accept", "text/html,*/*;q=0.8")],
+    )?;
+    tag_of("legacy navigation", &legacy.body)?;
+    // A fragment fetched by page code, and a request naming no HTML: untouched.
+    let home = fixture(w, "index.html");
+    for headers in [
+        vec![
+            identity(),
+            ("sec-fetch-dest", "empty"),
+            ("accept", "text/html"),
+        ],
+        vec![identity(), ("accept", "*/*")],
+    ] {
+        let r = fetch_complete(w.streaming, "/", &headers)?;
+        same_bytes(
+            &format!("fetch {headers:?}"),
+            &r.body,
+            &expected(&home, &host),
+        )?;
+    }
+    // An error page is not a page to instrument.
+    let missing = fetch(w.streaming, "/no-such-page.html", &[identity(), navigation])?;
+    check(
+        missing.status == 404 && !contains(&missing.body, b"ts-js"),
+        || {
+            format!(
+                "404: status {} body {}",
+                missing.status,
+                String::from_utf8_lossy(&missing.body)
+            )
+        },
+    )?;
+    // A Next.js page with a nonce-based Content-Security-Policy: the tag carries the nonce.
+    let nonce = fetch_complete(w.streaming, "/next/nonce", &[identity(), navigation])?;
+    let attrs = tag_of("nonce page", &nonce.body)?;
+    let policy = nonce.header("content-security-policy").unwrap_or_default();
+    check(
+        attrs
+            .iter()
+            .any(|(n, v)| n == "nonce" && policy.contains(&format!("'nonce-{v}'"))),
+        || format!("nonce page: tag attributes {attrs:?}, policy {policy}"),
+    )?;
+    flight_oracle(w, "nonce.body", &without_tag(&nonce.body), &host, "html")
+}
+
+/// `page` without its first `<script src="/static/tsjs=…" …></script>`.
+fn without_tag(page: &[u8]) -> Vec<u8> {
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let Some(start) = find(page, b"<script src=\"/static/tsjs=") else {
+        return page.to_vec();
+    };
+    let end = start + find(&page[start..], b"</script>").map_or(0, |e| e + b"</script>".len());
+    [&page[..start], &page[end..]].concat()
 }

@@ -133,6 +133,15 @@ pub struct Identity {
     pub secret_key: Text,
 }
 
+/// The first-party script (`[script]` section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Script {
+    /// `script.inject`: put the script's tag at the start of `<head>` in rewritten HTML page
+    /// navigations (default `true`). `false` leaves pages without it; the script is still
+    /// served.
+    pub inject: bool,
+}
+
 /// How much the service logs: the most verbose level sent to the log endpoint.
 ///
 /// The settings crate stays free of the `log` crate (the service maps this onto
@@ -194,6 +203,8 @@ pub struct Settings {
     pub integrations: Integrations,
     /// The `[identity]` section.
     pub identity: Identity,
+    /// The `[script]` section.
+    pub script: Script,
     /// The `[logging]` section.
     pub logging: Logging,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
@@ -230,6 +241,7 @@ impl Settings {
             secret_store: Cow::Borrowed("ts_identity"),
             secret_key: Cow::Borrowed("ec_hmac_key"),
         },
+        script: Script { inject: true },
         logging: Logging {
             level: LogLevel::Info,
         },
@@ -280,6 +292,9 @@ impl Settings {
         secret_store: {secret_store},
         secret_key: {secret_key},
     }},
+    script: ::trusted_server_settings::Script {{
+        inject: {script_inject},
+    }},
     logging: ::trusted_server_settings::Logging {{
         level: ::trusted_server_settings::LogLevel::{log_level:?},
     }},
@@ -303,6 +318,7 @@ impl Settings {
             identity_enabled = self.identity.enabled,
             secret_store = s(&self.identity.secret_store),
             secret_key = s(&self.identity.secret_key),
+            script_inject = self.script.inject,
             log_level = self.logging.level,
             headers = headers.join(", "),
         )

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use crate::{
-    HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Settings,
-    Text,
+    HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Script,
+    Settings, Text,
 };
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
@@ -76,6 +76,7 @@ struct SettingsFile {
     publisher: PublisherFile,
     integrations: IntegrationsFile,
     identity: IdentityFile,
+    script: ScriptFile,
     logging: LoggingFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
@@ -114,6 +115,12 @@ struct IdentityFile {
     enabled: Option<Flag>,
     secret_store: Option<String>,
     secret_key: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct ScriptFile {
+    inject: Option<Flag>,
 }
 
 #[derive(Deserialize, Default)]
@@ -617,6 +624,9 @@ fn convert(
             },
         },
         identity,
+        script: Script {
+            inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
+        },
         logging: Logging {
             level: file
                 .logging
@@ -813,6 +823,7 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__INTEGRATIONS__REMIX__ENABLED", "true")], "integrations.remix"),
             ("[integrations]\nnextjs=1\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "integrations.nextjs"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__LEVEL", "verbose")], "logging.level"),
+            (MINIMAL, &[("TRUSTED_SERVER__SCRIPT__INJECT", "sometimes")], "script.inject"),
             (MINIMAL, &[("TRUSTED_SERVER__LOGGING__COLOUR", "none")], "logging.colour"),
             (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__ENABLED", "on")], "identity.enabled"),
             (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET_STORE", "my store")], "identity.secret_store"),
@@ -829,7 +840,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 14, "{vars:?}");
+        assert_eq!(vars.len(), 15, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1021,7 +1032,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 11, "rows with a literal default");
+        assert_eq!(checked, 12, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -44,6 +44,7 @@ fn run_loop(side: &str, name: &str, megabytes: usize) {
         let out = match side {
             "bare" => ts_bench::throughput::run_bare(&page.bytes),
             "handlers" => ts_bench::throughput::run_handlers(&page.bytes),
+            "inject" => ts_bench::throughput::run_inject(page),
             _ => ts_bench::throughput::run_pipeline(page),
         };
         std::hint::black_box(out);

@@ -131,14 +131,14 @@ fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict {
 
 /// lol_html's whitespace in tags (the HTML tokenizer's, plus CR, which the tokenizer never
 /// sees because the input stream turns it into LF).
-fn is_space(b: u8) -> bool {
+pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
 /// The attributes of a start tag as lol_html's tokenizer splits them, from just after its name
 /// to its `>` (a valueless attribute has an empty value); `None` if the tag does not end in
 /// `bytes`.
-fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+pub(crate) fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     let at = |i: usize| bytes.get(i).copied();
     let mut attributes = Vec::new();
     let mut i = 0;

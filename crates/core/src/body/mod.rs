@@ -25,6 +25,7 @@ pub(crate) mod decode;
 #[cfg(test)]
 mod example_stage;
 pub(crate) mod html;
+pub(crate) mod inject;
 pub(crate) mod lazy_html;
 pub(crate) mod pipeline;
 pub(crate) mod release;

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 
 use crate::body::codec::{Codec, Encoder};
 use crate::body::decode::{DecodeError, Decoder};
+use crate::body::inject::{InjectStage, Injected, Injection};
 use crate::body::lazy_html::LazyHtml;
 use crate::body::release::{Progress, BATCH_BYTES};
 use crate::body::rsc::{FlightStage, RscReport};
@@ -27,7 +28,7 @@ use crate::url_rewrite::UrlRule;
 use trusted_server_settings::Nextjs;
 
 /// Everything a pipeline needs besides the body's own plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineOptions {
     /// How Next.js payloads are handled (`[integrations.nextjs]`).
     pub nextjs: Nextjs,
@@ -36,6 +37,9 @@ pub struct PipelineOptions {
     /// The output does not depend on it; 0 runs lol_html from the first byte. Default
     /// 2 MiB.
     pub html_lookback: usize,
+    /// The script tag to put at the start of an HTML page's `<head>` (see the `inject`
+    /// module); `None` for a response that must not get it. Only HTML bodies get it.
+    pub inject: Option<Injection>,
 }
 
 impl Default for PipelineOptions {
@@ -45,6 +49,7 @@ impl Default for PipelineOptions {
                 .integrations
                 .nextjs,
             html_lookback: crate::body::lazy_html::LOOKBACK_MAX,
+            inject: None,
         }
     }
 }
@@ -86,12 +91,17 @@ pub(crate) fn compose(rewrite: Rewrite, rule: UrlRule, options: &PipelineOptions
     let nextjs = &options.nextjs;
     let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
     match rewrite {
-        Rewrite::Html(encoding) => Chain::new(Utf16Guard::new(LazyHtml::new(
-            rule,
-            encoding,
-            flight_limit,
-            options.html_lookback,
-        ))),
+        Rewrite::Html(encoding) => {
+            let html = LazyHtml::new(rule, encoding, flight_limit, options.html_lookback);
+            match &options.inject {
+                // After the rewriter, on its output: the tag is never rewritten, and the plain
+                // path stays lol_html-free.
+                Some(injection) => Chain::new(Utf16Guard::new(
+                    Chain::new(html).then(InjectStage::new(injection)),
+                )),
+                None => Chain::new(Utf16Guard::new(html)),
+            }
+        }
         Rewrite::Text => Chain::new(Utf16Guard::new(TextStage::new(rule))),
         Rewrite::Flight => Chain::new(Utf16Guard::new(FlightStage::new(
             rule,
@@ -121,6 +131,8 @@ pub struct PipelineReport {
     pub ignored_trailing: u64,
     /// The body started with a UTF-16 byte order mark and passed through unchanged.
     pub utf16: bool,
+    /// For an HTML body given an [`Injection`]: whether the tag went in, or why not.
+    pub injected: Option<Injected>,
 }
 
 /// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
@@ -184,6 +196,7 @@ impl<W: Write> Downstream<W> {
             self.report.rsc = stage_report.rsc;
             self.report.html_structured = stage_report.structured;
             self.report.utf16 = stage_report.passed_through == Some(UTF16_PASSED_THROUGH);
+            self.report.injected = stage_report.injected;
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;

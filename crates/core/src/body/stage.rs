@@ -12,6 +12,7 @@
 //! Stages compose with [`Chain::then`]: each one's output is the next one's input. The
 //! pipeline knows stages only through this trait.
 
+use crate::body::inject::Injected;
 use crate::body::rsc::RscReport;
 
 /// A streaming body rewriter; see the module docs.
@@ -21,6 +22,13 @@ pub(crate) trait BodyStage {
 
     /// Ends the body: appends everything still held to `out`, and reports what happened.
     fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport;
+
+    /// Whether the stage holds nothing and will write every later input unchanged: a chain
+    /// then hands the stage before it `out` directly, so the rest of the body is not copied
+    /// through this one. Its `finish` is still called.
+    fn passes_through(&self) -> bool {
+        false
+    }
 }
 
 /// What a stage (or a chain of them) did with a body. The default is "rewritten, nothing to
@@ -37,6 +45,8 @@ pub(crate) struct StageReport {
     pub rsc: RscReport,
     /// For the HTML stage: whether it needed lol_html's view of the page's structure.
     pub structured: Option<bool>,
+    /// For the injection stage: whether the script's tag went into the page, or why not.
+    pub injected: Option<Injected>,
 }
 
 impl StageReport {
@@ -51,6 +61,7 @@ impl StageReport {
                 degraded: self.rsc.degraded.or(later.rsc.degraded),
             },
             structured: self.structured.or(later.structured),
+            injected: self.injected.or(later.injected),
         }
     }
 }
@@ -72,20 +83,23 @@ impl Chain {
     }
 
     /// Adds `stage` after the stages so far: it sees their output.
-    // The extension point: in the service only once a second stage exists (see the example
-    // stage in the tests).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn then(mut self, stage: impl BodyStage + 'static) -> Self {
         self.stages.push(Box::new(stage));
-        self.between.push(Vec::new());
+        // Sized for a typical decoded piece, so the first writes do not grow it step by step.
+        self.between.push(Vec::with_capacity(16 * 1024));
         self
     }
 }
 
 impl BodyStage for Chain {
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        let last = self.between.len();
-        for (i, stage) in self.stages.iter_mut().enumerate() {
+        // Stages at the end that pass everything through are skipped: the one before them
+        // writes to `out`.
+        let mut last = self.between.len();
+        while last > 0 && self.stages[last].passes_through() {
+            last -= 1;
+        }
+        for (i, stage) in self.stages.iter_mut().enumerate().take(last + 1) {
             let (done, later) = self.between.split_at_mut(i);
             let input: &[u8] = match done.last() {
                 Some(previous) => previous,

@@ -240,6 +240,19 @@ fn throughput_headline(out: &mut Results, tp: &ThroughputResult) {
             format!("throughput_pipeline_over_bare_lolhtml_min{suffix}"),
             fmt(worst),
         );
+        // With the first-party script's injection on, as page navigations get it.
+        out.put(
+            format!("throughput_inject_over_bare_lolhtml{suffix}"),
+            fmt(side_over(rates, "1mb", "inject", "bare")),
+        );
+        let worst_inject = PAGES
+            .iter()
+            .map(|page| side_over(rates, page, "inject", "bare"))
+            .fold(f64::NAN, f64::min);
+        out.put(
+            format!("throughput_inject_over_bare_lolhtml_min{suffix}"),
+            fmt(worst_inject),
+        );
         out.put(
             format!("throughput_handlers_over_bare_lolhtml{suffix}"),
             fmt(side_over(rates, "1mb", "handlers", "bare")),
