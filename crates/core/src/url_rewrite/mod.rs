@@ -73,9 +73,8 @@ mod spelling;
 mod tests;
 
 use spelling::{
-    continues_url, has_prefix, has_suffix, percent_encode, slash_ending, starts_with_one_of,
-    suffix, Form, Start, Suffix, FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX,
-    MAX_TOKEN, SCHEMES,
+    continues_url, has_suffix, percent_encode, slash_ending, starts_with_one_of, suffix, Form,
+    Start, Suffix, FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX, MAX_TOKEN, SCHEMES,
 };
 
 /// The outcome of looking at one host occurrence.
@@ -119,6 +118,8 @@ pub struct UrlRule {
     /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]), as
     /// a table: a lookup per byte is what that scan costs.
     in_match: Box<[bool; 256]>,
+    /// Offset in `host` of the byte searched for to find host candidates.
+    anchor: usize,
 }
 
 impl UrlRule {
@@ -150,6 +151,7 @@ impl UrlRule {
             target_authority: target_authority.as_bytes().to_vec(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
+            anchor: anchor_offset(host.as_bytes()),
             in_match: {
                 let mut set = Box::new([false; 256]);
                 // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port)
@@ -273,8 +275,9 @@ impl UrlRule {
     /// the input byte just before `work`, if any. With `at_end`, all of `work` is decidable.
     fn process(&self, work: &[u8], before: Option<u8>, at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
-        let first = self.host.first().copied().unwrap_or_default();
-        for at in host_candidates(work, first) {
+        // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
+        let anchor = self.host.get(self.anchor).copied().unwrap_or_default();
+        for at in host_candidates(work, anchor, self.anchor) {
             match self.classify(work, at, before, at_end) {
                 Decision::No => {}
                 // The bytes after the host have not arrived: decide next time.
@@ -329,7 +332,7 @@ impl UrlRule {
         }
     }
 
-    /// Decides the candidate at `at` (just after a slash spelling): the host in any case,
+    /// Decides the candidate at `at` (where the host may start): the host in any case,
     /// the slashes and scheme before it, then an optional dot and port, then a boundary.
     fn classify(&self, work: &[u8], at: usize, before: Option<u8>, at_end: bool) -> Decision {
         let rest = &work[at..];
@@ -424,58 +427,22 @@ impl UrlRule {
     }
 }
 
-/// Where a host may start: just after every slash spelling, in order, where the next byte is
-/// the host's first in either case (`first`, lowercase). Searching for the slashes rather than
-/// for the host finds it in any letter case. A `memchr2` pass over `/ \\` (plain, `\\/`,
-/// `\\\\/`) and a `memchr3` pass over `% \\ &` (the longer spellings, rarer) serve every
-/// form: SIMD where the target has it, and without SIMD (wasm) far cheaper than a substring
-/// search per spelling.
-fn host_candidates(work: &[u8], first: u8) -> impl Iterator<Item = usize> + '_ {
-    let host_at = move |at: usize| work.get(at).map(u8::to_ascii_lowercase) == Some(first);
-    let ends = memchr::memchr2_iter(b'/', b'\\', work)
-        .map(|at| at + 1)
-        .filter(move |&at| host_at(at));
-    // A longer spelling holds none of `% \\ &` after its first byte, so these positions
-    // come in order too, and merging the two passes needs no sorting.
-    let long = memchr::memchr3_iter(b'%', b'\\', b'&', work).filter_map(move |at| {
-        let rest = &work[at..];
-        let form = match rest[0] {
-            b'%' => Form::Percent,
-            b'\\' => Form::Unicode,
-            _ => Form::CharRef,
-        };
-        let len = form
-            .slashes()
-            .iter()
-            .find(|slash| has_prefix(rest, slash))?
-            .len();
-        host_at(at + len).then_some(at + len)
-    });
-    Merge {
-        a: ends.peekable(),
-        b: long.peekable(),
-    }
+/// Where the host may start in `work`, in order: every position where the host's anchor byte
+/// (`anchor`, lowercase, at offset `offset` in the host) occurs in either case, moved back to
+/// the host's start. Every match contains the host, so these positions hold every match;
+/// [`UrlRule::classify`] verifies the host and reads the spelling around it. One `memchr2`
+/// pass over a byte chosen to be rare finds few candidates (SIMD where the target has it,
+/// word-at-a-time without it, as on wasm), where a pass over the slashes would stop at every
+/// `/` of the markup.
+fn host_candidates(work: &[u8], anchor: u8, offset: usize) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr2_iter(anchor, anchor.to_ascii_uppercase(), work)
+        .filter_map(move |at| at.checked_sub(offset))
 }
 
-/// Merges two ascending position iterators, dropping repeats.
-struct Merge<A: Iterator<Item = usize>, B: Iterator<Item = usize>> {
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<B>,
-}
-
-impl<A: Iterator<Item = usize>, B: Iterator<Item = usize>> Iterator for Merge<A, B> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        let next = match (self.a.peek(), self.b.peek()) {
-            (Some(&a), Some(&b)) if b < a => self.b.next(),
-            (Some(_), _) => self.a.next(),
-            (None, _) => self.b.next(),
-        }?;
-        while self.a.next_if_eq(&next).is_some() {}
-        while self.b.next_if_eq(&next).is_some() {}
-        Some(next)
-    }
+/// The offset in `host` (lowercase) of the byte to search for: the one `memchr` deems rarest in
+/// text, so that few positions need verifying.
+fn anchor_offset(host: &[u8]) -> usize {
+    memchr::arch::all::packedpair::Pair::new(host).map_or(0, |pair| usize::from(pair.index1()))
 }
 
 /// Splits a lowercase `host[:port]` (IPv6 literals in brackets). A port that is not a number

@@ -92,7 +92,7 @@ pub(super) fn has_suffix(hay: &[u8], needle: &[u8]) -> bool {
 
 /// `hay.starts_with(needle)`, as [`has_suffix`].
 #[inline]
-pub(super) fn has_prefix(hay: &[u8], needle: &[u8]) -> bool {
+fn has_prefix(hay: &[u8], needle: &[u8]) -> bool {
     hay.len() >= needle.len() && hay.iter().zip(needle).all(|(a, b)| a == b)
 }
 

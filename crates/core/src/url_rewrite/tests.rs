@@ -404,3 +404,31 @@ fn the_match_byte_set_holds_only_match_bytes() {
     }
     assert!(!UrlRule::new("ab.test", "https", "t.test").in_match[usize::from(b'-')]);
 }
+
+#[test]
+fn the_host_is_found_in_either_case_of_every_byte() {
+    // The search anchors on one byte of the host; whichever it is, an uppercase or lowercase
+    // spelling of it must be found, at the host's start or its end.
+    for host in [
+        "origin.example.com",
+        "x.io",
+        "ab",
+        "q",
+        "[::1]",
+        "cdn-77.test",
+    ] {
+        let rule = UrlRule::new(host, "http", "127.0.0.1:7676");
+        for spelled in [host.to_owned(), host.to_ascii_uppercase()] {
+            for (input, expected) in [
+                (
+                    format!("https://{spelled}/a"),
+                    "http://127.0.0.1:7676/a".to_owned(),
+                ),
+                (format!("a //{spelled}"), "a //127.0.0.1:7676".to_owned()),
+            ] {
+                let out = rule.rewrite_all(input.as_bytes());
+                assert_eq!(String::from_utf8_lossy(&out), expected, "input {input:?}");
+            }
+        }
+    }
+}
