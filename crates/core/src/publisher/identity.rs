@@ -18,6 +18,8 @@ use hmac::{Hmac, Mac};
 use http::header::{HeaderName, HeaderValue};
 use sha2::Sha256;
 
+use crate::publisher::navigation::is_page_navigation;
+
 /// The cookie that carries the ID.
 pub const COOKIE_NAME: &str = "ts-ec";
 /// The request header that carries the ID to the origin (a client's own is always dropped).
@@ -165,46 +167,23 @@ impl RequestFacts {
     pub fn from_headers<'h>(
         headers: impl IntoIterator<Item = (&'h HeaderName, &'h HeaderValue)>,
     ) -> Self {
-        let mut dest: Option<&[u8]> = None;
-        let mut any_sec_fetch = false;
-        let mut accepts_html = false;
-        let mut facts = RequestFacts::default();
+        let headers: Vec<(&str, &[u8])> = headers
+            .into_iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes()))
+            .collect();
+        let mut facts = RequestFacts {
+            navigation: is_page_navigation(headers.iter().copied()),
+            ..RequestFacts::default()
+        };
         for (name, value) in headers {
-            let n = name.as_str();
-            if n.starts_with("sec-fetch-") {
-                any_sec_fetch = true;
-                if n == "sec-fetch-dest" {
-                    dest = Some(value.as_bytes());
-                }
-            } else if n == "accept" {
-                accepts_html |= names_html(value.as_bytes());
-            } else if n == "sec-gpc" {
-                facts.gpc |= value.as_bytes().trim_ascii() == b"1";
-            } else if n == "cookie" {
-                facts.cookies.extend(cookie_values(value.as_bytes()));
+            if name == "sec-gpc" {
+                facts.gpc |= value.trim_ascii() == b"1";
+            } else if name == "cookie" {
+                facts.cookies.extend(cookie_values(value));
             }
         }
-        facts.navigation = match dest {
-            Some(d) => d.trim_ascii().eq_ignore_ascii_case(b"document"),
-            None => !any_sec_fetch && accepts_html,
-        };
         facts
     }
-}
-
-/// Whether an `Accept` value lists `text/html` with a non-zero q-value.
-fn names_html(accept: &[u8]) -> bool {
-    accept.split(|&b| b == b',').any(|range| {
-        let mut parts = range.split(|&b| b == b';');
-        let media = parts.next().unwrap_or_default().trim_ascii();
-        let refused = parts.any(|p| {
-            let p = p.trim_ascii();
-            p.len() > 2
-                && p[..2].eq_ignore_ascii_case(b"q=")
-                && p[2..].iter().all(|&b| b == b'0' || b == b'.')
-        });
-        media.eq_ignore_ascii_case(b"text/html") && !refused
-    })
 }
 
 /// The `ts-ec` values in one `Cookie` header (`a=1; ts-ec=…; b=2`).
