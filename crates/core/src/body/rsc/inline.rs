@@ -573,6 +573,7 @@ impl InlineFlight {
 #[cfg(test)]
 mod tests {
     use crate::body::html::{HtmlStage, MARKUP_STEP};
+    use crate::body::stage::StageReport;
     use crate::url_rewrite::UrlRule;
     use lol_html::AsciiCompatibleEncoding;
 
@@ -700,6 +701,20 @@ mod tests {
         }
     }
 
+    /// `input` through the HTML stage at the 1 KiB cap, in pieces of `chunk` bytes, with
+    /// nothing to rewrite (the request host is not the origin's).
+    fn run_at_small_cap(input: &str, chunk: usize) -> (Vec<u8>, StageReport) {
+        let rule = UrlRule::new(ORIGIN, "https", "p.test");
+        let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
+        let mut stage = HtmlStage::new(rule, utf8, Some(1024));
+        let mut out = Vec::new();
+        for piece in input.as_bytes().chunks(chunk) {
+            stage.write(piece, &mut out);
+        }
+        let report = stage.finish(&mut out);
+        (out, report)
+    }
+
     #[test]
     fn outside_a_string_the_cap_is_passed_by_at_most_one_markup_step() {
         // A text row opened in one push and ended in the next, with 100 KB of markup between
@@ -719,14 +734,7 @@ mod tests {
             ]
             .concat();
             for chunk in [7, 4096, 1 << 20] {
-                let rule = UrlRule::new(ORIGIN, "https", "p.test");
-                let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
-                let mut stage = HtmlStage::new(rule, utf8, Some(1024));
-                let mut out = Vec::new();
-                for piece in input.as_bytes().chunks(chunk) {
-                    stage.write(piece, &mut out);
-                }
-                let report = stage.finish(&mut out);
+                let (out, report) = run_at_small_cap(&input, chunk);
                 assert!(report.rsc.degraded.is_some(), "chunk {chunk}");
                 assert!(
                     report.rsc.peak_held <= 1024 + MARKUP_STEP,
@@ -754,14 +762,7 @@ mod tests {
         .concat();
         let mut outputs = Vec::new();
         for chunk in [1, 2, 3, 5, 4096, 1 << 20] {
-            let rule = UrlRule::new(ORIGIN, "https", "p.test");
-            let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
-            let mut stage = HtmlStage::new(rule, utf8, Some(1024));
-            let mut out = Vec::new();
-            for piece in input.as_bytes().chunks(chunk) {
-                stage.write(piece, &mut out);
-            }
-            let report = stage.finish(&mut out);
+            let (out, report) = run_at_small_cap(&input, chunk);
             assert!(report.rsc.degraded.is_some(), "chunk {chunk}");
             assert!(
                 (1025..=1024 + 4).contains(&report.rsc.peak_held),
