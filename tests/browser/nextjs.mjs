@@ -214,8 +214,33 @@ async function loadPage(page, pathname, { heading, waitFor }) {
   await settle(page)
   const ours = await noOriginUrlsInDom(page)
   note(`    hydrated; ${ours} URLs on the page point at ${host}`)
+  await firstPartyScriptAnswers(page)
   summarize(started)
   return res
+}
+
+/**
+ * The first-party script the service injected is in the head and its API answers in the page:
+ * its version, and the edge ID that the navigation's `ts-ec` cookie carries (asked from
+ * `GET /_ts/ec`: the `Secure`, `HttpOnly` cookie set over http://127.0.0.1 reaches it). Not
+ * `sign()`: until `/first-party/sign` exists its 404 is a console error here; the script's unit
+ * tests check how it reports that.
+ */
+async function firstPartyScriptAnswers(page) {
+  const api = await page.evaluate(async () => {
+    const tag = document.querySelector('head > script#ts-js')
+    const t = window.tsjs
+    if (!t) return { tag: tag?.src ?? null, missing: true }
+    const ec = await t.getEdgeId()
+    return { tag: tag?.src ?? null, version: t.version, ec }
+  })
+  note(`    tsjs: tag ${api.tag}, version ${api.version}, edge ID ${api.ec}`)
+  if (!api.tag || !new URL(api.tag).pathname.startsWith('/static/tsjs=')) {
+    problem(`no first-party script tag in the head: ${api.tag}`)
+  }
+  if (api.missing) return problem('window.tsjs is missing')
+  if (typeof api.version !== 'string' || !api.version) problem(`tsjs.version: ${api.version}`)
+  if (!/^[0-9a-f]{64}\.[A-Za-z0-9]{6}$/.test(api.ec ?? '')) problem(`tsjs.getEdgeId(): ${api.ec}`)
 }
 
 /**
