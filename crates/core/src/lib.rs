@@ -20,6 +20,7 @@ mod body;
 mod content;
 mod forward;
 pub mod publisher;
+mod qvalue;
 mod response;
 mod routes;
 mod url_rewrite;

@@ -1,6 +1,8 @@
 //! Whether a request is a page navigation: what gets the first-party script (and, with the
 //! edge ID, the cookie). A fetch or XHR for an HTML fragment is not one.
 
+use crate::qvalue::quality;
+
 /// A page navigation: `Sec-Fetch-Dest: document`, or, from a client that sends no
 /// `Sec-Fetch-*` headers at all, an `Accept` that names `text/html` (with a non-zero
 /// quality). `headers` are the request's (name, value) pairs.
@@ -23,17 +25,13 @@ pub fn is_page_navigation<'h>(headers: impl IntoIterator<Item = (&'h str, &'h [u
     !sec_fetch && accepts_html
 }
 
-/// Whether an `Accept` value names `text/html` with a quality above zero.
+/// Whether an `Accept` value names `text/html` with a quality above zero (a malformed
+/// quality does not refuse it).
 fn names_html(accept: &str) -> bool {
     accept.split(',').any(|range| {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or("").trim();
-        media.eq_ignore_ascii_case("text/html")
-            && parts.all(|p| {
-                let (key, value) = p.split_once('=').unwrap_or((p, ""));
-                !key.trim().eq_ignore_ascii_case("q")
-                    || value.trim().parse::<f32>().map_or(true, |q| q > 0.0)
-            })
+        media.eq_ignore_ascii_case("text/html") && quality(parts).is_none_or(|q| q > 0)
     })
 }
 

@@ -3,6 +3,8 @@
 //! values; the adapter (`src/script.rs`) holds the bytes, compressed once at build time, and
 //! builds the response (docs/script.md, "Serving").
 
+use crate::qvalue::quality;
+
 /// Every script path starts with this; what follows is `<hash>.js`.
 pub const SCRIPT_PATH_PREFIX: &str = "/static/tsjs=";
 
@@ -80,34 +82,6 @@ impl ScriptEncoding {
             ScriptEncoding::Gzip => Some("gzip"),
             ScriptEncoding::Identity => None,
         }
-    }
-}
-
-/// The `q` of one `Accept-Encoding` element's parameters, in thousandths (`None`: malformed).
-/// No `q` parameter means 1.
-fn quality<'a>(params: impl Iterator<Item = &'a str>) -> Option<u16> {
-    let mut q = 1000;
-    for param in params {
-        let (key, value) = param.split_once('=')?;
-        if !key.trim().eq_ignore_ascii_case("q") {
-            continue;
-        }
-        q = qvalue(value.trim())?;
-    }
-    Some(q)
-}
-
-/// RFC 9110 `qvalue`: `0[.ddd]` or `1[.000]`, in thousandths.
-fn qvalue(text: &str) -> Option<u16> {
-    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
-    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let thousandths: u16 = format!("{frac:0<3}").parse().ok()?;
-    match int {
-        "0" => Some(thousandths),
-        "1" if thousandths == 0 => Some(1000),
-        _ => None,
     }
 }
 
