@@ -93,32 +93,49 @@ fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> Ident
     })
 }
 
-/// The response phase: our `Set-Cookie` (a new ID on a page, or the expiry under `Sec-GPC`),
-/// added after the origin's own, and then the response kept out of shared caches.
-pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Settings) {
+/// The response phase, on the response's final header list (`status` is the response's): our
+/// `Set-Cookie` (a new ID on a page, or the expiry under `Sec-GPC`), added after the origin's
+/// own, and then the response kept out of shared caches. Runs after `[response_headers]`, so
+/// those cannot make a response that sets the cookie cacheable by shared caches.
+pub fn add_cookie(
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+    status: u16,
+    plan: &IdentityPlan,
+    settings: &Settings,
+) {
     let domain = &settings.publisher.cookie_domain;
     let line = match &plan.cookie {
         CookieAction::Leave => return,
         CookieAction::Expire => expire_cookie(domain),
         CookieAction::SetOnPage(id) => {
-            let content_type = response.get_header("content-type");
-            let content_type = content_type.and_then(|v| v.to_str().ok());
-            if !is_page_response(response.get_status().as_u16(), content_type) {
+            let content_type = headers
+                .iter()
+                .find(|(name, _)| name == "content-type")
+                .and_then(|(_, value)| value.to_str().ok());
+            if !is_page_response(status, content_type) {
                 return;
             }
             set_cookie(id, domain)
         }
     };
+    keep_out_of_shared_caches(headers);
+    // Built from a well-formed ID and a validated cookie domain: always a valid value.
+    if let Ok(value) = HeaderValue::from_str(&line) {
+        headers.push((HeaderName::from_static("set-cookie"), value));
+    }
+}
+
+/// [`add_cookie`] on a response the service built itself (the `/_ts/ec` answer).
+pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Settings) {
+    if plan.cookie == CookieAction::Leave {
+        return;
+    }
     let mut headers: Vec<(HeaderName, HeaderValue)> = response
         .get_headers()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
-    keep_out_of_shared_caches(&mut headers);
+    add_cookie(&mut headers, response.get_status().as_u16(), plan, settings);
     reply::replace_headers(response, headers);
-    // Built from a well-formed ID and a validated cookie domain: always a valid value.
-    if let Ok(value) = HeaderValue::from_str(&line) {
-        response.append_header("set-cookie", value);
-    }
 }
 
 /// `GET /_ts/ec`: the client's ID when its cookie verifies, else `null`; never stored.

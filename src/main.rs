@@ -87,8 +87,7 @@ fn proxy(request: Request, access: &mut Access) {
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let mut prepared = response::prepare(origin_response, client, is_head, &SETTINGS);
-    identity::response_phase(&mut prepared.response, &edge_id, &SETTINGS);
+    let prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
     body::send(prepared, &SETTINGS, access);
 }
 

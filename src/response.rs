@@ -8,6 +8,7 @@ use trusted_server_core::{
 
 use crate::client::Client;
 use crate::reply;
+use trusted_server_core::publisher::identity::IdentityPlan;
 
 /// A response whose headers are final, with the plan for its body.
 pub struct Prepared {
@@ -22,6 +23,7 @@ pub struct Prepared {
 pub fn prepare(
     mut response: Response,
     client: Client,
+    edge_id: &IdentityPlan,
     is_head: bool,
     settings: &Settings,
 ) -> Prepared {
@@ -53,10 +55,9 @@ pub fn prepare(
         .get_headers()
         .map(|(n, v)| (n.clone(), v.clone()))
         .collect();
-    reply::replace_headers(
-        &mut response,
-        origin_response_headers(headers, &ctx, &settings.response_headers),
-    );
+    let mut headers = origin_response_headers(headers, &ctx, &settings.response_headers);
+    crate::identity::add_cookie(&mut headers, status, edge_id, settings);
+    reply::replace_headers(&mut response, headers);
     response.set_version(client.version);
     let inject = crate::inject::decide(&response, &plan, &client, settings);
     Prepared {
@@ -109,6 +110,7 @@ mod tests {
         let prepared = prepare(
             origin_response("text/html; charset=utf-8"),
             client(),
+            &IdentityPlan::NONE,
             false,
             &crate::SETTINGS,
         );
@@ -128,6 +130,7 @@ mod tests {
         let prepared = prepare(
             origin_response("image/png"),
             client(),
+            &IdentityPlan::NONE,
             false,
             &crate::SETTINGS,
         );
@@ -141,7 +144,16 @@ mod tests {
 
     #[test]
     fn stacked_or_unreadable_codings_and_types_pass_through() {
-        let plan = |response: Response| prepare(response, client(), false, &crate::SETTINGS).plan;
+        let plan = |response: Response| {
+            prepare(
+                response,
+                client(),
+                &IdentityPlan::NONE,
+                false,
+                &crate::SETTINGS,
+            )
+            .plan
+        };
         // Two lines are two codings (br over gzip): not something the pipeline undoes.
         let mut stacked = origin_response("text/html");
         stacked.append_header("content-encoding", "gzip");
@@ -163,7 +175,13 @@ mod tests {
             "content-encoding",
             HeaderValue::from_bytes(b"gzip\xff").unwrap(),
         );
-        let prepared = prepare(bad_coding, client(), false, &crate::SETTINGS);
+        let prepared = prepare(
+            bad_coding,
+            client(),
+            &IdentityPlan::NONE,
+            false,
+            &crate::SETTINGS,
+        );
         assert!(!prepared.plan.changes_body());
         assert_eq!(
             prepared
@@ -183,6 +201,7 @@ mod tests {
         let prepared = prepare(
             origin_response("text/html"),
             client(),
+            &IdentityPlan::NONE,
             true,
             &crate::SETTINGS,
         );
