@@ -29,15 +29,8 @@ pub fn decide(
     client: &Client,
     settings: &Settings,
 ) -> Option<Injection> {
-    let html = matches!(
-        plan,
-        BodyPlan::Rewrite {
-            rewrite: Rewrite::Html(_),
-            ..
-        }
-    );
-    if !settings.script.inject || !client.navigation || !html || !response.get_status().is_success()
-    {
+    let status = response.get_status().as_u16();
+    if !client.navigation || !varies_by_navigation(status, plan, settings) {
         return None;
     }
     // A header that is not text is no policy the browser can read either.
@@ -62,6 +55,23 @@ pub fn decide(
             None
         }
     }
+}
+
+/// Whether a response's body depends on the navigation rule: a 2xx HTML page that is rewritten
+/// while injection is on gets the tag on navigations only, whether or not this request is one
+/// (and whatever its `Content-Security-Policy`, which could change between two responses), so
+/// a cache must keep the two copies apart. `plan` is what a GET would do, so a HEAD says the
+/// same.
+pub fn varies_by_navigation(status: u16, plan: &BodyPlan, settings: &Settings) -> bool {
+    settings.script.inject
+        && (200..300).contains(&status)
+        && matches!(
+            plan,
+            BodyPlan::Rewrite {
+                rewrite: Rewrite::Html(_),
+                ..
+            }
+        )
 }
 
 /// `host[:port]` into its parts (an IPv6 literal keeps its brackets).

@@ -50,6 +50,7 @@ pub fn prepare(
         cookie_domain: &p.cookie_domain,
         body_changes: get_plan.changes_body(),
         not_modified: status == 304,
+        varies_by_navigation: crate::inject::varies_by_navigation(status, &get_plan, settings),
     };
     let headers: Vec<(HeaderName, HeaderValue)> = response
         .get_headers()

@@ -57,7 +57,16 @@ pub struct ResponseContext<'a> {
     pub body_changes: bool,
     /// A `304 Not Modified`: validators must match what a full response would have carried.
     pub not_modified: bool,
+    /// Whether the body depends on whether the request is a page navigation (an HTML page
+    /// that gets the first-party script's tag only on navigations): the response then varies
+    /// on the headers that rule reads, [`NAVIGATION_VARY`].
+    pub varies_by_navigation: bool,
 }
+
+/// The request headers the page-navigation rule reads (`publisher::navigation`): a cache
+/// must not give a fetch's copy of a page (no script tag) to a navigation, or the reverse.
+/// Browsers send the `Sec-Fetch-*` headers together, so `Sec-Fetch-Dest` stands for them.
+pub const NAVIGATION_VARY: [&str; 2] = ["Sec-Fetch-Dest", "Accept"];
 
 /// Applies the proxy's rules to origin response headers, then the standard headers with
 /// `extra` (the `[response_headers]` setting).
@@ -104,8 +113,37 @@ pub fn origin_response_headers(
         }
         out.push((name, value));
     }
+    if ctx.varies_by_navigation {
+        add_vary(&mut out, &NAVIGATION_VARY);
+    }
     apply_standard_headers(&mut out, extra);
     out
+}
+
+/// Adds each of `names` to the response's `Vary` unless it is already listed (in any letter
+/// case, on any `Vary` line) or the response varies on everything (`*`). The origin's lines
+/// stay as they are; the missing names go on one more line.
+pub fn add_vary(headers: &mut Vec<(HeaderName, HeaderValue)>, names: &[&str]) {
+    let mut listed: Vec<String> = Vec::new();
+    for (_, value) in headers.iter().filter(|(n, _)| *n == http::header::VARY) {
+        let line = String::from_utf8_lossy(value.as_bytes());
+        listed.extend(line.split(',').map(|t| t.trim().to_ascii_lowercase()));
+    }
+    if listed.iter().any(|t| t == "*") {
+        return;
+    }
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| !listed.contains(&name.to_ascii_lowercase()))
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    // Header names joined by ", ": always a valid value.
+    if let Ok(value) = HeaderValue::from_str(&missing.join(", ")) {
+        headers.push((http::header::VARY, value));
+    }
 }
 
 /// Adds the version header and then `extra` (the `[response_headers]` setting), each replacing
@@ -231,6 +269,14 @@ mod tests {
     }
 
     fn run(list: &[(&str, &str)], body_changes: bool) -> Vec<(String, String)> {
+        run_varying(list, body_changes, false)
+    }
+
+    fn run_varying(
+        list: &[(&str, &str)],
+        body_changes: bool,
+        varies_by_navigation: bool,
+    ) -> Vec<(String, String)> {
         let rule = UrlRule::new("origin.pub.test", "https", "www.pub.test");
         let ctx = ResponseContext {
             rule: &rule,
@@ -238,6 +284,7 @@ mod tests {
             cookie_domain: "",
             body_changes,
             not_modified: false,
+            varies_by_navigation,
         };
         origin_response_headers(hv(list), &ctx, &settings().response_headers)
             .into_iter()
@@ -250,6 +297,30 @@ mod tests {
             .filter(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
             .collect()
+    }
+
+    #[test]
+    fn pages_that_depend_on_the_navigation_rule_vary_on_its_headers() {
+        let page = [("content-type", "text/html")];
+        assert_eq!(
+            get(&run_varying(&page, true, true), "vary"),
+            ["Sec-Fetch-Dest, Accept"]
+        );
+        assert!(get(&run_varying(&page, true, false), "vary").is_empty());
+        // The origin's own line stays; only the names it lacks are added, in any letter case.
+        let origin = [("vary", "Accept-Encoding"), ("Vary", "ACCEPT")];
+        assert_eq!(
+            get(&run_varying(&origin, true, true), "vary"),
+            ["Accept-Encoding", "ACCEPT", "Sec-Fetch-Dest"]
+        );
+        let both = [("vary", "sec-fetch-dest,accept")];
+        assert_eq!(
+            get(&run_varying(&both, true, true), "vary"),
+            ["sec-fetch-dest,accept"]
+        );
+        // `*` already varies on everything.
+        let star = [("vary", "Cookie, *")];
+        assert_eq!(get(&run_varying(&star, true, true), "vary"), ["Cookie, *"]);
     }
 
     #[test]
@@ -346,6 +417,7 @@ mod tests {
             cookie_domain: "",
             body_changes: false,
             not_modified: false,
+            varies_by_navigation: false,
         };
         let headers = vec![(
             HeaderName::from_static("set-cookie"),

@@ -4,7 +4,7 @@
 mod support;
 
 use support::{rewrite_for, rules, run, Flush};
-use trusted_server_core::{Codec, PipelineOptions, PipelineReport, UrlRule};
+use trusted_server_core::{Codec, Injection, PipelineOptions, PipelineReport, UrlRule};
 use ts_testkit::cut_points;
 use ts_testkit::fuzz_input::{split_input, TARGETS};
 
@@ -185,8 +185,22 @@ fn run_capped(
     page: &[u8],
     cuts: &[usize],
 ) -> (Vec<u8>, PipelineReport) {
+    run_capped_with(rule, max_held, page, cuts, None)
+}
+
+/// [`run_capped`], with the first-party script's tag injected when `inject` is set.
+fn run_capped_with(
+    rule: &UrlRule,
+    max_held: u32,
+    page: &[u8],
+    cuts: &[usize],
+    inject: Option<Injection>,
+) -> (Vec<u8>, PipelineReport) {
     let html = rewrite_for("text/html; charset=utf-8");
-    let mut options = PipelineOptions::default();
+    let mut options = PipelineOptions {
+        inject,
+        ..PipelineOptions::default()
+    };
     options.nextjs.max_held_bytes = max_held;
     ts_testkit::run(
         Codec::Identity,
@@ -234,6 +248,41 @@ fn a_saved_page_comes_out_the_same_for_every_cut() {
             assert_eq!(
                 report.rsc.degraded, split_report.rsc.degraded,
                 "{name} cut at {cuts:?}"
+            );
+        }
+    }
+}
+
+/// The saved inline pages again with the first-party script injected: at every cut, the
+/// output holds the tag exactly once, and without it is the output without injection (the
+/// tag's place is checked against a real HTML parser in `tests/inject.rs`).
+#[test]
+fn a_saved_page_with_the_script_injected_is_the_same_page_plus_the_tag() {
+    let injection = Injection {
+        src: "/static/tsjs=0123456789abcdef.js".into(),
+        nonce: None,
+    };
+    let tag = injection.tag().into_bytes();
+    for name in SAVED_RSC_PAGES {
+        let (rule, max_held, _, page, found) = rsc_inline_page(name);
+        let (plain, _) = run_capped(&rule, max_held, &page, &[]);
+        let singles = (0..=page.len()).step_by(7).map(|cut| vec![cut]);
+        for cuts in std::iter::once(vec![])
+            .chain(std::iter::once(found))
+            .chain(singles)
+        {
+            let (out, _) = run_capped_with(&rule, max_held, &page, &cuts, Some(injection.clone()));
+            let at: Vec<usize> = (0..out.len().saturating_sub(tag.len() - 1))
+                .filter(|&i| out[i..].starts_with(&tag))
+                .collect();
+            assert_eq!(at.len(), 1, "{name} cut at {cuts:?}: the tag at {at:?}");
+            let mut without = out[..at[0]].to_vec();
+            without.extend_from_slice(&out[at[0] + tag.len()..]);
+            assert!(
+                without == plain,
+                "{name} cut at {cuts:?}: more than the tag changed\nplain {}\nout   {}",
+                String::from_utf8_lossy(&plain),
+                String::from_utf8_lossy(&out)
             );
         }
     }

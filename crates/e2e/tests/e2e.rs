@@ -1075,6 +1075,12 @@ fn vary_reaches_client(w: &World) -> Outcome {
                     )
                 },
             )?;
+            // An HTML page also varies on the navigation rule's headers (the script's tag),
+            // on a line of its own after the origin's.
+            let mut want = want;
+            if label.ends_with("HTML page") {
+                want.push("Sec-Fetch-Dest, Accept".to_owned());
+            }
             for (build, addr) in [("streaming", w.streaming), ("buffered", w.buffered)] {
                 let r = fetch(addr, path, &headers)?;
                 check(r.status == 200 && vary_of(&r) == want, || {
@@ -1569,7 +1575,13 @@ fn script_injected_on_navigations(w: &World) -> Outcome {
             &r.body,
             &expected(&home, &host),
         )?;
+        varies_by_navigation(&format!("fetch {headers:?}"), &r, true)?;
     }
+    // The navigation's copy and the fetch's copy differ, so both say what they vary on; a
+    // stylesheet is the same for both and does not.
+    varies_by_navigation("legacy navigation", &legacy, true)?;
+    let css = fetch_complete(w.streaming, "/static/site.css", &[identity(), navigation])?;
+    varies_by_navigation("stylesheet", &css, false)?;
     // An error page is not a page to instrument.
     let missing = fetch(w.streaming, "/no-such-page.html", &[identity(), navigation])?;
     check(
@@ -1593,6 +1605,20 @@ fn script_injected_on_navigations(w: &World) -> Outcome {
         || format!("nonce page: tag attributes {attrs:?}, policy {policy}"),
     )?;
     flight_oracle(w, "nonce.body", &without_tag(&nonce.body), &host, "html")
+}
+
+/// Whether `r`'s `Vary` lines name both headers the navigation rule reads, as `want`s.
+fn varies_by_navigation(label: &str, r: &Timed, want: bool) -> Outcome {
+    let names: Vec<String> = vary_of(r)
+        .iter()
+        .flat_map(|line| line.split(',').map(|t| t.trim().to_ascii_lowercase()))
+        .collect();
+    let varies = ["sec-fetch-dest", "accept"]
+        .iter()
+        .all(|n| names.iter().any(|t| t == n));
+    check(varies == want, || {
+        format!("{label}: Vary names {names:?}, wanted the navigation headers: {want}")
+    })
 }
 
 /// `page` without its first `<script src="/static/tsjs=…" …></script>`.

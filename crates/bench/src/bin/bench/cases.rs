@@ -14,6 +14,9 @@ pub fn proxy_rule() -> UrlRule {
     UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST)
 }
 
+/// What a browser's navigation sends that the service's navigation rule reads.
+const NAVIGATION: &[(&str, &str)] = &[("sec-fetch-dest", "document"), ("accept", "text/html")];
+
 /// One page fetched from every side.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -42,6 +45,25 @@ impl Case {
             headers: &[],
             capture: None,
         }
+    }
+
+    /// A page requested as a browser navigation: the proxies put the first-party script's tag
+    /// in its head.
+    fn navigation(
+        name: &'static str,
+        path: &'static str,
+        encoding: &'static str,
+        rounds: usize,
+    ) -> Case {
+        Case {
+            headers: NAVIGATION,
+            ..Case::page(name, path, encoding, rounds)
+        }
+    }
+
+    /// Whether the proxies answer this case as a page navigation (with the script's tag).
+    pub fn is_navigation(&self) -> bool {
+        self.headers == NAVIGATION
     }
 
     fn next(name: &'static str, path: &'static str, capture: &'static str, rounds: usize) -> Case {
@@ -76,6 +98,13 @@ pub fn all(quick: bool) -> Vec<Case> {
         // Head at once, the rest in 10 parts 200 ms apart (~2 s).
         Case::page(
             "drip",
+            "/news/article.html?drip_ms=200&drip_chunks=10",
+            "identity",
+            slow,
+        ),
+        // The same page as a browser's navigation: the script's tag goes into its head.
+        Case::navigation(
+            "drip_nav",
             "/news/article.html?drip_ms=200&drip_chunks=10",
             "identity",
             slow,
