@@ -18,15 +18,20 @@ const CURRENT_KID: &str = "ts-signing-1";
 const PREVIOUS_KID: &str = "ts-signing-0";
 
 fn seed_file(w: &World, kid: &str) -> PathBuf {
-    w.root
-        .join(format!("fixtures/dev-only/signing-key-{kid}.DEVELOPMENT-ONLY.txt"))
+    w.root.join(format!(
+        "fixtures/dev-only/signing-key-{kid}.DEVELOPMENT-ONLY.txt"
+    ))
 }
 
 /// The Python with `cryptography`: scripts/setup.sh's virtual environment when it made one,
 /// else `python3`.
 fn python(w: &World) -> Command {
     let venv = w.root.join(".tools/python/bin/python3");
-    let mut cmd = Command::new(if venv.exists() { venv } else { "python3".into() });
+    let mut cmd = Command::new(if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    });
     cmd.current_dir(&w.root);
     cmd
 }
@@ -104,31 +109,50 @@ fn signed(w: &World, method: &str, host: &str, target: &str) -> Result<Wire, Str
     })
 }
 
+/// The `created` of a `Signature-Input` we wrote (`…;created=N;…`).
+fn created_of(signature_input: &str) -> u64 {
+    (signature_input.split(";created=").nth(1))
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 fn json(body: &[u8]) -> Result<serde_json::Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("{e}: {}", String::from_utf8_lossy(body)))
 }
 
 pub fn discovery_lists_the_keys(w: &World) -> Outcome {
     let r = fetch(w.streaming, DOCUMENT, &[])?;
-    check(r.status == 200 && r.complete, || format!("status {}", r.status))?;
+    check(r.status == 200 && r.complete, || {
+        format!("status {}", r.status)
+    })?;
     check(r.header("content-type") == Some("application/json"), || {
         format!("content-type {:?}", r.header("content-type"))
     })?;
-    check(r.header("cache-control") == Some("public, max-age=300"), || {
-        format!("cache-control {:?}", r.header("cache-control"))
-    })?;
-    check(r.header("x-ts-version") == Some(trusted_server_core::VERSION), || {
-        "no version header".into()
-    })?;
+    check(
+        r.header("cache-control") == Some("public, max-age=300"),
+        || format!("cache-control {:?}", r.header("cache-control")),
+    )?;
+    check(
+        r.header("x-ts-version") == Some(trusted_server_core::VERSION),
+        || "no version header".into(),
+    )?;
     let doc = json(&r.body)?;
     check(doc["version"] == trusted_server_core::VERSION, || {
         format!("version in {doc}")
     })?;
     let keys = doc["jwks"]["keys"].as_array().cloned().unwrap_or_default();
     let kids: Vec<&str> = keys.iter().filter_map(|k| k["kid"].as_str()).collect();
-    check(kids == [CURRENT_KID, PREVIOUS_KID], || format!("kids {kids:?}"))?;
+    check(kids == [CURRENT_KID, PREVIOUS_KID], || {
+        format!("kids {kids:?}")
+    })?;
     for key in &keys {
-        for (member, want) in [("kty", "OKP"), ("crv", "Ed25519"), ("use", "sig"), ("alg", "EdDSA")] {
+        for (member, want) in [
+            ("kty", "OKP"),
+            ("crv", "Ed25519"),
+            ("use", "sig"),
+            ("alg", "EdDSA"),
+        ] {
             check(key[member] == want, || format!("{member} in {key}"))?;
         }
     }
@@ -149,15 +173,17 @@ pub fn discovery_lists_the_keys(w: &World) -> Outcome {
             .map_err(|e| e.to_string())?;
         let x = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let listed = keys.iter().find(|k| k["kid"] == kid).map(|k| &k["x"]);
-        check(out.status.success() && listed.is_some_and(|l| *l == *x), || {
-            format!("{kid}: listed {listed:?}, Python derives {x:?}")
-        })?;
+        check(
+            out.status.success() && listed.is_some_and(|l| *l == *x),
+            || format!("{kid}: listed {listed:?}, Python derives {x:?}"),
+        )?;
         // The private key never shows.
         let text = std::fs::read_to_string(&seed).map_err(|e| e.to_string())?;
         let secret: String = text.lines().filter(|l| !l.starts_with('#')).collect();
-        check(!String::from_utf8_lossy(&r.body).contains(&secret[..16]), || {
-            "a private key in the document".into()
-        })?;
+        check(
+            !String::from_utf8_lossy(&r.body).contains(&secret[..16]),
+            || "a private key in the document".into(),
+        )?;
     }
     Ok(())
 }
@@ -179,32 +205,45 @@ pub fn python_accepts_signed_requests_and_rejects_changed_ones(w: &World) -> Out
     for (method, host, target) in requests {
         let wire = signed(w, method, host, target)?;
         let (code, out) = verify(&wire)?;
-        check(code == 0 && out.starts_with(&format!("verified {CURRENT_KID}")), || {
-            format!("{method} {host}{target}: exit {code}: {out}\n{}", wire.head())
-        })?;
-        let created = wire
-            .signature_input
-            .split(";created=")
-            .nth(1)
-            .and_then(|rest| rest.split(';').next())
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or("no created")?;
+        check(
+            code == 0 && out.starts_with(&format!("verified {CURRENT_KID}")),
+            || {
+                format!(
+                    "{method} {host}{target}: exit {code}: {out}\n{}",
+                    wire.head()
+                )
+            },
+        )?;
         let changes: [(&str, Box<dyn Fn(&mut Wire)>); 5] = [
             ("method", Box::new(|r: &mut Wire| r.method = "PUT".into())),
-            ("authority", Box::new(|r: &mut Wire| r.host = "evil.example".into())),
-            ("path", Box::new(|r: &mut Wire| r.target = r.target.replacen('/', "/x", 1))),
-            ("query", Box::new(|r: &mut Wire| {
-                r.target = match r.target.split_once('?') {
-                    Some((p, q)) => format!("{p}?{q}&z=1"),
-                    None => format!("{}?z=1", r.target),
-                }
-            })),
-            ("created", Box::new(move |r: &mut Wire| {
-                r.signature_input = r.signature_input.replace(
-                    &format!("created={created}"),
-                    &format!("created={}", created - 1),
-                )
-            })),
+            (
+                "authority",
+                Box::new(|r: &mut Wire| r.host = "evil.example".into()),
+            ),
+            (
+                "path",
+                Box::new(|r: &mut Wire| r.target = r.target.replacen('/', "/x", 1)),
+            ),
+            (
+                "query",
+                Box::new(|r: &mut Wire| {
+                    r.target = match r.target.split_once('?') {
+                        Some((p, q)) => format!("{p}?{q}&z=1"),
+                        None => format!("{}?z=1", r.target),
+                    }
+                }),
+            ),
+            (
+                "created",
+                Box::new(|r: &mut Wire| {
+                    // One second earlier, in the signed Signature-Input itself.
+                    let created = created_of(&r.signature_input);
+                    r.signature_input = r.signature_input.replace(
+                        &format!("created={created}"),
+                        &format!("created={}", created.saturating_sub(1)),
+                    )
+                }),
+            ),
         ];
         for (what, change) in changes {
             let mut tampered = signed(w, method, host, target)?;
@@ -275,22 +314,26 @@ pub fn verify_signature_endpoint(w: &World) -> Outcome {
     }
     for bad in ["", "{", "{\"kid\":\"ts-signing-0\"}", "[1,2]"] {
         let r = post(bad)?;
-        check(r.status == 400 && json(&r.body)?["error"].is_string(), || {
-            format!("{bad:?}: status {}", r.status)
-        })?;
+        check(
+            r.status == 400 && json(&r.body)?["error"].is_string(),
+            || format!("{bad:?}: status {}", r.status),
+        )?;
     }
     let huge = ask(PREVIOUS_KID, &"x".repeat(70_000));
     let r = post(&huge)?;
-    check(r.status == 413, || format!("70 kB body: status {}", r.status))
+    check(r.status == 413, || {
+        format!("70 kB body: status {}", r.status)
+    })
 }
 
 /// The build without its secrets: discovery is a `503` JSON error, and the log names the
 /// store and kid, never a key.
 pub fn missing_key_gives_503_and_a_log_line(w: &World) -> Outcome {
     let r = fetch(w.no_secret, DOCUMENT, &[])?;
-    check(r.status == 503 && json(&r.body)?["error"].is_string(), || {
-        format!("status {} {}", r.status, String::from_utf8_lossy(&r.body))
-    })?;
+    check(
+        r.status == 503 && json(&r.body)?["error"].is_string(),
+        || format!("status {} {}", r.status, String::from_utf8_lossy(&r.body)),
+    )?;
     let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-no-secret.log"))
         .map_err(|e| e.to_string())?;
     check(
@@ -301,7 +344,9 @@ pub fn missing_key_gives_503_and_a_log_line(w: &World) -> Outcome {
     for kid in [CURRENT_KID, PREVIOUS_KID] {
         let text = std::fs::read_to_string(seed_file(w, kid)).map_err(|e| e.to_string())?;
         let secret: String = text.lines().filter(|l| !l.starts_with('#')).collect();
-        check(!log.contains(&secret[..16]), || "a private key in the log".into())?;
+        check(!log.contains(&secret[..16]), || {
+            "a private key in the log".into()
+        })?;
     }
     Ok(())
 }
