@@ -79,6 +79,9 @@ impl Wire {
     }
 }
 
+/// A named change to a signed request.
+type Change = (&'static str, fn(&mut Wire));
+
 /// Signs `method https://host target` with the service's code and the development key.
 fn signed(w: &World, method: &str, host: &str, target: &str) -> Result<Wire, String> {
     let secret = std::fs::read(seed_file(w, CURRENT_KID)).map_err(|e| e.to_string())?;
@@ -214,36 +217,26 @@ pub fn python_accepts_signed_requests_and_rejects_changed_ones(w: &World) -> Out
                 )
             },
         )?;
-        let changes: [(&str, Box<dyn Fn(&mut Wire)>); 5] = [
-            ("method", Box::new(|r: &mut Wire| r.method = "PUT".into())),
-            (
-                "authority",
-                Box::new(|r: &mut Wire| r.host = "evil.example".into()),
-            ),
-            (
-                "path",
-                Box::new(|r: &mut Wire| r.target = r.target.replacen('/', "/x", 1)),
-            ),
-            (
-                "query",
-                Box::new(|r: &mut Wire| {
-                    r.target = match r.target.split_once('?') {
-                        Some((p, q)) => format!("{p}?{q}&z=1"),
-                        None => format!("{}?z=1", r.target),
-                    }
-                }),
-            ),
-            (
-                "created",
-                Box::new(|r: &mut Wire| {
-                    // One second earlier, in the signed Signature-Input itself.
-                    let created = created_of(&r.signature_input);
-                    r.signature_input = r.signature_input.replace(
-                        &format!("created={created}"),
-                        &format!("created={}", created.saturating_sub(1)),
-                    )
-                }),
-            ),
+        let changes: [Change; 5] = [
+            ("method", |r: &mut Wire| r.method = "PUT".into()),
+            ("authority", |r: &mut Wire| r.host = "evil.example".into()),
+            ("path", |r: &mut Wire| {
+                r.target = r.target.replacen('/', "/x", 1)
+            }),
+            ("query", |r: &mut Wire| {
+                r.target = match r.target.split_once('?') {
+                    Some((p, q)) => format!("{p}?{q}&z=1"),
+                    None => format!("{}?z=1", r.target),
+                }
+            }),
+            ("created", |r: &mut Wire| {
+                // One second earlier, in the signed Signature-Input itself.
+                let created = created_of(&r.signature_input);
+                r.signature_input = r.signature_input.replace(
+                    &format!("created={created}"),
+                    &format!("created={}", created.saturating_sub(1)),
+                )
+            }),
         ];
         for (what, change) in changes {
             let mut tampered = signed(w, method, host, target)?;
