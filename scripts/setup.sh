@@ -55,11 +55,26 @@ ensure_browser() {
   fi
 }
 
+# For scripts/verify_signature.py (the independent RFC 9421 verifier the signing tests use):
+# Python's `cryptography`, pinned, in a virtual environment under .tools/python, only when the
+# system Python cannot import it. The tests use .tools/python/bin/python3 when it exists.
+CRYPTOGRAPHY_VERSION="48.0.0"
+ensure_python_cryptography() {
+  if python3 -c 'import cryptography' 2>/dev/null \
+    || "$ROOT/.tools/python/bin/python3" -c 'import cryptography' 2>/dev/null; then
+    return
+  fi
+  log "installing cryptography ${CRYPTOGRAPHY_VERSION} into .tools/python (a venv)"
+  python3 -m venv "$ROOT/.tools/python"
+  "$ROOT/.tools/python/bin/pip" install --quiet "cryptography==${CRYPTOGRAPHY_VERSION}" >&2
+}
+
 # Usage: setup_all [browser]. What every script needs, plus the named extras.
 setup_all() {
   ensure_wasm_target
   ensure_viceroy
   ensure_fastly_cli
+  ensure_python_cryptography
   local extra
   for extra in "$@"; do
     case "$extra" in

@@ -13,13 +13,19 @@
 mod access;
 mod body;
 mod client;
+mod discovery;
 mod failure;
 mod identity;
 mod inject;
 mod origin;
+// `partner::sign` is for the requests the first-party proxy sends to partners (issue 18,
+// item 2); until that route calls it, only its tests do.
+#[allow(dead_code)]
+mod partner;
 mod reply;
 mod response;
 mod script;
+mod signing_keys;
 
 use fastly::Request;
 use trusted_server_core::Route;
@@ -51,6 +57,18 @@ fn main() {
             access.plan = "edge-id".into();
             access.headers_sent(200);
             identity::endpoint(&request, &SETTINGS).send_to_client();
+        }
+        Route::Discovery => {
+            access.plan = "discovery".into();
+            let response = discovery::well_known(&SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
+        }
+        Route::VerifySignature => {
+            access.plan = "verify-signature".into();
+            let response = discovery::verify(request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
         }
         Route::PublisherProxy => proxy(request, &mut access),
     }

@@ -11,6 +11,7 @@
 //! * [`Release`]: when the output leaves for the client;
 //! * [`script_answer`]: the first-party script's representation and validators.
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
+//! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -23,6 +24,7 @@ pub mod publisher;
 mod qvalue;
 mod response;
 mod routes;
+pub mod signing;
 mod url_rewrite;
 
 pub use body::codec::Codec;

@@ -11,6 +11,11 @@ pub enum Route {
     Script,
     /// `GET /_ts/ec`: the client's edge ID as JSON, for the first-party script.
     EdgeId,
+    /// `GET /.well-known/trusted-server.json`: the service version and the public keys that
+    /// verify its partner request signatures (a JWKS).
+    Discovery,
+    /// `POST /verify-signature`: checks a signature against a key ID.
+    VerifySignature,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -19,6 +24,12 @@ pub enum Route {
 const ROUTES: &[(Option<&str>, &str, Route)] = &[
     (Some("GET"), "/_ts/health", Route::Health),
     (Some("GET"), "/_ts/ec", Route::EdgeId),
+    (
+        Some("GET"),
+        "/.well-known/trusted-server.json",
+        Route::Discovery,
+    ),
+    (Some("POST"), "/verify-signature", Route::VerifySignature),
 ];
 
 /// `(methods, path prefix, route)`, tried after [`ROUTES`].
@@ -63,6 +74,21 @@ mod tests {
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
         assert_eq!(Route::classify("GET", "/_ts/ec"), Route::EdgeId);
         assert_eq!(Route::classify("POST", "/_ts/ec"), Route::PublisherProxy);
+    }
+
+    #[test]
+    fn discovery_and_signature_check() {
+        let doc = "/.well-known/trusted-server.json";
+        assert_eq!(Route::classify("GET", doc), Route::Discovery);
+        assert_eq!(Route::classify("POST", doc), Route::PublisherProxy);
+        assert_eq!(
+            Route::classify("POST", "/verify-signature"),
+            Route::VerifySignature
+        );
+        assert_eq!(
+            Route::classify("GET", "/verify-signature"),
+            Route::PublisherProxy
+        );
     }
 
     #[test]

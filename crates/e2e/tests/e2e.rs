@@ -18,6 +18,7 @@ use e2e::{
 use trusted_server_core::UrlRule;
 
 mod edge_id;
+mod signing;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,7 +38,8 @@ struct World {
     origin_addr: SocketAddr,
     streaming: SocketAddr,
     buffered: SocketAddr,
-    /// A streaming build whose `identity.secret_key` names no secret in the store.
+    /// A streaming build whose `identity.secret_key` and `signing.current_kid` name no secret
+    /// in their stores.
     no_secret: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
@@ -182,6 +184,26 @@ fn main() {
             edge_id::missing_secret_serves_page_without_id,
         ),
         (
+            "signing: the discovery document lists current and previous keys",
+            signing::discovery_lists_the_keys,
+        ),
+        (
+            "signing: the Python verifier passes the RFC 9421 B.2.6 example",
+            signing::python_verifies_the_rfc_example,
+        ),
+        (
+            "signing: Python accepts signed requests and rejects a changed method, authority, path, query or created",
+            signing::python_accepts_signed_requests_and_rejects_changed_ones,
+        ),
+        (
+            "signing: POST /verify-signature checks a signature made by Python",
+            signing::verify_signature_endpoint,
+        ),
+        (
+            "signing: without its key, discovery answers 503 and the log says why",
+            signing::missing_key_gives_503_and_a_log_line,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -255,6 +277,10 @@ fn set_up() -> Result<World, String> {
             (
                 "TRUSTED_SERVER__IDENTITY__SECRET_KEY".to_owned(),
                 "no_such_key".to_owned(),
+            ),
+            (
+                "TRUSTED_SERVER__SIGNING__CURRENT_KID".to_owned(),
+                "no_such_kid".to_owned(),
             ),
         ],
     )?;

@@ -133,6 +133,25 @@ pub struct Identity {
     pub secret_key: Text,
 }
 
+/// Signed partner requests and the discovery document (`[signing]` section): Ed25519 keys
+/// from a Fastly Secret Store, named by key IDs (`kid`s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signing {
+    /// `signing.enabled`: sign requests to partners (RFC 9421), publish the public keys at
+    /// `GET /.well-known/trusted-server.json` and answer `POST /verify-signature` (default
+    /// `true`). `false` turns all three off: requests go unsigned, both routes answer `404`.
+    pub enabled: bool,
+    /// `signing.secret_store`: the Fastly Secret Store holding the private keys (default
+    /// `ts_signing`). Read at run time, never compiled in.
+    pub secret_store: Text,
+    /// `signing.current_kid`: the key that signs, and the store key holding it (default
+    /// `ts-signing-1`). Its value is the base64 of a 32-byte Ed25519 seed.
+    pub current_kid: Text,
+    /// `signing.previous_kids`: keys no longer used to sign but still published and accepted
+    /// for verification while partners roll over (default none).
+    pub previous_kids: Cow<'static, [Text]>,
+}
+
 /// The first-party script (`[script]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Script {
@@ -203,6 +222,8 @@ pub struct Settings {
     pub integrations: Integrations,
     /// The `[identity]` section.
     pub identity: Identity,
+    /// The `[signing]` section.
+    pub signing: Signing,
     /// The `[script]` section.
     pub script: Script,
     /// The `[logging]` section.
@@ -241,6 +262,12 @@ impl Settings {
             secret_store: Cow::Borrowed("ts_identity"),
             secret_key: Cow::Borrowed("ec_hmac_key"),
         },
+        signing: Signing {
+            enabled: true,
+            secret_store: Cow::Borrowed("ts_signing"),
+            current_kid: Cow::Borrowed("ts-signing-1"),
+            previous_kids: Cow::Borrowed(&[]),
+        },
         script: Script { inject: true },
         logging: Logging {
             level: LogLevel::Info,
@@ -264,6 +291,7 @@ impl Settings {
                 )
             })
             .collect();
+        let previous_kids: Vec<String> = self.signing.previous_kids.iter().map(s).collect();
         format!(
             "::trusted_server_settings::Settings {{
     publisher: ::trusted_server_settings::Publisher {{
@@ -292,6 +320,12 @@ impl Settings {
         secret_store: {secret_store},
         secret_key: {secret_key},
     }},
+    signing: ::trusted_server_settings::Signing {{
+        enabled: {signing_enabled},
+        secret_store: {signing_store},
+        current_kid: {current_kid},
+        previous_kids: ::std::borrow::Cow::Borrowed(&[{previous_kids}]),
+    }},
     script: ::trusted_server_settings::Script {{
         inject: {script_inject},
     }},
@@ -318,6 +352,10 @@ impl Settings {
             identity_enabled = self.identity.enabled,
             secret_store = s(&self.identity.secret_store),
             secret_key = s(&self.identity.secret_key),
+            signing_enabled = self.signing.enabled,
+            signing_store = s(&self.signing.secret_store),
+            current_kid = s(&self.signing.current_kid),
+            previous_kids = previous_kids.join(", "),
             script_inject = self.script.inject,
             log_level = self.logging.level,
             headers = headers.join(", "),

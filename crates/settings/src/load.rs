@@ -16,7 +16,7 @@ use toml::{Table, Value};
 
 use crate::{
     HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Script,
-    Settings, Text,
+    Settings, Signing, Text,
 };
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
@@ -76,6 +76,7 @@ struct SettingsFile {
     publisher: PublisherFile,
     integrations: IntegrationsFile,
     identity: IdentityFile,
+    signing: SigningFile,
     script: ScriptFile,
     logging: LoggingFile,
     /// An open table: any header name.
@@ -119,6 +120,15 @@ struct IdentityFile {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
+struct SigningFile {
+    enabled: Option<Flag>,
+    secret_store: Option<String>,
+    current_kid: Option<String>,
+    previous_kids: Option<Names>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 struct ScriptFile {
     inject: Option<Flag>,
 }
@@ -152,6 +162,34 @@ impl TryFrom<Raw> for Flag {
             Raw::Text(s) => Err(format!("expected true or false, got {s:?}")),
             Raw::Int(n) => Err(format!("expected true or false, got {n}")),
         }
+    }
+}
+
+/// A list of names: a TOML array of strings, or (from the environment) one string of
+/// comma-separated names, where an empty string is the empty list.
+#[derive(Deserialize)]
+#[serde(try_from = "RawList")]
+struct Names(Vec<String>);
+
+/// [`Names`] as written.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "expected an array of strings or a comma-separated string"
+)]
+enum RawList {
+    List(Vec<String>),
+    Text(String),
+}
+
+impl TryFrom<RawList> for Names {
+    type Error = String;
+    fn try_from(raw: RawList) -> Result<Self, String> {
+        Ok(Names(match raw {
+            RawList::List(names) => names,
+            RawList::Text(s) if s.trim().is_empty() => Vec::new(),
+            RawList::Text(s) => s.split(',').map(|n| n.trim().to_owned()).collect(),
+        }))
     }
 }
 
@@ -589,6 +627,24 @@ fn convert(
         secret_key: store_name("identity.secret_key", i.secret_key, &di.secret_key)?,
     };
 
+    let (g, dg) = (file.signing, Settings::DEFAULT.signing);
+    let current_kid = store_name("signing.current_kid", g.current_kid, &dg.current_kid)?;
+    let mut previous_kids: Vec<Text> = Vec::new();
+    for kid in g.previous_kids.map(|n| n.0).unwrap_or_default() {
+        let kid = store_name("signing.previous_kids", Some(kid), &dg.current_kid)?;
+        if kid == current_kid || previous_kids.contains(&kid) {
+            let problem = format!("lists {kid:?} twice (or as signing.current_kid too)");
+            return Err(err("signing.previous_kids", &problem));
+        }
+        previous_kids.push(kid);
+    }
+    let signing = Signing {
+        enabled: g.enabled.map_or(dg.enabled, |f| f.0),
+        secret_store: store_name("signing.secret_store", g.secret_store, &dg.secret_store)?,
+        current_kid,
+        previous_kids: Cow::Owned(previous_kids),
+    };
+
     let (n, dn) = (
         file.integrations.nextjs,
         Settings::DEFAULT.integrations.nextjs,
@@ -624,6 +680,7 @@ fn convert(
             },
         },
         identity,
+        signing,
         script: Script {
             inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
         },
@@ -829,6 +886,16 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET_STORE", "my store")], "identity.secret_store"),
             (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "")], "identity.secret_key"),
             (MINIMAL, &[("TRUSTED_SERVER__IDENTITY__SECRET", "x")], "identity.secret"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__ENABLED", "yes")], "signing.enabled"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__SECRET_STORE", "a/b")], "signing.secret_store"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__CURRENT_KID", "")], "signing.current_kid"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__CURRENT_KID", "k\"1")], "signing.current_kid"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "a,,b")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "ts-signing-1")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "a,b,a")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__KEY", "x")], "signing.key"),
+            ("[signing]\nprevious_kids = 3\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
+            ("[signing]\nprevious_kids = ['ok', 'not ok']\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -840,7 +907,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 15, "{vars:?}");
+        assert_eq!(vars.len(), 19, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -879,6 +946,40 @@ mod tests {
             [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", long.as_str())],
         );
         assert_eq!(e.unwrap_err().key, "identity.secret_key");
+    }
+
+    #[test]
+    fn signing_settings_from_file_and_environment() {
+        let d = load(MINIMAL, no_env()).unwrap().signing;
+        assert_eq!(d, Settings::DEFAULT.signing);
+        assert!(d.enabled && d.previous_kids.is_empty());
+        let text = format!(
+            "{MINIMAL}\n[signing]\nenabled = false\nsecret_store = \"keys.1\"\n\
+             current_kid = \"k-2026\"\nprevious_kids = [\"k-2025\", \"k_2024\"]\n"
+        );
+        let s = load(&text, no_env()).unwrap();
+        assert!(!s.signing.enabled);
+        assert_eq!(s.signing.secret_store, "keys.1");
+        assert_eq!(s.signing.current_kid, "k-2026");
+        assert_eq!(s.signing.previous_kids.as_ref(), ["k-2025", "k_2024"]);
+        let expr = s.to_rust_expr();
+        assert!(
+            expr.contains(
+                "previous_kids: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"k-2025\"), ::std::borrow::Cow::Borrowed(\"k_2024\")])"
+            ),
+            "{expr}"
+        );
+        // From the environment: a comma-separated list; an empty value is the empty list.
+        let var = "TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS";
+        let s = load(&text, [(var, " a , b.c ")]).unwrap();
+        assert_eq!(s.signing.previous_kids.as_ref(), ["a", "b.c"]);
+        let s = load(&text, [(var, "")]).unwrap();
+        assert!(s.signing.previous_kids.is_empty());
+        // The file's mistake names the key and its line.
+        let bad = format!("{MINIMAL}\n[signing]\nprevious_kids = [\"k-2026\", \"k-2026\"]\n");
+        let e = load(&bad, no_env()).unwrap_err();
+        assert_eq!(e.key, "signing.previous_kids");
+        assert_eq!(e.origin, Some(Origin::Line(7)));
     }
 
     #[test]
@@ -1032,7 +1133,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 12, "rows with a literal default");
+        assert_eq!(checked, 15, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");
