@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 mod access;
+mod admin;
 mod body;
 mod client;
 mod failure;
@@ -51,6 +52,12 @@ fn main() {
             access.plan = "edge-id".into();
             access.headers_sent(200);
             identity::endpoint(&request, &SETTINGS).send_to_client();
+        }
+        Route::Admin => {
+            access.plan = "admin".into();
+            let response = admin::respond(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
         }
         Route::PublisherProxy => proxy(request, &mut access),
     }

@@ -11,11 +11,13 @@
 //! * [`Release`]: when the output leaves for the client;
 //! * [`script_answer`]: the first-party script's representation and validators.
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
+//! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod admin;
 mod body;
 mod content;
 mod forward;
