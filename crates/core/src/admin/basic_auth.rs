@@ -461,5 +461,34 @@ mod tests {
             let got = admin.matches(&creds(given_user.as_bytes(), given_password.as_bytes()));
             prop_assert_eq!(got, want);
         }
+
+        /// A near miss, one byte of the user or of the password changed, truncated or
+        /// extended, never matches.
+        #[test]
+        fn a_near_miss_never_matches(
+            user in proptest::collection::vec(0x21u8..0x7f, 1..20)
+                .prop_filter("no colon", |u| !u.contains(&b':')),
+            password in proptest::collection::vec(0x20u8..0x7f, 12..40),
+            in_password in any::<bool>(),
+            at in any::<proptest::sample::Index>(),
+            flip in 1u8..=255,
+            edit in 0..3u8,
+        ) {
+            let admin = AdminCredentials::new(&user, &password).unwrap();
+            prop_assert!(admin.matches(&creds(&user, &password)));
+            let (mut u, mut p) = (user.clone(), password.clone());
+            let target = if in_password { &mut p } else { &mut u };
+            match edit {
+                0 => {
+                    let i = at.index(target.len());
+                    target[i] ^= flip;
+                }
+                1 => {
+                    target.pop();
+                }
+                _ => target.push(flip),
+            }
+            prop_assert!(!admin.matches(&creds(&u, &p)));
+        }
     }
 }
