@@ -120,12 +120,16 @@ fn decide(request: &Request, settings: &Settings) -> Reply {
 pub fn respond(request: &Request, settings: &Settings) -> Response {
     let reply = decide(request, settings);
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = Response::from_status(status);
+    let mut response = reply::with_standard_headers(
+        Response::from_status(status).with_body(reply.body),
+        settings,
+    );
+    // After the standard headers, so `[response_headers]` cannot make an admin answer
+    // cacheable or drop its challenge.
     for (name, value) in &reply.headers {
-        response.append_header(*name, *value);
+        response.set_header(*name, *value);
     }
-    response.set_body(reply.body);
-    reply::with_standard_headers(response, settings)
+    response
 }
 
 #[cfg(test)]
@@ -207,6 +211,33 @@ mod tests {
             let body = refused.take_body_str();
             assert!(!body.contains(user) && !body.contains(password), "{body}");
         }
+    }
+
+    #[test]
+    fn response_headers_settings_cannot_override_the_admin_headers() {
+        let mut settings = crate::SETTINGS.clone();
+        let headers = [
+            ("cache-control", "public, max-age=3600"),
+            ("www-authenticate", "Bearer"),
+            ("x-extra", "kept"),
+        ];
+        settings.response_headers = headers
+            .iter()
+            .map(|(n, v)| trusted_server_core::HeaderSetting {
+                name: Cow::Borrowed(n),
+                value: Cow::Borrowed(v),
+            })
+            .collect::<Vec<_>>()
+            .into();
+        let request = Request::get("http://www.pub.test/_ts/admin/settings");
+        let response = respond(&request, &settings);
+        assert_eq!(response.get_status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.get_header_all_str("cache-control"), ["no-store"]);
+        assert_eq!(
+            response.get_header_all_str("www-authenticate"),
+            [admin::CHALLENGE]
+        );
+        assert_eq!(response.get_header_str("x-extra"), Some("kept"));
     }
 
     #[test]

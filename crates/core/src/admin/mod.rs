@@ -315,6 +315,23 @@ mod tests {
         assert_eq!(unavailable("HEAD").body, "");
     }
 
+    proptest::proptest! {
+        /// Any method, path and header values: no panic, a status from the table, the
+        /// challenge exactly on a 401, and a 200 only with the admin's credentials.
+        #[test]
+        fn any_request_gets_a_closed_answer(
+            method in "[A-Z]{0,8}",
+            path in "/_ts/admin[ -~]{0,20}",
+            values in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..60), 0..3),
+        ) {
+            let r = answer(&method, &path, values.iter().map(Vec::as_slice), &admin(), &Settings::DEFAULT);
+            proptest::prop_assert!(matches!(r.status, 200 | 401 | 404 | 405), "{}", r.status);
+            proptest::prop_assert_eq!(r.status == 401, header(&r, "www-authenticate") == Some(CHALLENGE));
+            proptest::prop_assert_ne!(r.status, 200);
+            proptest::prop_assert_eq!(header(&r, "cache-control"), Some("no-store"));
+        }
+    }
+
     #[test]
     fn refusals_name_the_rule_not_the_value() {
         let wrong = basic(USER, "hunter2-hunter2");
