@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 mod access;
+mod admin;
 mod body;
 mod client;
 mod discovery;
@@ -61,6 +62,12 @@ fn main() {
         Route::Discovery => {
             access.plan = "discovery".into();
             let response = discovery::well_known(&SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
+        }
+        Route::Admin => {
+            access.plan = "admin".into();
+            let response = admin::respond(&request, &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             response.send_to_client();
         }

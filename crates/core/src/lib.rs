@@ -12,11 +12,13 @@
 //! * [`script_answer`]: the first-party script's representation and validators.
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
+//! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod admin;
 mod body;
 mod content;
 mod forward;

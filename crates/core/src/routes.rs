@@ -16,6 +16,9 @@ pub enum Route {
     Discovery,
     /// `POST /verify-signature`: checks a signature against a key ID.
     VerifySignature,
+    /// Any method on `/_ts/admin` and everything under it: the admin routes, behind basic
+    /// auth, never proxied (see [`crate::admin`]).
+    Admin,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -32,12 +35,15 @@ const ROUTES: &[(Option<&str>, &str, Route)] = &[
     (Some("POST"), "/verify-signature", Route::VerifySignature),
 ];
 
-/// `(methods, path prefix, route)`, tried after [`ROUTES`].
-const PREFIX_ROUTES: &[(&[&str], &str, Route)] = &[(
-    &["GET", "HEAD"],
-    crate::publisher::script::SCRIPT_PATH_PREFIX,
-    Route::Script,
-)];
+/// `(methods, path prefix, route)`, tried after [`ROUTES`]; `None` matches any method.
+const PREFIX_ROUTES: &[(Option<&[&str]>, &str, Route)] = &[
+    (
+        Some(&["GET", "HEAD"]),
+        crate::publisher::script::SCRIPT_PATH_PREFIX,
+        Route::Script,
+    ),
+    (None, crate::admin::ADMIN_PREFIX, Route::Admin),
+];
 
 impl Route {
     /// Classifies a request by method and path (without the query string).
@@ -49,7 +55,7 @@ impl Route {
             .or_else(|| {
                 PREFIX_ROUTES
                     .iter()
-                    .find(|(m, p, _)| path.starts_with(p) && m.contains(&method))
+                    .find(|(m, p, _)| path.starts_with(p) && m.is_none_or(|m| m.contains(&method)))
                     .map(|(_, _, route)| *route)
             })
             .unwrap_or(Route::PublisherProxy)
@@ -89,6 +95,41 @@ mod tests {
             Route::classify("GET", "/verify-signature"),
             Route::PublisherProxy
         );
+    }
+
+    #[test]
+    fn everything_under_the_admin_prefix_with_any_method_is_admin() {
+        for path in [
+            "/_ts/admin",
+            "/_ts/admin/",
+            "/_ts/admin/settings",
+            "/_ts/admin/unknown/deeper",
+            "/_ts/admin/../x",
+            "/_ts/adminx",
+        ] {
+            for method in [
+                "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PROPFIND", "",
+            ] {
+                assert_eq!(
+                    Route::classify(method, path),
+                    Route::Admin,
+                    "{method} {path}"
+                );
+            }
+        }
+        for path in [
+            "/_ts/Admin",
+            "/_TS/ADMIN/settings",
+            "/x/_ts/admin",
+            "/_ts/admi",
+            "/_ts",
+        ] {
+            assert_eq!(
+                Route::classify("GET", path),
+                Route::PublisherProxy,
+                "{path}"
+            );
+        }
     }
 
     #[test]

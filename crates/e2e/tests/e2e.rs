@@ -17,11 +17,14 @@ use e2e::{
 };
 use trusted_server_core::UrlRule;
 
+mod admin;
 mod edge_id;
 mod signing;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The demo origin's request log (one line per request it answered), under the root.
+const ORIGIN_LOG: &str = "target/e2e/demo-origin.log";
 /// The e2e builds allow the origin this long for its headers, so a timeout test stays short.
 const FIRST_BYTE_TIMEOUT_MS: u64 = 2000;
 
@@ -38,8 +41,8 @@ struct World {
     origin_addr: SocketAddr,
     streaming: SocketAddr,
     buffered: SocketAddr,
-    /// A streaming build whose `identity.secret_key` and `signing.current_kid` name no secret
-    /// in their stores.
+    /// A streaming build whose `identity.secret_key`, `signing.current_kid` and
+    /// `admin.password_key` name no secret in their stores.
     no_secret: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
@@ -204,6 +207,26 @@ fn main() {
             signing::missing_key_gives_503_and_a_log_line,
         ),
         (
+            "admin: no, wrong or malformed credentials get 401 with the challenge",
+            admin::strangers_get_401_with_the_challenge,
+        ),
+        (
+            "admin: the right credentials get the settings as JSON",
+            admin::the_admin_gets_the_settings,
+        ),
+        (
+            "admin: no admin request reaches the origin",
+            admin::admin_requests_never_reach_the_origin,
+        ),
+        (
+            "admin: a missing password secret answers 503 and logs why",
+            admin::missing_credentials_answer_503,
+        ),
+        (
+            "admin: the credentials are in no response and in no log",
+            admin::secrets_never_shown,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -243,7 +266,11 @@ fn main() {
 
 fn set_up() -> Result<World, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
-    let (origin, origin_addr) = build_and_start_demo_origin(&root, None)?;
+    let origin_log = root.join(ORIGIN_LOG);
+    if let Some(dir) = origin_log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let (origin, origin_addr) = build_and_start_demo_origin(&root, Some(&origin_log))?;
     let timeout = [
         (
             "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
@@ -261,7 +288,8 @@ fn set_up() -> Result<World, String> {
     let dir = root.join("target/e2e");
     let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet)?;
     let mut servers = pair.guards;
-    // The edge ID without its secret: the store exists (fastly.toml), the key does not.
+    // The edge ID and the admin routes without their secrets: the stores exist (fastly.toml),
+    // the keys do not.
     let no_secret_wasm = e2e::build_service(
         &root,
         &dir.join("no-secret.wasm"),
@@ -281,6 +309,10 @@ fn set_up() -> Result<World, String> {
             (
                 "TRUSTED_SERVER__SIGNING__CURRENT_KID".to_owned(),
                 "no_such_kid".to_owned(),
+            ),
+            (
+                "TRUSTED_SERVER__ADMIN__PASSWORD_KEY".to_owned(),
+                "no_such_admin_key".to_owned(),
             ),
         ],
     )?;

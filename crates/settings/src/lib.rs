@@ -152,6 +152,26 @@ pub struct Signing {
     pub previous_kids: Cow<'static, [Text]>,
 }
 
+/// The admin routes (`[admin]` section): everything under `/_ts/admin`, behind HTTP Basic
+/// authentication whose user and password live in a Fastly Secret Store.
+///
+/// Only the store's and keys' *names* are settings; the credentials themselves are read at run
+/// time and never compiled in, so the package (and this value) holds nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admin {
+    /// `admin.enabled`: answer the admin routes (default `true`). `false` answers `404` to
+    /// every admin path (still never proxied) and reads no secret.
+    pub enabled: bool,
+    /// `admin.secret_store`: the Fastly Secret Store holding the credentials (default
+    /// `ts_admin`).
+    pub secret_store: Text,
+    /// `admin.user_key`: the key of the user name in that store (default `admin_user`).
+    pub user_key: Text,
+    /// `admin.password_key`: the key of the password in that store (default
+    /// `admin_password`).
+    pub password_key: Text,
+}
+
 /// The first-party script (`[script]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Script {
@@ -226,6 +246,8 @@ pub struct Settings {
     pub signing: Signing,
     /// The `[script]` section.
     pub script: Script,
+    /// The `[admin]` section.
+    pub admin: Admin,
     /// The `[logging]` section.
     pub logging: Logging,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
@@ -269,6 +291,12 @@ impl Settings {
             previous_kids: Cow::Borrowed(&[]),
         },
         script: Script { inject: true },
+        admin: Admin {
+            enabled: true,
+            secret_store: Cow::Borrowed("ts_admin"),
+            user_key: Cow::Borrowed("admin_user"),
+            password_key: Cow::Borrowed("admin_password"),
+        },
         logging: Logging {
             level: LogLevel::Info,
         },
@@ -329,6 +357,12 @@ impl Settings {
     script: ::trusted_server_settings::Script {{
         inject: {script_inject},
     }},
+    admin: ::trusted_server_settings::Admin {{
+        enabled: {admin_enabled},
+        secret_store: {admin_store},
+        user_key: {admin_user_key},
+        password_key: {admin_password_key},
+    }},
     logging: ::trusted_server_settings::Logging {{
         level: ::trusted_server_settings::LogLevel::{log_level:?},
     }},
@@ -357,6 +391,10 @@ impl Settings {
             current_kid = s(&self.signing.current_kid),
             previous_kids = previous_kids.join(", "),
             script_inject = self.script.inject,
+            admin_enabled = self.admin.enabled,
+            admin_store = s(&self.admin.secret_store),
+            admin_user_key = s(&self.admin.user_key),
+            admin_password_key = s(&self.admin.password_key),
             log_level = self.logging.level,
             headers = headers.join(", "),
         )

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use crate::{
-    HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme, Script,
-    Settings, Signing, Text,
+    Admin, HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme,
+    Script, Settings, Signing, Text,
 };
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
@@ -78,6 +78,7 @@ struct SettingsFile {
     identity: IdentityFile,
     signing: SigningFile,
     script: ScriptFile,
+    admin: AdminFile,
     logging: LoggingFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
@@ -125,6 +126,15 @@ struct SigningFile {
     secret_store: Option<String>,
     current_kid: Option<String>,
     previous_kids: Option<Names>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct AdminFile {
+    enabled: Option<Flag>,
+    secret_store: Option<String>,
+    user_key: Option<String>,
+    password_key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -626,6 +636,19 @@ fn convert(
         secret_store: store_name("identity.secret_store", i.secret_store, &di.secret_store)?,
         secret_key: store_name("identity.secret_key", i.secret_key, &di.secret_key)?,
     };
+    let (a, da) = (file.admin, Settings::DEFAULT.admin);
+    let admin = Admin {
+        enabled: a.enabled.map_or(da.enabled, |f| f.0),
+        secret_store: store_name("admin.secret_store", a.secret_store, &da.secret_store)?,
+        user_key: store_name("admin.user_key", a.user_key, &da.user_key)?,
+        password_key: store_name("admin.password_key", a.password_key, &da.password_key)?,
+    };
+    if admin.user_key == admin.password_key {
+        return Err(err(
+            "admin.password_key",
+            "must differ from admin.user_key (the user and the password are two secrets)",
+        ));
+    }
 
     let (g, dg) = (file.signing, Settings::DEFAULT.signing);
     let current_kid = store_name("signing.current_kid", g.current_kid, &dg.current_kid)?;
@@ -684,6 +707,7 @@ fn convert(
         script: Script {
             inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
         },
+        admin,
         logging: Logging {
             level: file
                 .logging
@@ -896,6 +920,12 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__SIGNING__KEY", "x")], "signing.key"),
             ("[signing]\nprevious_kids = 3\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
             ("[signing]\nprevious_kids = ['ok', 'not ok']\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__ENABLED", "yes")], "admin.enabled"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__SECRET_STORE", "ts/admin")], "admin.secret_store"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__USER_KEY", "")], "admin.user_key"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD_KEY", "pass word")], "admin.password_key"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD_KEY", "admin_user")], "admin.password_key"),
+            (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD", "hunter2")], "admin.password"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -907,7 +937,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 19, "{vars:?}");
+        assert_eq!(vars.len(), 23, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -980,6 +1010,44 @@ mod tests {
         let e = load(&bad, no_env()).unwrap_err();
         assert_eq!(e.key, "signing.previous_kids");
         assert_eq!(e.origin, Some(Origin::Line(7)));
+    }
+
+    #[test]
+    fn admin_settings_from_file_and_environment() {
+        let d = load(MINIMAL, no_env()).unwrap().admin;
+        assert_eq!(d, Settings::DEFAULT.admin);
+        let text = format!(
+            "{MINIMAL}\n[admin]\nenabled = false\nsecret_store = \"ops.store\"\n\
+             user_key = \"u-1\"\npassword_key = \"p_1\"\n"
+        );
+        let s = load(&text, no_env()).unwrap();
+        assert!(!s.admin.enabled);
+        assert_eq!(
+            (
+                &*s.admin.secret_store,
+                &*s.admin.user_key,
+                &*s.admin.password_key
+            ),
+            ("ops.store", "u-1", "p_1")
+        );
+        let expr = s.to_rust_expr();
+        assert!(
+            expr.contains("password_key: ::std::borrow::Cow::Borrowed(\"p_1\")"),
+            "{expr}"
+        );
+        assert!(
+            expr.contains("admin: ::trusted_server_settings::Admin {"),
+            "{expr}"
+        );
+        let s = load(&text, [("TRUSTED_SERVER__ADMIN__ENABLED", "true")]).unwrap();
+        assert!(s.admin.enabled);
+        // A mistake in the file names the key and its line.
+        let bad = text.replace("\"p_1\"", "\"u-1\"");
+        let e = load(&bad, no_env()).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.origin),
+            ("admin.password_key", Some(Origin::Line(10)))
+        );
     }
 
     #[test]
@@ -1133,7 +1201,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 15, "rows with a literal default");
+        assert_eq!(checked, 19, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -1,0 +1,297 @@
+//! `GET /_ts/admin/settings`: the effective settings as JSON, with every value that is or
+//! could be a secret redacted.
+//!
+//! **The rule.** A value is shown only when its *type* or its *validated shape* cannot carry a
+//! secret:
+//!
+//! * booleans, numbers and enumerated words (`logging.level`);
+//! * strings the loader has validated into a shape that leaves no room for one: host names,
+//!   the origin URL (scheme, host and port only: user info, path and query are refused at
+//!   load), and the *names* of Secret Stores and their keys (never their values, which the
+//!   settings do not hold).
+//!
+//! Every other string is free text the operator wrote, and appears as [`REDACTED`]: today the
+//! `[response_headers]` values (their names are shown). The service never reads a Secret
+//! Store for this answer, so no secret value can reach it.
+//!
+//! **By design, not by list.** [`SettingsView`] has no method that prints an arbitrary string:
+//! showing one takes a [`Shape`] saying why it is safe, and a redacted value is never passed
+//! in at all. [`settings_json`] destructures every settings section without `..`, so a new
+//! setting does not compile until someone decides here how it is shown.
+
+use serde_json::{Map, Value};
+use trusted_server_settings::{
+    Admin, Identity, Integrations, Logging, Nextjs, Publisher, Script, Settings, Signing,
+};
+
+use crate::VERSION;
+
+/// What a redacted value reads as.
+pub const REDACTED: &str = "[redacted]";
+
+/// Why a string setting may be shown: the shape the loader validated it into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A host name (`www.example.com`) or `host[:port]`, or empty.
+    Host,
+    /// `http(s)://host[:port]`: user info, path, query and fragment are refused at load.
+    OriginUrl,
+    /// The name of a Secret Store or of a key in one (letters, digits, `-`, `_`, `.`).
+    SecretName,
+}
+
+/// One JSON object of settings, whose methods are the rule above.
+#[derive(Debug)]
+pub struct SettingsView<'v> {
+    object: &'v mut Map<String, Value>,
+}
+
+impl SettingsView<'_> {
+    /// A boolean setting.
+    pub fn flag(&mut self, key: &str, value: bool) {
+        self.object.insert(key.to_owned(), Value::Bool(value));
+    }
+
+    /// A numeric setting.
+    pub fn number(&mut self, key: &str, value: u32) {
+        self.object.insert(key.to_owned(), Value::from(value));
+    }
+
+    /// An enumerated setting, by its word (only `'static` words: the types' own names).
+    pub fn word(&mut self, key: &str, value: &'static str) {
+        self.object.insert(key.to_owned(), Value::from(value));
+    }
+
+    /// A string setting whose validated `shape` cannot carry a secret.
+    pub fn shaped(&mut self, key: &str, value: &str, _why: Shape) {
+        self.object.insert(key.to_owned(), Value::from(value));
+    }
+
+    /// A list of strings, each of the validated `shape`.
+    pub fn shaped_list(&mut self, key: &str, values: &[impl AsRef<str>], _why: Shape) {
+        let list = values.iter().map(|v| Value::from(v.as_ref())).collect();
+        self.object.insert(key.to_owned(), Value::Array(list));
+    }
+
+    /// A setting that is or could be secret: only its key appears. The value is not taken.
+    pub fn redacted(&mut self, key: &str) {
+        self.object.insert(key.to_owned(), Value::from(REDACTED));
+    }
+
+    /// A nested section.
+    pub fn section(&mut self, key: &str, fill: impl FnOnce(&mut SettingsView<'_>)) {
+        let mut object = Map::new();
+        fill(&mut SettingsView {
+            object: &mut object,
+        });
+        self.object.insert(key.to_owned(), Value::Object(object));
+    }
+}
+
+/// The admin answer for `settings`:
+/// `{"version": "…", "settings": {"publisher": {…}, …}}`, keys as in `trusted-server.toml`.
+pub fn settings_json(settings: &Settings) -> String {
+    let Settings {
+        publisher,
+        integrations,
+        identity,
+        signing,
+        script,
+        admin,
+        logging,
+        response_headers,
+    } = settings;
+    let mut object = Map::new();
+    {
+        let mut view = SettingsView {
+            object: &mut object,
+        };
+        view.section("publisher", |v| publisher_view(v, publisher));
+        view.section("integrations", |v| integrations_view(v, integrations));
+        view.section("identity", |v| identity_view(v, identity));
+        view.section("signing", |v| signing_view(v, signing));
+        view.section("script", |v| {
+            let Script { inject } = script;
+            v.flag("inject", *inject);
+        });
+        view.section("admin", |v| admin_view(v, admin));
+        view.section("logging", |v| {
+            let Logging { level } = logging;
+            v.word("level", level.as_str());
+        });
+        view.section("response_headers", |v| {
+            // Free text: a name is an HTTP token, the value could be anything.
+            for header in response_headers.iter() {
+                v.redacted(&header.name);
+            }
+        });
+    }
+    let mut out = serde_json::json!({ "version": VERSION, "settings": object }).to_string();
+    out.push('\n');
+    out
+}
+
+fn publisher_view(v: &mut SettingsView<'_>, publisher: &Publisher) {
+    let Publisher {
+        domain,
+        origin_url,
+        // Derived from origin_url and origin_host, which are shown.
+        origin_scheme: _,
+        origin_address: _,
+        origin_tls_host: _,
+        origin_host_name: _,
+        origin_port: _,
+        origin_host,
+        cookie_domain,
+        streaming,
+        connect_timeout_ms,
+        first_byte_timeout_ms,
+        between_bytes_timeout_ms,
+    } = publisher;
+    v.shaped("domain", domain, Shape::Host);
+    v.shaped("origin_url", origin_url, Shape::OriginUrl);
+    v.shaped("origin_host", origin_host, Shape::Host);
+    v.shaped("cookie_domain", cookie_domain, Shape::Host);
+    v.flag("streaming", *streaming);
+    v.number("connect_timeout_ms", *connect_timeout_ms);
+    v.number("first_byte_timeout_ms", *first_byte_timeout_ms);
+    v.number("between_bytes_timeout_ms", *between_bytes_timeout_ms);
+}
+
+fn integrations_view(v: &mut SettingsView<'_>, integrations: &Integrations) {
+    let Integrations { nextjs } = integrations;
+    let Nextjs {
+        enabled,
+        max_held_bytes,
+    } = nextjs;
+    v.section("nextjs", |v| {
+        v.flag("enabled", *enabled);
+        v.number("max_held_bytes", *max_held_bytes);
+    });
+}
+
+fn identity_view(v: &mut SettingsView<'_>, identity: &Identity) {
+    let Identity {
+        enabled,
+        secret_store,
+        secret_key,
+    } = identity;
+    v.flag("enabled", *enabled);
+    v.shaped("secret_store", secret_store, Shape::SecretName);
+    v.shaped("secret_key", secret_key, Shape::SecretName);
+}
+
+fn signing_view(v: &mut SettingsView<'_>, signing: &Signing) {
+    let Signing {
+        enabled,
+        secret_store,
+        current_kid,
+        previous_kids,
+    } = signing;
+    v.flag("enabled", *enabled);
+    v.shaped("secret_store", secret_store, Shape::SecretName);
+    v.shaped("current_kid", current_kid, Shape::SecretName);
+    v.shaped_list("previous_kids", previous_kids, Shape::SecretName);
+}
+
+fn admin_view(v: &mut SettingsView<'_>, admin: &Admin) {
+    let Admin {
+        enabled,
+        secret_store,
+        user_key,
+        password_key,
+    } = admin;
+    v.flag("enabled", *enabled);
+    v.shaped("secret_store", secret_store, Shape::SecretName);
+    v.shaped("user_key", user_key, Shape::SecretName);
+    v.shaped("password_key", password_key, Shape::SecretName);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const MINIMAL: &str = "[publisher]\ndomain = \"www.example.com\"\n\
+                           origin_url = \"https://origin.example.com:8443\"\n";
+
+    fn view(settings: &Settings) -> Value {
+        serde_json::from_str(&settings_json(settings)).expect("valid JSON")
+    }
+
+    /// Dotted paths of every leaf under `value`.
+    fn leaves(value: &Value, prefix: &str, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    leaves(v, &format!("{prefix}{k}."), out);
+                }
+            }
+            _ => out.push(prefix.trim_end_matches('.').to_owned()),
+        }
+    }
+
+    /// Every key the loader accepts is in the view (the settings crate's own list, in its
+    /// order), and nothing else except the open `[response_headers]` table.
+    #[test]
+    fn the_view_has_every_setting_and_only_settings() {
+        let settings = trusted_server_settings::load(MINIMAL, [("X", "y")]).unwrap();
+        let v = view(&settings);
+        let mut found = Vec::new();
+        leaves(&v["settings"], "", &mut found);
+        // serde_json's map is sorted; compare as sets.
+        let mut keys = trusted_server_settings::keys();
+        keys.sort();
+        assert_eq!(found, keys);
+        assert_eq!(v["version"], VERSION);
+        assert_eq!(v["settings"]["response_headers"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn values_are_the_effective_ones() {
+        let env = [
+            ("TRUSTED_SERVER__LOGGING__LEVEL", "debug"),
+            ("TRUSTED_SERVER__ADMIN__USER_KEY", "ops_user"),
+            ("TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS", "1234"),
+            ("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__ENABLED", "false"),
+        ];
+        let v = view(&trusted_server_settings::load(MINIMAL, env).unwrap());
+        let s = &v["settings"];
+        assert_eq!(
+            s["publisher"]["origin_url"],
+            "https://origin.example.com:8443"
+        );
+        assert_eq!(s["publisher"]["origin_host"], "origin.example.com:8443");
+        assert_eq!(s["publisher"]["connect_timeout_ms"], 1234);
+        assert_eq!(s["integrations"]["nextjs"]["enabled"], false);
+        assert_eq!(s["logging"]["level"], "debug");
+        assert_eq!(s["admin"]["user_key"], "ops_user");
+        assert_eq!(s["admin"]["password_key"], "admin_password");
+        assert_eq!(s["identity"]["secret_store"], "ts_identity");
+    }
+
+    /// Free text is redacted: a response header's value never shows, its name does.
+    #[test]
+    fn free_text_is_redacted() {
+        let secretish = "Bearer do-not-show-me-4c1d\"\\";
+        let env = [("TRUSTED_SERVER__RESPONSE_HEADERS__X_TOKEN", secretish)];
+        let settings = trusted_server_settings::load(MINIMAL, env).unwrap();
+        let text = settings_json(&settings);
+        assert!(!text.contains("do-not-show-me"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["settings"]["response_headers"],
+            serde_json::json!({ "x-token": REDACTED })
+        );
+    }
+
+    #[test]
+    fn strings_that_need_escaping_stay_valid_json() {
+        let mut settings = Settings::DEFAULT;
+        settings.publisher.domain = "a\"b\\c\u{1}".into();
+        assert_eq!(
+            view(&settings)["settings"]["publisher"]["domain"],
+            "a\"b\\c\u{1}"
+        );
+    }
+}
