@@ -215,7 +215,7 @@ fn css_decoy() -> impl Strategy<Value = String> {
             0 => format!("/* url({u}) */"),
             1 => format!("a::after{{content:\"url({u})\"}}"),
             2 => format!("b{{x:-url({u});y:#url({u})}}"),
-            3 => format!("c{{background:url(data:image/gif;base64,R0lG) no-repeat}}"),
+            3 => "c{background:url(data:image/gif;base64,R0lG) no-repeat}".to_owned(),
             _ => "d { color: red }\n".to_owned(),
         }
     })
