@@ -136,6 +136,7 @@ impl CreativeStage {
                 Rc::clone(&signing),
                 encoding,
                 html_memory,
+                css_cap,
             ))),
             Creative::Css => Rewriter::Css(CssRewriter::with_cap(Rc::clone(&signing), css_cap)),
         };

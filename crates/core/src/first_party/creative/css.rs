@@ -127,10 +127,7 @@ fn breaks_unquoted(b: u8) -> bool {
 }
 
 impl CssRewriter {
-    pub(crate) fn new(signing: Rc<Signing>) -> Self {
-        Self::with_cap(signing, TOKEN_CAP)
-    }
-
+    /// A rewriter holding at most `cap` bytes of one URL token ([`TOKEN_CAP`] in service).
     pub(crate) fn with_cap(signing: Rc<Signing>, cap: usize) -> Self {
         CssRewriter {
             signing,

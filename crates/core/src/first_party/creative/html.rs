@@ -132,6 +132,7 @@ impl CreativeHtml {
         signing: Rc<Signing>,
         encoding: AsciiCompatibleEncoding,
         max_memory: usize,
+        css_cap: usize,
     ) -> Self {
         let staging = Rc::new(RefCell::new(Staging::default()));
         let on_element = Rc::clone(&staging);
@@ -160,7 +161,7 @@ impl CreativeHtml {
         CreativeHtml {
             rewriter: Some(HtmlRewriter::new(settings, Sink(Rc::clone(&staging)))),
             staging,
-            css: CssRewriter::new(Rc::clone(&signing)),
+            css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),
             signing,
             mode: Mode::Markup,
             prev: b' ',

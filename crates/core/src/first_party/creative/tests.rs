@@ -165,3 +165,86 @@ fn a_document_that_is_not_utf8_gets_only_ascii() {
         b"<img src=\"https://ads.test/\xe9\"><img src=\"/fp?u=a&amp;s=1\">".to_vec()
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Pieces CSS and HTML are made of, to be shuffled into hostile inputs.
+    const PIECES: [&str; 22] = [
+        "url(",
+        "URL( ",
+        ")",
+        "\"",
+        "'",
+        "\\",
+        "\\29 ",
+        "/*",
+        "*/",
+        " ",
+        "\n",
+        "\r\n",
+        "https://ads.test/",
+        "//ads.test/x",
+        "a",
+        "@import ",
+        "#",
+        "-",
+        "<style>",
+        "</style>",
+        "<img src=",
+        " style='b:url(",
+    ];
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(PIECES.to_vec()), 0..40)
+            .prop_map(|parts| parts.concat())
+    }
+
+    fn run_limits(
+        creative: Creative,
+        signer: Signer,
+        input: &[u8],
+        cuts: &[usize],
+        limits: (usize, usize),
+    ) -> (Vec<u8>, Option<String>) {
+        let stage = CreativeStage::with_limits(creative, signer, limits.0, limits.1);
+        let mut stage: Box<dyn BodyStage> = Box::new(stage);
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([input.len()].iter()) {
+            let cut = cut.clamp(at, input.len());
+            stage.write(&input[at..cut], &mut out);
+            at = cut;
+        }
+        let report = stage.finish(&mut out).creative.unwrap();
+        (out, report.degraded)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// With memory limits small enough to be hit, the output still does not depend on
+        /// the cuts, and with nothing allowed it is the input.
+        #[test]
+        fn small_limits_keep_split_invariance_and_pass_through(
+            input in text(),
+            mut cuts in prop::collection::vec(0usize..400, 0..5),
+            css_cap in 1usize..40,
+            html in any::<bool>(),
+        ) {
+            cuts.sort_unstable();
+            let creative = if html { Creative::Html(lol_html::AsciiCompatibleEncoding::utf_8()) } else { Creative::Css };
+            let limits = (1024, css_cap);
+            let bytes = input.as_bytes();
+            let (whole, degraded) = run_limits(creative, signer(), bytes, &[], limits);
+            let (split, split_degraded) = run_limits(creative, signer(), bytes, &cuts, limits);
+            prop_assert_eq!(&whole, &split);
+            prop_assert_eq!(degraded, split_degraded);
+            let refuse: Signer = Box::new(|_| None);
+            let (same, _) = run_limits(creative, refuse, bytes, &cuts, limits);
+            prop_assert_eq!(same, bytes);
+        }
+    }
+}
