@@ -121,6 +121,36 @@ def main() -> None:
     for mode in (1, 3, 5):
         write("settings", bytes([mode]) + b"flush_treshold")
 
+    creative_seeds()
+
+
+def creative_seeds() -> None:
+    """creative: config % 3 picks the type (HTML in UTF-8, CSS, HTML in windows-1252)."""
+    html = (
+        b"<!doctype html><div style='background:url(\"https://ads.example/bg.png\")'>"
+        b"<a href=https://ads.example/click?a=1&amp;b=2&c><img src=\"//cdn.ads.example/i.png\""
+        b" srcset=\"https://ads.example/1.png 1x, /rel.png 2x,https://x.example/3.png 3x\"></a>"
+        b"<meta http-equiv=refresh content=\"5; URL='https://ads.example/next'\">"
+        b"<object data=\"https&#58;//ads.example/o.swf\"></object><video poster=HTTPS://ADS.EXAMPLE/p>"
+        b"<style>@import \"https://ads.example/a.css\";b{background:url( https://ads.example/b )}"
+        b"/* url(https://ads.example/c) */i{c:\"url(https://ads.example/d)\"}</style>"
+        b"<script>var u='<img src=https://ads.example/e>'</script><!-- <img src=//ads.example/f> -->"
+        b"<form action=\"&#x68;ttps://ads.example/f\"><button formaction=//ads.example/g>g</button></form>"
+        b"<base href=https://ads.example/><img src=\"https://ads.example/&copy;\"></div>"
+    )
+    css = (
+        b"@import 'https://ads.example/a.css' screen;@import url(//ads.example/b.css);"
+        b"a{background:url(https://ads.example/a\\).png) no-repeat;b:URL( \"https\\3a //ads.example/c\" )}"
+        b"c{d:-url(https://ads.example/x);e:#url(https://ads.example/y);f:url(data:image/png;base64,AAAA)}"
+        b"/* url(https://ads.example/z) */g{content:\"url(https://ads.example/s)\"}"
+        b"h{background:url(https://ads.example/bad url)}i{j:url(\"https://ads.example/\nnl\")}"
+    )
+    write("creative", trailer(html, [40, 200, 333, 512, 700], 0))
+    write("creative", trailer(html, "bytewise", 3))
+    write("creative", trailer(html.replace(b"ads.example/next", b"ads.example/n\xe9"), [100, 600], 2))
+    write("creative", trailer(css, [12, 100, 250, 401], 1))
+    write("creative", trailer(css, "bytewise", 4))
+
 
 if __name__ == "__main__":
     main()

@@ -21,6 +21,7 @@
 pub mod admin;
 mod body;
 mod content;
+pub mod first_party;
 mod forward;
 pub mod publisher;
 mod qvalue;

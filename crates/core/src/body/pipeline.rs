@@ -133,6 +133,9 @@ pub struct PipelineReport {
     pub utf16: bool,
     /// For an HTML body given an [`Injection`]: whether the tag went in, or why not.
     pub injected: Option<Injected>,
+    /// For a first-party creative ([`crate::first_party::creative::pipeline`]): what was
+    /// rewritten, and whether memory limits made part of it pass through.
+    pub creative: Option<crate::first_party::creative::CreativeReport>,
 }
 
 /// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
@@ -197,6 +200,7 @@ impl<W: Write> Downstream<W> {
             self.report.html_structured = stage_report.structured;
             self.report.utf16 = stage_report.passed_through == Some(UTF16_PASSED_THROUGH);
             self.report.injected = stage_report.injected;
+            self.report.creative = stage_report.creative;
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;

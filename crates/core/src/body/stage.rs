@@ -14,6 +14,7 @@
 
 use crate::body::inject::Injected;
 use crate::body::rsc::RscReport;
+use crate::first_party::creative::CreativeReport;
 
 /// A streaming body rewriter; see the module docs.
 pub(crate) trait BodyStage {
@@ -47,6 +48,8 @@ pub(crate) struct StageReport {
     pub structured: Option<bool>,
     /// For the injection stage: whether the script's tag went into the page, or why not.
     pub injected: Option<Injected>,
+    /// For a first-party creative: what its rewriting did.
+    pub creative: Option<CreativeReport>,
 }
 
 impl StageReport {
@@ -62,6 +65,7 @@ impl StageReport {
             },
             structured: self.structured.or(later.structured),
             injected: self.injected.or(later.injected),
+            creative: self.creative.or(later.creative),
         }
     }
 }

@@ -1,0 +1,183 @@
+//! Creatives served through the first-party proxy: the absolute URLs of an HTML or CSS
+//! creative that point at allowed hosts become signed first-party URLs while the body streams,
+//! so the images, sheets and frames it loads come from the publisher's host too.
+//!
+//! The stage is given a [`Signer`]: absolute target URL in, first-party URL out, or `None`
+//! when the target is not allowed (the URL then stays as written). Which hosts are allowed
+//! and how URLs are signed are the signer's business, so this module needs neither the token
+//! nor the SSRF policy, and the signer sees every URL before it is written: nothing here can
+//! make the service fetch what the signer refused.
+//!
+//! * HTML ([`Creative::Html`]): the values of `src`, `href` (not `<base>`'s), `xlink:href`,
+//!   `poster`, `action`, `formaction`, `background`, `data` on `<object>`, each `srcset` and
+//!   `imagesrcset` candidate, a refresh `<meta>`'s `content` URL, and the `url(…)`s of inline
+//!   `style` attributes and `<style>` sheets. Values are read as the browser reads them
+//!   (character references decoded, see `entities`), and a rewritten value is written back
+//!   escaped for its quotes; a value holding a reference this stage does not decode is left
+//!   exactly as it was.
+//! * CSS ([`Creative::Css`]): `url(…)` (quoted, unquoted, with escapes) and `@import "…"`.
+//!
+//! Every other byte passes through unchanged, and the output does not depend on how the body
+//! is cut into chunks. Memory is bounded: an HTML token larger than 1 MiB makes the parser
+//! give up and the rest of the creative pass through; a CSS URL token larger than 16 KiB
+//! passes through. Both say so in the report ([`CreativeReport::degraded`]). Images and other
+//! bodies are not given to this stage at all ([`Creative::for_content_type`] says `None`).
+//!
+//! Details and limits: `docs/first-party.md`, "Creative rewriting".
+
+use std::io::Write;
+use std::rc::Rc;
+
+use lol_html::AsciiCompatibleEncoding;
+
+use crate::body::codec::Codec;
+use crate::body::pipeline::BodyPipeline;
+use crate::body::stage::{BodyStage, Chain, StageReport};
+use crate::body::utf16::Utf16Guard;
+use crate::content::{BodyPlan, Rewrite};
+
+mod attrs;
+mod css;
+mod entities;
+mod html;
+mod resolve;
+mod signing;
+#[cfg(test)]
+mod tests;
+
+pub use signing::Signer;
+
+use css::CssRewriter;
+use html::CreativeHtml;
+use signing::Signing;
+
+/// Which rewriting a creative's body gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creative {
+    /// An HTML document in the given charset (ASCII-compatible).
+    Html(AsciiCompatibleEncoding),
+    /// A style sheet (`text/css`).
+    Css,
+}
+
+impl Creative {
+    /// The rewriting for a creative of `content_type`, or `None` when its body must stream
+    /// unchanged: images, scripts, fonts and anything else that is not HTML or CSS, and HTML
+    /// or CSS in a charset where bytes cannot be rewritten safely (Shift_JIS, UTF-16, …).
+    pub fn for_content_type(content_type: Option<&str>) -> Option<Creative> {
+        let mime = content_type
+            .and_then(|c| c.split(';').next())
+            .map(str::trim)
+            .unwrap_or("");
+        match BodyPlan::decide(200, content_type, None, false) {
+            BodyPlan::Rewrite {
+                rewrite: Rewrite::Html(encoding),
+                ..
+            } => Some(Creative::Html(encoding)),
+            BodyPlan::Rewrite {
+                rewrite: Rewrite::Text,
+                ..
+            } if mime.eq_ignore_ascii_case("text/css") => Some(Creative::Css),
+            _ => None,
+        }
+    }
+
+    fn ascii_only(self) -> bool {
+        match self {
+            Creative::Html(encoding) => encoding != AsciiCompatibleEncoding::utf_8(),
+            Creative::Css => false,
+        }
+    }
+}
+
+/// What the rewriting of one creative did, for the proxy's log line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CreativeReport {
+    /// URLs replaced by the signer's first-party URL.
+    pub rewritten: u64,
+    /// Absolute URLs the signer refused (left as written).
+    pub not_allowed: u64,
+    /// Values left as written because they could not be read safely (a character reference
+    /// not decoded here, invalid UTF-8, a NUL, non-ASCII in a document that is not UTF-8).
+    pub unreadable: u64,
+    /// Set when part of the creative passed through unrewritten to keep memory bounded (the
+    /// HTML parser gave up on a token over 1 MiB, or a CSS URL token was over 16 KiB), and
+    /// why. The output is still the creative, complete.
+    pub degraded: Option<String>,
+}
+
+/// The body stage: HTML or CSS, with the report at the end.
+pub(crate) struct CreativeStage {
+    rewriter: Rewriter,
+    signing: Rc<Signing>,
+}
+
+enum Rewriter {
+    Html(Box<CreativeHtml>),
+    Css(CssRewriter),
+}
+
+impl CreativeStage {
+    /// A stage for `creative`, signing with `signer`.
+    pub(crate) fn new(creative: Creative, signer: Signer) -> Self {
+        Self::with_limits(creative, signer, html::MAX_PARSER_MEMORY, css::TOKEN_CAP)
+    }
+
+    /// With other memory limits, for tests of what happens over them.
+    pub(crate) fn with_limits(
+        creative: Creative,
+        signer: Signer,
+        html_memory: usize,
+        css_cap: usize,
+    ) -> Self {
+        let signing = Rc::new(Signing::new(signer, creative.ascii_only()));
+        let rewriter = match creative {
+            Creative::Html(encoding) => Rewriter::Html(Box::new(CreativeHtml::new(
+                Rc::clone(&signing),
+                encoding,
+                html_memory,
+                css_cap,
+            ))),
+            Creative::Css => Rewriter::Css(CssRewriter::with_cap(Rc::clone(&signing), css_cap)),
+        };
+        CreativeStage { rewriter, signing }
+    }
+}
+
+impl BodyStage for CreativeStage {
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match &mut self.rewriter {
+            Rewriter::Html(html) => html.write(input, out),
+            Rewriter::Css(css) => css.write(input, out),
+        }
+    }
+
+    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+        let degraded = match self.rewriter {
+            Rewriter::Html(html) => html.finish(out),
+            Rewriter::Css(mut css) => {
+                css.finish(out);
+                css.degraded().map(str::to_owned)
+            }
+        };
+        StageReport {
+            creative: Some(self.signing.report(degraded)),
+            ..StageReport::default()
+        }
+    }
+}
+
+/// The pipeline for a creative's body: decode `codec`, rewrite as `creative` says with
+/// `signer`, re-encode, write to `sink`. The proxy route calls this for the bodies
+/// [`Creative::for_content_type`] accepts and streams every other body unchanged; the
+/// finished pipeline's [`PipelineReport::creative`](crate::PipelineReport::creative) says
+/// what was rewritten. A body starting with a UTF-16 byte order mark passes through.
+pub fn pipeline<W: Write>(
+    codec: Codec,
+    creative: Creative,
+    signer: Signer,
+    sink: W,
+) -> BodyPipeline<W> {
+    let stage = CreativeStage::new(creative, signer);
+    BodyPipeline::with_stages(codec, Chain::new(Utf16Guard::new(stage)), sink)
+}

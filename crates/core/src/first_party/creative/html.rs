@@ -1,0 +1,348 @@
+//! HTML creatives: lol_html says where the URL-bearing attribute values and the `<style>`
+//! sheets are; this stage rewrites those bytes and passes every other byte on as it came.
+//!
+//! No token is modified through lol_html, so its output is its input byte for byte and the
+//! source locations its handlers see are also where those bytes sit in its output (the page
+//! stage, `body/html.rs`, works the same way). Handlers run just before their token reaches
+//! the sink, so a value's bytes are all staged by the time the `write` that found them
+//! returns, and are rewritten whole: an attribute value is never split. lol_html holds at
+//! most [`MAX_PARSER_MEMORY`] of one token; a larger one (a huge attribute) makes it give up,
+//! and from there the creative passes through unchanged, which the report says.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use lol_html::errors::RewritingError;
+use lol_html::html_content::{BailOut, Element, EndTag};
+use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
+
+use super::attrs;
+use super::css::CssRewriter;
+use super::entities;
+use super::signing::Signing;
+
+/// lol_html's limit for one token. Creatives inline images as `data:` URLs of some hundreds of
+/// kilobytes; a token larger than this passes through, with the rest of the creative.
+pub(crate) const MAX_PARSER_MEMORY: usize = 1 << 20;
+
+/// Largest slice handed to lol_html in one `write` (see `body/html.rs`).
+const WRITE_SLICE: usize = 16 * 1024;
+
+const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
+
+/// How an attribute's value holds URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// The whole value is one URL.
+    Url,
+    /// `srcset` / `imagesrcset` candidates.
+    Srcset,
+    /// An inline style sheet (`style`).
+    Style,
+    /// A `<meta http-equiv=refresh>`'s `content`.
+    Refresh,
+}
+
+/// What the bytes at an offset of the document are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    /// An attribute value, `start..end`.
+    Attribute {
+        start: usize,
+        end: usize,
+        value: Value,
+    },
+    /// A `<style>` element's text starts.
+    Sheet(usize),
+    /// Markup again (a `<style>`'s end tag).
+    Markup(usize),
+    /// Everything from here passes through (lol_html gave up).
+    Raw(usize),
+}
+
+impl Mark {
+    fn at(self) -> usize {
+        match self {
+            Mark::Attribute { start, .. } => start,
+            Mark::Sheet(at) | Mark::Markup(at) | Mark::Raw(at) => at,
+        }
+    }
+
+    fn end(self) -> usize {
+        match self {
+            Mark::Attribute { end, .. } => end,
+            other => other.at(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Staging {
+    bytes: Vec<u8>,
+    /// Absolute offset of `bytes[0]`.
+    base: usize,
+    marks: Vec<Mark>,
+}
+
+struct Sink(Rc<RefCell<Staging>>);
+
+impl OutputSink for Sink {
+    fn handle_chunk(&mut self, chunk: &[u8]) {
+        self.0.borrow_mut().bytes.extend_from_slice(chunk);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Markup,
+    Sheet,
+    Raw,
+}
+
+/// The HTML creative stage. See the module docs.
+pub(crate) struct CreativeHtml {
+    rewriter: Option<HtmlRewriter<'static, Sink>>,
+    staging: Rc<RefCell<Staging>>,
+    signing: Rc<Signing>,
+    css: CssRewriter,
+    mode: Mode,
+    /// The last byte passed on: the one before an attribute value, which says its quoting.
+    prev: u8,
+    bail_out: Option<String>,
+}
+
+/// What the value of `name` on `<tag>` holds, if URLs.
+fn url_value(tag: &str, name: &str, refresh: bool) -> Option<Value> {
+    Some(match name {
+        // `<base href>` sets how relative URLs resolve: a proxy URL there would break them.
+        "href" if tag == "base" => return None,
+        "src" | "href" | "xlink:href" | "poster" | "action" | "formaction" | "background" => {
+            Value::Url
+        }
+        "data" if tag == "object" => Value::Url,
+        "srcset" | "imagesrcset" => Value::Srcset,
+        "style" => Value::Style,
+        "content" if refresh => Value::Refresh,
+        _ => return None,
+    })
+}
+
+impl CreativeHtml {
+    pub(crate) fn new(
+        signing: Rc<Signing>,
+        encoding: AsciiCompatibleEncoding,
+        max_memory: usize,
+        css_cap: usize,
+    ) -> Self {
+        let staging = Rc::new(RefCell::new(Staging::default()));
+        let on_element = Rc::clone(&staging);
+        let on_bail = Rc::clone(&staging);
+        let settings = Settings::new()
+            .with_encoding(encoding)
+            .with_strict(false)
+            .with_memory_settings(
+                MemorySettings::new()
+                    .with_max_allowed_memory_usage(max_memory)
+                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
+            )
+            .with_graceful_bail_out_on_content_handler_error(true)
+            .append_element_content_handler(lol_html::element!("*", move |el: &mut Element| {
+                mark_element(el, &on_element);
+                Ok(())
+            }))
+            .append_bail_out_handler(lol_html::bail_out!(
+                move |_e: &RewritingError, _b: &mut BailOut<'_>| {
+                    // Runs before lol_html flushes the input it holds, raw.
+                    let mut s = on_bail.borrow_mut();
+                    let at = s.base + s.bytes.len();
+                    s.marks.push(Mark::Raw(at));
+                }
+            ));
+        CreativeHtml {
+            rewriter: Some(HtmlRewriter::new(settings, Sink(Rc::clone(&staging)))),
+            staging,
+            css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),
+            signing,
+            mode: Mode::Markup,
+            prev: b' ',
+            bail_out: None,
+        }
+    }
+
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for slice in input.chunks(WRITE_SLICE) {
+            match &mut self.rewriter {
+                Some(rewriter) => {
+                    if let Err(e) = rewriter.write(slice) {
+                        self.give_up(&e);
+                    }
+                    self.drain(out);
+                }
+                None => out.extend_from_slice(slice),
+            }
+        }
+    }
+
+    /// Ends the document; says why lol_html gave up, if it did, or why a sheet's token
+    /// passed through.
+    pub(crate) fn finish(mut self, out: &mut Vec<u8>) -> Option<String> {
+        if let Some(rewriter) = self.rewriter.take() {
+            if let Err(e) = rewriter.end() {
+                self.give_up(&e);
+            }
+            self.drain(out);
+        }
+        if self.mode == Mode::Sheet {
+            self.css.finish(out);
+        }
+        self.bail_out
+            .or_else(|| self.css.degraded().map(str::to_owned))
+    }
+
+    fn give_up(&mut self, error: &RewritingError) {
+        self.rewriter = None;
+        self.bail_out = Some(format!(
+            "the HTML parser gave up ({error}); the rest passed through unrewritten"
+        ));
+    }
+
+    /// Passes the staged output on, rewriting what the marks point at.
+    fn drain(&mut self, out: &mut Vec<u8>) {
+        let staging = Rc::clone(&self.staging);
+        let mut s = staging.borrow_mut();
+        let Staging { bytes, base, marks } = &mut *s;
+        let mut pos = 0;
+        let mut kept = marks.len();
+        for (i, &mark) in marks.iter().enumerate() {
+            if mark.end().saturating_sub(*base) > bytes.len() {
+                // Not all staged yet (does not happen: see the module docs); next drain.
+                kept = i;
+                break;
+            }
+            let at = mark.at().saturating_sub(*base).max(pos);
+            self.emit(&bytes[pos..at], out);
+            pos = at;
+            match mark {
+                Mark::Attribute { end, value, .. } if self.mode == Mode::Markup => {
+                    let end = end.saturating_sub(*base).max(at);
+                    let raw = &bytes[at..end];
+                    match self.rewrite_value(raw, value) {
+                        Some(new) => out.extend_from_slice(&new),
+                        None => out.extend_from_slice(raw),
+                    }
+                    if let Some(&last) = raw.last() {
+                        self.prev = last;
+                    }
+                    pos = end;
+                }
+                Mark::Attribute { .. } => {}
+                Mark::Sheet(_) if self.mode == Mode::Markup => self.mode = Mode::Sheet,
+                Mark::Sheet(_) => {}
+                Mark::Markup(_) if self.mode == Mode::Sheet => {
+                    self.css.finish(out);
+                    self.mode = Mode::Markup;
+                }
+                Mark::Markup(_) => {}
+                Mark::Raw(_) => {
+                    if self.mode == Mode::Sheet {
+                        self.css.finish(out);
+                    }
+                    self.mode = Mode::Raw;
+                }
+            }
+        }
+        self.emit(&bytes[pos..], out);
+        *base += bytes.len();
+        bytes.clear();
+        marks.drain(..kept);
+    }
+
+    fn emit(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        let Some(&last) = bytes.last() else {
+            return;
+        };
+        self.prev = last;
+        match self.mode {
+            Mode::Sheet => self.css.write(bytes, out),
+            Mode::Markup | Mode::Raw => out.extend_from_slice(bytes),
+        }
+    }
+
+    /// The new bytes for an attribute value written as `raw`, or `None` to keep it.
+    fn rewrite_value(&self, raw: &[u8], value: Value) -> Option<Vec<u8>> {
+        let quote = match self.prev {
+            b'"' => Some('"'),
+            b'\'' => Some('\''),
+            _ => None,
+        };
+        let readable = std::str::from_utf8(raw)
+            .ok()
+            .filter(|s| !self.signing.ascii_only() || s.is_ascii());
+        let Some(decoded) = readable.and_then(entities::decode) else {
+            self.signing.unreadable();
+            return None;
+        };
+        let sign = |url: &str| self.signing.sign(url);
+        let new = match value {
+            Value::Url => sign(&decoded),
+            Value::Srcset => attrs::srcset(&decoded, &sign),
+            Value::Refresh => attrs::refresh(&decoded, &sign),
+            Value::Style => {
+                let mut css = CssRewriter::with_cap(Rc::clone(&self.signing), usize::MAX);
+                let mut sheet = Vec::with_capacity(decoded.len() + 64);
+                css.write(decoded.as_bytes(), &mut sheet);
+                css.finish(&mut sheet);
+                // Only signed URLs (strings) were put in: still UTF-8.
+                String::from_utf8(sheet).ok().filter(|s| *s != decoded)
+            }
+        }?;
+        Some(match quote {
+            Some(q) => entities::escape(&new, q).into_bytes(),
+            // An unquoted value gets quotes: a URL may hold what ends an unquoted one.
+            None => format!("\"{}\"", entities::escape(&new, '"')).into_bytes(),
+        })
+    }
+}
+
+/// Marks the URL-bearing attribute values of `el`, and a `<style>`'s text.
+fn mark_element(el: &mut Element, staging: &Rc<RefCell<Staging>>) {
+    let tag = el.tag_name();
+    let refresh = tag == "meta"
+        && el
+            .get_attribute("http-equiv")
+            .is_some_and(|v| v.eq_ignore_ascii_case("refresh"));
+    let mut seen: Vec<String> = Vec::new();
+    {
+        let mut s = staging.borrow_mut();
+        for attribute in el.attributes() {
+            let name = attribute.name();
+            // The browser keeps the first of duplicate attributes and ignores the others.
+            if seen.contains(&name) {
+                continue;
+            }
+            let value = url_value(&tag, &name, refresh);
+            seen.push(name);
+            if let (Some(value), Some(at)) = (value, attribute.value_source_location()) {
+                let range = at.bytes();
+                s.marks.push(Mark::Attribute {
+                    start: range.start,
+                    end: range.end,
+                    value,
+                });
+            }
+        }
+    }
+    // In SVG and MathML, `<style>` holds markup and character references, not raw CSS.
+    if tag == "style" && el.namespace_uri() == HTML_NAMESPACE {
+        let text_start = el.source_location().bytes().end;
+        let on_end = Rc::clone(staging);
+        if let Some(handlers) = el.end_tag_handlers() {
+            staging.borrow_mut().marks.push(Mark::Sheet(text_start));
+            handlers.push(Box::new(move |end: &mut EndTag| {
+                let at = end.source_location().bytes().start;
+                on_end.borrow_mut().marks.push(Mark::Markup(at));
+                Ok(())
+            }));
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The stage at every split of small creatives, and the CSS reader's corners. The public
+//! properties (html5ever's reading, random creatives) are in `crates/core/tests/creative.rs`.
+
+use std::rc::Rc;
+
+use super::css::{escape_string, escape_unquoted, unescape, CssRewriter};
+use super::signing::Signing;
+use super::{Creative, CreativeStage, Signer};
+use crate::body::stage::BodyStage;
+
+/// Signs every `https://ads.test/…` target (as offered, not normalised) as `/fp?u=<target>`.
+fn signer() -> Signer {
+    Box::new(|t: &str| {
+        t.strip_prefix("https://ads.test/")
+            .map(|p| format!("/fp?u={p}&s=1"))
+    })
+}
+
+fn html() -> Creative {
+    Creative::for_content_type(Some("text/html")).unwrap()
+}
+
+/// The stage's output for `input` cut at `cuts`.
+fn run_cut(creative: Creative, input: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let mut stage: Box<dyn BodyStage> = Box::new(CreativeStage::new(creative, signer()));
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &cut in cuts.iter().chain([input.len()].iter()) {
+        stage.write(&input[at..cut], &mut out);
+        at = cut;
+    }
+    stage.finish(&mut out);
+    out
+}
+
+/// The output, checked to be the same at every one- and two-cut split.
+fn every_split(creative: Creative, input: &str) -> String {
+    let bytes = input.as_bytes();
+    let whole = run_cut(creative, bytes, &[]);
+    for a in 0..=bytes.len() {
+        assert_eq!(run_cut(creative, bytes, &[a]), whole, "cut at {a}");
+        for b in (a..=bytes.len()).step_by(7) {
+            assert_eq!(run_cut(creative, bytes, &[a, b]), whole, "cuts at {a}, {b}");
+        }
+    }
+    String::from_utf8(whole).unwrap()
+}
+
+#[test]
+fn html_attributes_and_sheets_are_rewritten_at_every_split() {
+    let input = "<p class=x><img SRC = 'https://ads.test/a.png?x=1&amp;y=2' alt=\"https://ads.test/no\">\
+        <a href=//ads.test/b>b</a><img srcset=\"https://ads.test/1.png 1x,https://ads.test/2.png 2x\">\
+        <style>a{background:url(https://ads.test/c)}/* url(https://ads.test/d) */</style>\
+        <script>x='<img src=https://ads.test/e>'</script><base href=https://ads.test/f>\
+        <div style='background:url(\"https://ads.test/g\")'>é</div>";
+    let want = "<p class=x><img SRC = '/fp?u=a.png?x=1&amp;y=2&amp;s=1' alt=\"https://ads.test/no\">\
+        <a href=\"/fp?u=b&amp;s=1\">b</a><img srcset=\"/fp?u=1.png&amp;s=1 1x,/fp?u=2.png&amp;s=1 2x\">\
+        <style>a{background:url(/fp?u=c&s=1)}/* url(https://ads.test/d) */</style>\
+        <script>x='<img src=https://ads.test/e>'</script><base href=https://ads.test/f>\
+        <div style='background:url(\"/fp?u=g&amp;s=1\")'>é</div>";
+    assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
+fn values_with_references_not_decoded_here_are_left_alone() {
+    let input = "<img src=\"https://ads.test/&copy;\"><img src=\"https://ads.test/&#x80;\">\
+        <img src=\"https://ads.test/ok&#47;x\">";
+    let want = "<img src=\"https://ads.test/&copy;\"><img src=\"https://ads.test/&#x80;\">\
+        <img src=\"/fp?u=ok/x&amp;s=1\">";
+    assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
+fn css_urls_and_imports_are_rewritten_at_every_split() {
+    let input = "@import \"https://ads.test/a.css\";@import url(https://ads.test/b.css);\
+        a{background:url( 'https://ads.test/c' ) ;b:URL(https\\3a //ads.test/d\\)x)}\
+        c{content:\"url(https://ads.test/e)\";d:-url(https://ads.test/f);e:#url(https://ads.test/g)}\
+        /* url(https://ads.test/h) */f{g:url(https://ads.test/i\"j)}";
+    let want = "@import \"/fp?u=a.css&s=1\";@import url(/fp?u=b.css&s=1);\
+        a{background:url( '/fp?u=c&s=1' ) ;b:URL(/fp?u=d\\)x&s=1)}\
+        c{content:\"url(https://ads.test/e)\";d:-url(https://ads.test/f);e:#url(https://ads.test/g)}\
+        /* url(https://ads.test/h) */f{g:url(https://ads.test/i\"j)}";
+    assert_eq!(every_split(Creative::Css, input), want);
+}
+
+#[test]
+fn css_escapes_read_back_as_written() {
+    let nasty = "a\\b\"c'd(e)f g\nh\u{7f}<i>é😀";
+    for quote in [b'"', b'\''] {
+        let escaped = escape_string(nasty, quote);
+        assert!(!escaped.contains(char::from(quote)) || escaped.contains('\\'));
+        assert!(!escaped.contains('<') && !escaped.contains('\n'));
+        assert_eq!(unescape(&escaped, false).as_deref(), Some(nasty));
+    }
+    let escaped = escape_unquoted(nasty);
+    // Quotes and parentheses only escaped; no newline or `<` at all.
+    assert!(!escaped.contains(['\n', '<']));
+    for (i, c) in escaped.char_indices() {
+        if matches!(c, '"' | '\'' | '(' | ')') {
+            assert!(escaped[..i].ends_with('\\'), "{escaped}");
+        }
+    }
+    assert_eq!(unescape(&escaped, true).as_deref(), Some(nasty));
+    // CSS's own escapes: hex with its space, CRLF as one, out-of-range as U+FFFD.
+    assert_eq!(
+        unescape("\\68 t\\74p\\0 \\110000x", true).as_deref(),
+        Some("http\u{fffd}\u{fffd}x")
+    );
+    assert_eq!(unescape("a\\\r\nb\\", false).as_deref(), Some("ab"));
+}
+
+/// A token over the cap passes through unchanged, the rest is still rewritten, and memory
+/// holds no more than the cap.
+#[test]
+fn a_css_token_over_the_cap_passes_through() {
+    let signing = Rc::new(Signing::new(signer(), false));
+    let mut css = CssRewriter::with_cap(Rc::clone(&signing), 64);
+    let long = format!(
+        "url(https://ads.test/{}) url(https://ads.test/x)",
+        "a".repeat(100)
+    );
+    let mut out = Vec::new();
+    for b in long.as_bytes() {
+        css.write(&[*b], &mut out);
+    }
+    css.finish(&mut out);
+    let want = format!("url(https://ads.test/{}) url(/fp?u=x&s=1)", "a".repeat(100));
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+    assert!(css.degraded().is_some());
+    assert_eq!(signing.report(None).rewritten, 1);
+}
+
+#[test]
+fn bad_urls_and_strings_pass_through_and_resynchronise() {
+    let input = "a{b:url(https://ads.test/x y)}c{d:url(https://ads.test/z)}\
+        e{f:\"https://ads.test/\nurl(https://ads.test/w)}";
+    let want = "a{b:url(https://ads.test/x y)}c{d:url(/fp?u=z&s=1)}\
+        e{f:\"https://ads.test/\nurl(/fp?u=w&s=1)}";
+    assert_eq!(every_split(Creative::Css, input), want);
+}
+
+#[test]
+fn the_report_counts_what_happened() {
+    let mut stage: Box<dyn BodyStage> = Box::new(CreativeStage::new(html(), signer()));
+    let mut out = Vec::new();
+    stage.write(
+        b"<img src=https://ads.test/a><img src=https://b.test/a><img src=\"https://ads.test/&x;\">",
+        &mut out,
+    );
+    let report = stage.finish(&mut out).creative.unwrap();
+    assert_eq!(
+        (report.rewritten, report.not_allowed, report.unreadable),
+        (1, 1, 1)
+    );
+    assert_eq!(report.degraded, None);
+}
+
+#[test]
+fn a_document_that_is_not_utf8_gets_only_ascii() {
+    let latin1 = Creative::for_content_type(Some("text/html; charset=windows-1252")).unwrap();
+    let input = b"<img src=\"https://ads.test/\xe9\"><img src=\"https://ads.test/a\">";
+    let out = run_cut(latin1, input, &[3]);
+    assert_eq!(
+        out,
+        b"<img src=\"https://ads.test/\xe9\"><img src=\"/fp?u=a&amp;s=1\">".to_vec()
+    );
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Pieces CSS and HTML are made of, to be shuffled into hostile inputs.
+    const PIECES: [&str; 22] = [
+        "url(",
+        "URL( ",
+        ")",
+        "\"",
+        "'",
+        "\\",
+        "\\29 ",
+        "/*",
+        "*/",
+        " ",
+        "\n",
+        "\r\n",
+        "https://ads.test/",
+        "//ads.test/x",
+        "a",
+        "@import ",
+        "#",
+        "-",
+        "<style>",
+        "</style>",
+        "<img src=",
+        " style='b:url(",
+    ];
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(PIECES.to_vec()), 0..40)
+            .prop_map(|parts| parts.concat())
+    }
+
+    fn run_limits(
+        creative: Creative,
+        signer: Signer,
+        input: &[u8],
+        cuts: &[usize],
+        limits: (usize, usize),
+    ) -> (Vec<u8>, Option<String>) {
+        let stage = CreativeStage::with_limits(creative, signer, limits.0, limits.1);
+        let mut stage: Box<dyn BodyStage> = Box::new(stage);
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([input.len()].iter()) {
+            let cut = cut.clamp(at, input.len());
+            stage.write(&input[at..cut], &mut out);
+            at = cut;
+        }
+        let report = stage.finish(&mut out).creative.unwrap();
+        (out, report.degraded)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// With memory limits small enough to be hit, the output still does not depend on
+        /// the cuts, and with nothing allowed it is the input.
+        #[test]
+        fn small_limits_keep_split_invariance_and_pass_through(
+            input in text(),
+            mut cuts in prop::collection::vec(0usize..400, 0..5),
+            css_cap in 1usize..40,
+            html in any::<bool>(),
+        ) {
+            cuts.sort_unstable();
+            let creative = if html { Creative::Html(lol_html::AsciiCompatibleEncoding::utf_8()) } else { Creative::Css };
+            let limits = (1024, css_cap);
+            let bytes = input.as_bytes();
+            let (whole, degraded) = run_limits(creative, signer(), bytes, &[], limits);
+            let (split, split_degraded) = run_limits(creative, signer(), bytes, &cuts, limits);
+            prop_assert_eq!(&whole, &split);
+            prop_assert_eq!(degraded, split_degraded);
+            let refuse: Signer = Box::new(|_| None);
+            let (same, _) = run_limits(creative, refuse, bytes, &cuts, limits);
+            prop_assert_eq!(same, bytes);
+        }
+    }
+}
