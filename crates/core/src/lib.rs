@@ -18,6 +18,7 @@
 
 mod body;
 mod content;
+pub mod first_party;
 mod forward;
 pub mod publisher;
 mod qvalue;
