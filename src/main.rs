@@ -14,6 +14,7 @@ mod access;
 mod body;
 mod client;
 mod failure;
+mod first_party;
 mod identity;
 mod inject;
 mod origin;
@@ -51,6 +52,18 @@ fn main() {
             access.plan = "edge-id".into();
             access.headers_sent(200);
             identity::endpoint(&request, &SETTINGS).send_to_client();
+        }
+        Route::FirstPartySign => {
+            access.plan = "first-party-sign".into();
+            let response = first_party::sign(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
+        }
+        Route::FirstPartyClick => {
+            access.plan = "first-party-click".into();
+            let response = first_party::click(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
         }
         Route::PublisherProxy => proxy(request, &mut access),
     }

@@ -11,6 +11,10 @@ pub enum Route {
     Script,
     /// `GET /_ts/ec`: the client's edge ID as JSON, for the first-party script.
     EdgeId,
+    /// `GET /first-party/sign?url=…`: a signed first-party proxy URL for an allowed target.
+    FirstPartySign,
+    /// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: a redirect to a signed target.
+    FirstPartyClick,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -19,6 +23,8 @@ pub enum Route {
 const ROUTES: &[(Option<&str>, &str, Route)] = &[
     (Some("GET"), "/_ts/health", Route::Health),
     (Some("GET"), "/_ts/ec", Route::EdgeId),
+    (Some("GET"), crate::first_party::SIGN_PATH, Route::FirstPartySign),
+    (Some("GET"), crate::first_party::token::CLICK_PATH, Route::FirstPartyClick),
 ];
 
 /// `(methods, path prefix, route)`, tried after [`ROUTES`].
@@ -63,6 +69,21 @@ mod tests {
         assert_eq!(Route::classify("GET", "/"), Route::PublisherProxy);
         assert_eq!(Route::classify("GET", "/_ts/ec"), Route::EdgeId);
         assert_eq!(Route::classify("POST", "/_ts/ec"), Route::PublisherProxy);
+    }
+
+    #[test]
+    fn first_party_sign_and_click_by_exact_path() {
+        assert_eq!(Route::classify("GET", "/first-party/sign"), Route::FirstPartySign);
+        assert_eq!(Route::classify("GET", "/first-party/click"), Route::FirstPartyClick);
+        for (method, path) in [
+            ("POST", "/first-party/sign"),
+            ("HEAD", "/first-party/click"),
+            ("GET", "/first-party/sign/"),
+            ("GET", "/first-party/clicks"),
+            ("GET", "/First-Party/click"),
+        ] {
+            assert_eq!(Route::classify(method, path), Route::PublisherProxy, "{method} {path}");
+        }
     }
 
     #[test]
