@@ -256,6 +256,12 @@ proptest! {
             prop_assert_eq!(u.host_str().map(|h| h.trim_end_matches('.')), Some(t.host.as_str()));
             prop_assert_eq!(u.port_or_known_default(), Some(t.port));
             prop_assert_eq!(p.check(&t.url), Ok(t.clone()));
+            // The `http` crate's RFC 3986 reader, where it reads the text at all, agrees.
+            if let Some(a) = text.parse::<http::Uri>().ok().and_then(|u| u.authority().cloned()) {
+                let h = a.host().to_ascii_lowercase();
+                prop_assert_eq!(h.trim_end_matches('.'), t.host.as_str());
+                prop_assert!(a.port_u16().is_none_or(|port| port == t.port));
+            }
         }
     }
 
