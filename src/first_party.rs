@@ -12,8 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fastly::http::StatusCode;
 use fastly::{Request, Response, SecretStore};
 use trusted_server_core::first_party::{
-    self, token, SignedParams, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY,
-    UNAVAILABLE_BODY,
+    self, token, SignedParams, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNAVAILABLE_BODY,
 };
 use trusted_server_core::Settings;
 use trusted_server_settings::FirstParty;
@@ -228,7 +227,10 @@ mod tests {
         assert_eq!(refused.get_status(), StatusCode::BAD_REQUEST);
         assert_eq!(refused.take_body_str(), REFUSED_BODY);
         let mut forged = click(
-            &Request::get(format!("http://www.pub.test{}", path.replace("tsexp=", "tsexp=1"))),
+            &Request::get(format!(
+                "http://www.pub.test{}",
+                path.replace("tsexp=", "tsexp=1")
+            )),
             &crate::SETTINGS,
         );
         assert_eq!(forged.get_status(), StatusCode::FORBIDDEN);

@@ -33,12 +33,20 @@ fuzz_target!(|data: &[u8]| {
         matches!(parsed.host(), Some(url::Host::Domain(_))),
         "an IP literal allowed: {text:?}"
     );
-    assert_eq!(parsed.port_or_known_default(), Some(target.port), "{text:?}");
+    assert_eq!(
+        parsed.port_or_known_default(),
+        Some(target.port),
+        "{text:?}"
+    );
 
     if let Ok(uri) = http::Uri::from_str(&text) {
         if let Some(authority) = uri.authority() {
             let h = authority.host().to_ascii_lowercase();
-            assert_eq!(h.trim_end_matches('.'), target.host, "http::Uri reads {h}: {text:?}");
+            assert_eq!(
+                h.trim_end_matches('.'),
+                target.host,
+                "http::Uri reads {h}: {text:?}"
+            );
             if let Some(port) = authority.port_u16() {
                 assert_eq!(port, target.port, "http::Uri reads port {port}: {text:?}");
             }
@@ -50,7 +58,11 @@ fuzz_target!(|data: &[u8]| {
         let want: Vec<&str> = d.split('.').collect();
         labels.len() >= want.len() && labels[labels.len() - want.len()..] == want[..]
     });
-    assert!(on_allowed, "{} is not on an allowed domain: {text:?}", target.host);
+    assert!(
+        on_allowed,
+        "{} is not on an allowed domain: {text:?}",
+        target.host
+    );
     assert!(
         [80, 443].contains(&target.port) || PORTS.contains(&target.port),
         "port {}: {text:?}",

@@ -23,8 +23,16 @@ pub enum Route {
 const ROUTES: &[(Option<&str>, &str, Route)] = &[
     (Some("GET"), "/_ts/health", Route::Health),
     (Some("GET"), "/_ts/ec", Route::EdgeId),
-    (Some("GET"), crate::first_party::SIGN_PATH, Route::FirstPartySign),
-    (Some("GET"), crate::first_party::token::CLICK_PATH, Route::FirstPartyClick),
+    (
+        Some("GET"),
+        crate::first_party::SIGN_PATH,
+        Route::FirstPartySign,
+    ),
+    (
+        Some("GET"),
+        crate::first_party::token::CLICK_PATH,
+        Route::FirstPartyClick,
+    ),
 ];
 
 /// `(methods, path prefix, route)`, tried after [`ROUTES`].
@@ -73,8 +81,14 @@ mod tests {
 
     #[test]
     fn first_party_sign_and_click_by_exact_path() {
-        assert_eq!(Route::classify("GET", "/first-party/sign"), Route::FirstPartySign);
-        assert_eq!(Route::classify("GET", "/first-party/click"), Route::FirstPartyClick);
+        assert_eq!(
+            Route::classify("GET", "/first-party/sign"),
+            Route::FirstPartySign
+        );
+        assert_eq!(
+            Route::classify("GET", "/first-party/click"),
+            Route::FirstPartyClick
+        );
         for (method, path) in [
             ("POST", "/first-party/sign"),
             ("HEAD", "/first-party/click"),
@@ -82,7 +96,11 @@ mod tests {
             ("GET", "/first-party/clicks"),
             ("GET", "/First-Party/click"),
         ] {
-            assert_eq!(Route::classify(method, path), Route::PublisherProxy, "{method} {path}");
+            assert_eq!(
+                Route::classify(method, path),
+                Route::PublisherProxy,
+                "{method} {path}"
+            );
         }
     }
 

@@ -177,7 +177,10 @@ impl TryFrom<Raw> for Flag {
 struct Composite(Value);
 
 #[derive(Deserialize)]
-#[serde(untagged, expecting = "expected an array, a table, or a string holding one")]
+#[serde(
+    untagged,
+    expecting = "expected an array, a table, or a string holding one"
+)]
 enum RawComposite {
     Array(Vec<Value>),
     Table(Table),
@@ -691,12 +694,15 @@ fn convert(
     Ok((settings, notes))
 }
 
+/// Checks a Secret Store or secret name at a key, or gives the default when unset.
+type StoreName<'a> = &'a dyn Fn(&str, Option<String>, &Text) -> Result<Text, LoadError>;
+
 /// Validates `[first_party]`. `err` makes an error for a key; `store_name` checks a Secret
 /// Store or secret name.
 fn first_party(
     f: FirstPartyFile,
     err: &dyn Fn(&str, &str) -> LoadError,
-    store_name: &dyn Fn(&str, Option<String>, &Text) -> Result<Text, LoadError>,
+    store_name: StoreName<'_>,
 ) -> Result<FirstParty, LoadError> {
     let d = Settings::DEFAULT.first_party;
     let array = |key: &str, c: Option<Composite>| match c.map(|c| c.0) {
@@ -718,12 +724,16 @@ fn first_party(
             .next()
             .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
         if !is_host(name) || numeric {
-            let problem = format!("{domain:?} is not a domain name (IP addresses are never allowed)");
+            let problem =
+                format!("{domain:?} is not a domain name (IP addresses are never allowed)");
             return Err(err(key, &problem));
         }
         // A single label ("com") would allow a whole top-level domain.
         if !name.contains('.') {
-            return Err(err(key, &format!("{domain:?} is a single label; name a registered domain")));
+            return Err(err(
+                key,
+                &format!("{domain:?} is a single label; name a registered domain"),
+            ));
         }
         if !domains.iter().any(|d| d == name) {
             domains.push(Cow::Owned(name.to_owned()));
@@ -1100,13 +1110,22 @@ mod tests {
         let s = load(&text, no_env()).unwrap();
         let fp = &s.first_party;
         // Lowercase, no trailing dot, each once, in the order written.
-        assert_eq!(fp.allowed_domains[..], ["demo-partner.example", "cdn.other.example"]);
+        assert_eq!(
+            fp.allowed_domains[..],
+            ["demo-partner.example", "cdn.other.example"]
+        );
         assert_eq!(fp.allowed_ports[..], [8443, 80]);
         assert_eq!(
             fp.resolve[..],
             [
-                Resolve { host: "cdn.other.example".into(), address: "[::1]:9002".into() },
-                Resolve { host: "x.demo-partner.example".into(), address: "127.0.0.1:9001".into() },
+                Resolve {
+                    host: "cdn.other.example".into(),
+                    address: "[::1]:9002".into()
+                },
+                Resolve {
+                    host: "x.demo-partner.example".into(),
+                    address: "127.0.0.1:9001".into()
+                },
             ]
         );
         assert_eq!((fp.sign_ttl_secs, fp.page_ttl_secs), (60, 7200));
@@ -1123,9 +1142,15 @@ mod tests {
         }
         // From the environment: TOML syntax in a string.
         let env = [
-            ("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[\"b.example\"]"),
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS",
+                "[\"b.example\"]",
+            ),
             ("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_PORTS", "[ 9000 ]"),
-            ("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"a.b.example\" = \"127.0.0.2:80\" }"),
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+                "{ \"a.b.example\" = \"127.0.0.2:80\" }",
+            ),
         ];
         let s = load(MINIMAL, env).unwrap().first_party;
         assert_eq!(s.allowed_domains[..], ["b.example"]);

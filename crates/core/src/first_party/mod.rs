@@ -14,9 +14,9 @@
 
 use std::fmt;
 
+mod query;
 pub mod target;
 pub mod token;
-mod query;
 
 pub use query::ParamError;
 pub use target::{Refusal, Target, TargetPolicy};
@@ -189,7 +189,10 @@ mod tests {
             SignedParams::parse(signed.split_once('?').unwrap().1).unwrap()
         };
         let good = parse("https://ads.demo-partner.example/a", 10);
-        assert_eq!(verify(&good, &k, &p, 10).unwrap().host, "ads.demo-partner.example");
+        assert_eq!(
+            verify(&good, &k, &p, 10).unwrap().host,
+            "ads.demo-partner.example"
+        );
         assert!(matches!(
             verify(&good, &k, &p, 11),
             Err(Denied::Token(TokenError::Expired { .. }))
@@ -203,7 +206,10 @@ mod tests {
         let odd = parse("https://ADS.demo-partner.example/a", 10);
         assert_eq!(verify(&odd, &k, &p, 0), Err(Denied::NotNormalised));
         let hostile = parse("http://169.254.169.254/", 10);
-        assert!(matches!(verify(&hostile, &k, &p, 0), Err(Denied::Refused(_))));
+        assert!(matches!(
+            verify(&hostile, &k, &p, 0),
+            Err(Denied::Refused(_))
+        ));
     }
 
     proptest! {

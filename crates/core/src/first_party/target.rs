@@ -139,7 +139,9 @@ impl fmt::Display for Refusal {
             Refusal::NotAllowed(h) => {
                 write!(f, "host {h:?} is not in first_party.allowed_domains")
             }
-            Refusal::Port(p) => write!(f, "port {p} is not 80, 443 or in first_party.allowed_ports"),
+            Refusal::Port(p) => {
+                write!(f, "port {p} is not 80, 443 or in first_party.allowed_ports")
+            }
         }
     }
 }
@@ -243,9 +245,7 @@ impl TargetPolicy {
         }
         if bare.len() != host.len() {
             // `set_host` re-parses a domain; this one just parsed, so it cannot fail.
-            parsed
-                .set_host(Some(bare))
-                .map_err(Refusal::Unparseable)?;
+            parsed.set_host(Some(bare)).map_err(Refusal::Unparseable)?;
         }
         let path_and_query = match parsed.query() {
             Some(q) => format!("{}?{q}", parsed.path()),

@@ -81,7 +81,11 @@ impl std::fmt::Display for TokenError {
             TokenError::TokenShape => write!(f, "`{TOKEN_PARAM}` is not a token"),
             TokenError::Mismatch => f.write_str("the token does not match the URL and expiry"),
             TokenError::Expired { expires, now } => {
-                write!(f, "expired at {expires}, {} s ago", now.saturating_sub(*expires))
+                write!(
+                    f,
+                    "expired at {expires}, {} s ago",
+                    now.saturating_sub(*expires)
+                )
             }
         }
     }

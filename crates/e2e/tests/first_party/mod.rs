@@ -53,7 +53,10 @@ fn params(path: &str) -> Vec<(String, String)> {
 }
 
 fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    params.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    params
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 /// The `"url"` and `"expires"` of a sign answer.
@@ -77,7 +80,11 @@ fn signed(body: &[u8]) -> Result<(String, u64), String> {
 fn sign_through_service(w: &World, target: &str) -> Result<(String, u64), String> {
     let r = fetch(w.streaming, &sign_path(target), &[])?;
     check(r.status == 200, || {
-        format!("sign {target}: status {} {}", r.status, String::from_utf8_lossy(&r.body))
+        format!(
+            "sign {target}: status {} {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        )
     })?;
     signed(&r.body)
 }
@@ -141,7 +148,10 @@ pub fn sign_refuses_with_one_generic_body(w: &World) -> Outcome {
     super::build_log_line(
         w,
         "streaming",
-        &["first-party sign refused", "169.254.169.254 is cloud metadata"],
+        &[
+            "first-party sign refused",
+            "169.254.169.254 is cloud metadata",
+        ],
     )
     .map(|_| ())
 }
@@ -152,14 +162,21 @@ pub fn ssrf_table_through_the_service(w: &World) -> Outcome {
     let text = std::fs::read_to_string(w.root.join(TABLE_FILE)).map_err(|e| e.to_string())?;
     let mut refused = 0;
     let mut wrong = Vec::new();
-    for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let (reason, url) = line.split_once(' ').ok_or(format!("bad row {line:?}"))?;
         let url = unescape(url)?;
         let want = if reason == "allowed" { 200 } else { 400 };
         let r = fetch(w.streaming, &sign_path(&url), &[])?;
         let body_ok = want == 200 || r.body == REFUSED_BODY.as_bytes();
         if r.status != want || !body_ok {
-            wrong.push(format!("{url:?} ({reason}): {} {}", r.status, String::from_utf8_lossy(&r.body)));
+            wrong.push(format!(
+                "{url:?} ({reason}): {} {}",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            ));
         }
         refused += usize::from(want == 400);
     }
@@ -225,10 +242,13 @@ fn forbidden(w: &World, what: &str, path: &str) -> Outcome {
             )
         },
     )?;
-    check(r.header("location").is_none(), || format!("{what}: a Location"))?;
-    check(r.header("cache-control") == Some("no-store, private"), || {
-        format!("{what}: cache-control {:?}", r.header("cache-control"))
-    })
+    check(r.header("location").is_none(), || {
+        format!("{what}: a Location")
+    })?;
+    check(
+        r.header("cache-control") == Some("no-store, private"),
+        || format!("{what}: cache-control {:?}", r.header("cache-control")),
+    )
 }
 
 pub fn click_refuses_tampered_expired_and_other_hosts(w: &World) -> Outcome {
@@ -247,17 +267,31 @@ pub fn click_refuses_tampered_expired_and_other_hosts(w: &World) -> Outcome {
             encode(target)
         )
     };
-    let other_key = UrlKey::new(b"not the service's key, but long enough").map_err(|e| e.to_string())?;
+    let other_key =
+        UrlKey::new(b"not the service's key, but long enough").map_err(|e| e.to_string())?;
     let past = now() - 10;
     let cases = [
         ("tampered token", with(TARGET, expires, &flipped)),
         ("wrong expiry", with(TARGET, expires + 1, &token)),
-        ("expiry with a leading zero", click.replace("tsexp=", "tsexp=0")),
-        ("other URL, same token", with("https://ads.demo-partner.example/other", expires, &token)),
-        ("expired (forged with the dev key)", with(TARGET, past, &key.token(TARGET, past))),
+        (
+            "expiry with a leading zero",
+            click.replace("tsexp=", "tsexp=0"),
+        ),
+        (
+            "other URL, same token",
+            with("https://ads.demo-partner.example/other", expires, &token),
+        ),
+        (
+            "expired (forged with the dev key)",
+            with(TARGET, past, &key.token(TARGET, past)),
+        ),
         (
             "other host (forged with the dev key)",
-            with("https://evil.example/", expires, &key.token("https://evil.example/", expires)),
+            with(
+                "https://evil.example/",
+                expires,
+                &key.token("https://evil.example/", expires),
+            ),
         ),
         (
             "metadata address (forged with the dev key)",
@@ -267,8 +301,14 @@ pub fn click_refuses_tampered_expired_and_other_hosts(w: &World) -> Outcome {
                 &key.token("http://169.254.169.254/", expires),
             ),
         ),
-        ("another key", with(TARGET, expires, &other_key.token(TARGET, expires))),
-        ("no token", with(TARGET, expires, "").replace("&tstoken=", "")),
+        (
+            "another key",
+            with(TARGET, expires, &other_key.token(TARGET, expires)),
+        ),
+        (
+            "no token",
+            with(TARGET, expires, "").replace("&tstoken=", ""),
+        ),
         ("repeated URL", format!("{click}&tsurl={}", encode(TARGET))),
     ];
     for (what, path) in &cases {
@@ -332,17 +372,17 @@ pub fn the_key_never_shows(w: &World) -> Outcome {
             .chain(r.body.iter().copied())
             .collect();
         let shown = String::from_utf8_lossy(&all);
-        check(!shown.contains(&secret) && !shown.contains("DEVELOPMENT ONLY"), || {
-            format!("{path}: the key shows")
-        })?;
+        check(
+            !shown.contains(&secret) && !shown.contains("DEVELOPMENT ONLY"),
+            || format!("{path}: the key shows"),
+        )?;
     }
     for build in ["streaming", "no-secret"] {
         let log = std::fs::read_to_string(w.root.join(format!("target/e2e/viceroy-{build}.log")))
             .map_err(|e| e.to_string())?;
-        check(
-            !log.contains(&secret) && !log.contains("panicked"),
-            || format!("the {build} log shows the key or a panic"),
-        )?;
+        check(!log.contains(&secret) && !log.contains("panicked"), || {
+            format!("the {build} log shows the key or a panic")
+        })?;
     }
     Ok(())
 }

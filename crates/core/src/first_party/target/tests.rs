@@ -57,7 +57,12 @@ fn the_ssrf_table() {
             wrong.push(format!("{url:?}: want {tag}, got {got:?}"));
         }
     }
-    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -104,19 +109,33 @@ fn allowed_targets_are_normalised() {
     for (input, url, host, port, pq) in cases {
         let t = p.check(input).unwrap();
         assert_eq!(
-            (t.url.as_str(), t.host.as_str(), t.port, t.path_and_query.as_str()),
+            (
+                t.url.as_str(),
+                t.host.as_str(),
+                t.port,
+                t.path_and_query.as_str()
+            ),
             (*url, *host, *port, *pq),
             "{input}"
         );
     }
-    assert_eq!(p.check("http://demo-partner.example/").unwrap().scheme, "http");
-    assert_eq!(p.check("HTTPS://demo-partner.example/").unwrap().scheme, "https");
+    assert_eq!(
+        p.check("http://demo-partner.example/").unwrap().scheme,
+        "http"
+    );
+    assert_eq!(
+        p.check("HTTPS://demo-partner.example/").unwrap().scheme,
+        "https"
+    );
 }
 
 #[test]
 fn listed_ports_are_allowed_and_only_those() {
     let p = TargetPolicy::new(["demo-partner.example"], &[8443]);
-    assert_eq!(p.check("https://demo-partner.example:8443/").unwrap().port, 8443);
+    assert_eq!(
+        p.check("https://demo-partner.example:8443/").unwrap().port,
+        8443
+    );
     assert_eq!(
         p.check("https://demo-partner.example:8444/"),
         Err(Refusal::Port(8444))
@@ -189,7 +208,10 @@ fn refusals_explain_themselves_for_the_log() {
     let p = demo();
     let cases = [
         ("http://0x7f.1/", "IP literal 127.0.0.1 is loopback"),
-        ("http://evil.example/", "\"evil.example\" is not in first_party.allowed_domains"),
+        (
+            "http://evil.example/",
+            "\"evil.example\" is not in first_party.allowed_domains",
+        ),
         ("http://demo-partner.example:22/", "port 22"),
         ("ftp://demo-partner.example/", "\"ftp\""),
     ];

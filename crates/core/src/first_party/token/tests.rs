@@ -23,7 +23,10 @@ fn tokens_match_an_independent_implementation() {
         k.token(URL, 1_700_000_000),
         "ZbjtuVLL1_DS9l5e4kYsQL2JrMJH3DG1Rz2-gqSuZT4"
     );
-    assert_eq!(k.token("", 0), "qwm2BCXlceGQBynv5FSvAuVcRqd8smRQcepm1pbVB4s");
+    assert_eq!(
+        k.token("", 0),
+        "qwm2BCXlceGQBynv5FSvAuVcRqd8smRQcepm1pbVB4s"
+    );
     assert_eq!(
         k.token("https://ads.demo-partner.example/✓", u64::MAX),
         "Eyb46BvV4dsTj-e1Sr-gCo2FyDysK4iIiENVY99kFTg"
@@ -65,31 +68,67 @@ fn expiry_is_inclusive() {
 fn malformed_parameters_are_named_without_their_values() {
     let token = key().token(URL, 5);
     let cases: &[(String, TokenError)] = &[
-        (format!("tsexp=5&tstoken={token}"), TokenError::Param(ParamError::Missing(URL_PARAM))),
-        (format!("tsurl=a&tstoken={token}"), TokenError::Param(ParamError::Missing(EXPIRES_PARAM))),
-        ("tsurl=a&tsexp=5".to_owned(), TokenError::Param(ParamError::Missing(TOKEN_PARAM))),
+        (
+            format!("tsexp=5&tstoken={token}"),
+            TokenError::Param(ParamError::Missing(URL_PARAM)),
+        ),
+        (
+            format!("tsurl=a&tstoken={token}"),
+            TokenError::Param(ParamError::Missing(EXPIRES_PARAM)),
+        ),
+        (
+            "tsurl=a&tsexp=5".to_owned(),
+            TokenError::Param(ParamError::Missing(TOKEN_PARAM)),
+        ),
         (
             format!("tsurl=a&tsurl=b&tsexp=5&tstoken={token}"),
             TokenError::Param(ParamError::Repeated(URL_PARAM)),
         ),
-        (format!("tsurl=a&tsexp=05&tstoken={token}"), TokenError::Expiry),
-        (format!("tsurl=a&tsexp=+5&tstoken={token}"), TokenError::Expiry),
-        (format!("tsurl=a&tsexp=-5&tstoken={token}"), TokenError::Expiry),
-        (format!("tsurl=a&tsexp=&tstoken={token}"), TokenError::Expiry),
+        (
+            format!("tsurl=a&tsexp=05&tstoken={token}"),
+            TokenError::Expiry,
+        ),
+        (
+            format!("tsurl=a&tsexp=+5&tstoken={token}"),
+            TokenError::Expiry,
+        ),
+        (
+            format!("tsurl=a&tsexp=-5&tstoken={token}"),
+            TokenError::Expiry,
+        ),
+        (
+            format!("tsurl=a&tsexp=&tstoken={token}"),
+            TokenError::Expiry,
+        ),
         (
             format!("tsurl=a&tsexp=18446744073709551616&tstoken={token}"),
             TokenError::Expiry,
         ),
-        (format!("tsurl=a&tsexp=5&tstoken={token}="), TokenError::TokenShape),
-        (format!("tsurl=a&tsexp=5&tstoken={}", &token[..42]), TokenError::TokenShape),
-        (format!("tsurl=a&tsexp=5&tstoken={token}A"), TokenError::TokenShape),
-        ("tsurl=a&tsexp=5&tstoken=%FF".to_owned(), TokenError::Param(ParamError::Encoding)),
+        (
+            format!("tsurl=a&tsexp=5&tstoken={token}="),
+            TokenError::TokenShape,
+        ),
+        (
+            format!("tsurl=a&tsexp=5&tstoken={}", &token[..42]),
+            TokenError::TokenShape,
+        ),
+        (
+            format!("tsurl=a&tsexp=5&tstoken={token}A"),
+            TokenError::TokenShape,
+        ),
+        (
+            "tsurl=a&tsexp=5&tstoken=%FF".to_owned(),
+            TokenError::Param(ParamError::Encoding),
+        ),
     ];
     for (query, want) in cases {
         let got = SignedParams::parse(query);
         assert_eq!(got.as_ref().err(), Some(want), "{query}");
         let text = want.to_string();
-        assert!(!text.contains(&token) && !text.contains("tsurl=a"), "{text}");
+        assert!(
+            !text.contains(&token) && !text.contains("tsurl=a"),
+            "{text}"
+        );
     }
     // The last base64 character carries 4 bits of the MAC and 2 spare bits, which must be 0.
     let last = token.as_bytes()[42];
