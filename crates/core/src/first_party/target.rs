@@ -19,7 +19,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
-/// Longest URL accepted, in bytes (as received). Longer ones are refused, not truncated.
+/// Longest URL accepted, in bytes, as received and once normalised. Longer ones are refused,
+/// not truncated.
 pub const MAX_URL_LEN: usize = 4096;
 
 /// Ports allowed without being listed in `first_party.allowed_ports`.
@@ -54,7 +55,7 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// Longer than [`MAX_URL_LEN`].
+    /// Longer than [`MAX_URL_LEN`], as received or once normalised (the length given).
     TooLong(usize),
     /// Not a URL to the WHATWG parser (relative, a bad host, a zone ID, …).
     Unparseable(url::ParseError),
@@ -246,6 +247,10 @@ impl TargetPolicy {
         if bare.len() != host.len() {
             // `set_host` re-parses a domain; this one just parsed, so it cannot fail.
             parsed.set_host(Some(bare)).map_err(Refusal::Unparseable)?;
+        }
+        // Percent-encoding can triple the text: what is signed and fetched is bounded too.
+        if parsed.as_str().len() > MAX_URL_LEN {
+            return Err(Refusal::TooLong(parsed.as_str().len()));
         }
         let path_and_query = match parsed.query() {
             Some(q) => format!("{}?{q}", parsed.path()),
