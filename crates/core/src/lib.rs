@@ -11,6 +11,8 @@
 //! * [`Release`]: when the output leaves for the client;
 //! * [`script_answer`]: the first-party script's representation and validators.
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
+//! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
+//!   decisions.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
