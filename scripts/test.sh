@@ -30,6 +30,9 @@ cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench -p ts-test
 log "first-party script unit tests (node --test)"
 node --test js/tsjs/test/
 
+log "the SSRF table read by a second WHATWG parser, Node's URL (node --test)"
+node --test tests/ssrf/
+
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
 

@@ -16,6 +16,7 @@ mod body;
 mod client;
 mod discovery;
 mod failure;
+mod first_party;
 mod identity;
 mod inject;
 mod origin;
@@ -68,6 +69,18 @@ fn main() {
         Route::Admin => {
             access.plan = "admin".into();
             let response = admin::respond(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
+        }
+        Route::FirstPartySign => {
+            access.plan = "first-party-sign".into();
+            let response = first_party::sign(&request, &SETTINGS);
+            access.headers_sent(response.get_status().as_u16());
+            response.send_to_client();
+        }
+        Route::FirstPartyClick => {
+            access.plan = "first-party-click".into();
+            let response = first_party::click(&request, &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             response.send_to_client();
         }

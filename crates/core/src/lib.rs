@@ -13,6 +13,8 @@
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
 //! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
+//! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
+//!   decisions.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]

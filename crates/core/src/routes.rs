@@ -19,6 +19,10 @@ pub enum Route {
     /// Any method on `/_ts/admin` and everything under it: the admin routes, behind basic
     /// auth, never proxied (see [`crate::admin`]).
     Admin,
+    /// `GET /first-party/sign?url=…`: a signed first-party proxy URL for an allowed target.
+    FirstPartySign,
+    /// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: a redirect to a signed target.
+    FirstPartyClick,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -33,6 +37,16 @@ const ROUTES: &[(Option<&str>, &str, Route)] = &[
         Route::Discovery,
     ),
     (Some("POST"), "/verify-signature", Route::VerifySignature),
+    (
+        Some("GET"),
+        crate::first_party::SIGN_PATH,
+        Route::FirstPartySign,
+    ),
+    (
+        Some("GET"),
+        crate::first_party::token::CLICK_PATH,
+        Route::FirstPartyClick,
+    ),
 ];
 
 /// `(methods, path prefix, route)`, tried after [`ROUTES`]; `None` matches any method.
@@ -128,6 +142,31 @@ mod tests {
                 Route::classify("GET", path),
                 Route::PublisherProxy,
                 "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn first_party_sign_and_click_by_exact_path() {
+        assert_eq!(
+            Route::classify("GET", "/first-party/sign"),
+            Route::FirstPartySign
+        );
+        assert_eq!(
+            Route::classify("GET", "/first-party/click"),
+            Route::FirstPartyClick
+        );
+        for (method, path) in [
+            ("POST", "/first-party/sign"),
+            ("HEAD", "/first-party/click"),
+            ("GET", "/first-party/sign/"),
+            ("GET", "/first-party/clicks"),
+            ("GET", "/First-Party/click"),
+        ] {
+            assert_eq!(
+                Route::classify(method, path),
+                Route::PublisherProxy,
+                "{method} {path}"
             );
         }
     }

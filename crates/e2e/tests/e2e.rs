@@ -19,6 +19,7 @@ use trusted_server_core::UrlRule;
 
 mod admin;
 mod edge_id;
+mod first_party;
 mod signing;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -41,8 +42,8 @@ struct World {
     origin_addr: SocketAddr,
     streaming: SocketAddr,
     buffered: SocketAddr,
-    /// A streaming build whose `identity.secret_key`, `signing.current_kid` and
-    /// `admin.password_key` name no secret in their stores.
+    /// A streaming build whose `identity.secret_key`, `signing.current_kid`,
+    /// `admin.password_key` and `first_party.token_key` name no secret in their stores.
     no_secret: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
@@ -227,6 +228,34 @@ fn main() {
             admin::secrets_never_shown,
         ),
         (
+            "first party: sign answers a proxy URL the development key verifies",
+            first_party::sign_answers_a_verifiable_proxy_url,
+        ),
+        (
+            "first party: sign refuses with one generic 400 and logs why",
+            first_party::sign_refuses_with_one_generic_body,
+        ),
+        (
+            "first party: the SSRF table through the real service",
+            first_party::ssrf_table_through_the_service,
+        ),
+        (
+            "first party: click redirects to the signed target, never stored",
+            first_party::click_redirects_to_the_signed_target,
+        ),
+        (
+            "first party: click refuses tampered, wrong expiry, expired and other hosts with one 403",
+            first_party::click_refuses_tampered_expired_and_other_hosts,
+        ),
+        (
+            "first party: a missing key answers 503 and logs why",
+            first_party::missing_key_answers_503_and_logs_why,
+        ),
+        (
+            "first party: the key never shows in a response or a log",
+            first_party::the_key_never_shows,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -288,7 +317,7 @@ fn set_up() -> Result<World, String> {
     let dir = root.join("target/e2e");
     let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet)?;
     let mut servers = pair.guards;
-    // The edge ID and the admin routes without their secrets: the stores exist (fastly.toml),
+    // The edge ID, signing, the admin routes and first-party URLs without their secrets: the stores exist (fastly.toml),
     // the keys do not.
     let no_secret_wasm = e2e::build_service(
         &root,
@@ -313,6 +342,10 @@ fn set_up() -> Result<World, String> {
             (
                 "TRUSTED_SERVER__ADMIN__PASSWORD_KEY".to_owned(),
                 "no_such_admin_key".to_owned(),
+            ),
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__TOKEN_KEY".to_owned(),
+                "no_such_url_key".to_owned(),
             ),
         ],
     )?;

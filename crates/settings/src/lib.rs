@@ -172,6 +172,44 @@ pub struct Admin {
     pub password_key: Text,
 }
 
+/// One `first_party.resolve` entry: connect to `address` for `host`, as curl's `--resolve`
+/// does. Development only: it is how local tests reach partners on 127.0.0.1 while the URLs
+/// keep their names (an IP literal in a URL is always refused).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolve {
+    /// The host name (lowercase, an allowed domain or a subdomain of one).
+    pub host: Text,
+    /// `127.0.0.1:PORT` (any loopback address and a port): where to connect instead of
+    /// asking DNS.
+    pub address: Text,
+}
+
+/// First-party URLs for third-party content (`[first_party]` section): `/first-party/sign`,
+/// `/first-party/click` and the proxy, and the SSRF policy they share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstParty {
+    /// `first_party.allowed_domains`: the partner domains (and their subdomains) that
+    /// first-party URLs may point at, lowercase, without a trailing dot. Empty (the default)
+    /// allows nothing.
+    pub allowed_domains: Cow<'static, [Text]>,
+    /// `first_party.allowed_ports`: ports allowed besides 80 and 443 (default none).
+    pub allowed_ports: Cow<'static, [u16]>,
+    /// `first_party.resolve`: development-only addresses for allowed host names, sorted by
+    /// host (default none).
+    pub resolve: Cow<'static, [Resolve]>,
+    /// `first_party.secret_store`: the Fastly Secret Store holding the URL-signing key
+    /// (default `ts_first_party`).
+    pub secret_store: Text,
+    /// `first_party.token_key`: the key's name in that store (default `url_hmac_key`).
+    pub token_key: Text,
+    /// `first_party.sign_ttl_secs`: how long a URL from `/first-party/sign` stays good
+    /// (default 300): short, since anyone may ask for one.
+    pub sign_ttl_secs: u32,
+    /// `first_party.page_ttl_secs`: how long URLs the service writes into pages itself stay
+    /// good (default 3600): a page may sit open in a tab for a while before a click.
+    pub page_ttl_secs: u32,
+}
+
 /// The first-party script (`[script]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Script {
@@ -244,6 +282,8 @@ pub struct Settings {
     pub identity: Identity,
     /// The `[signing]` section.
     pub signing: Signing,
+    /// The `[first_party]` section.
+    pub first_party: FirstParty,
     /// The `[script]` section.
     pub script: Script,
     /// The `[admin]` section.
@@ -290,6 +330,15 @@ impl Settings {
             current_kid: Cow::Borrowed("ts-signing-1"),
             previous_kids: Cow::Borrowed(&[]),
         },
+        first_party: FirstParty {
+            allowed_domains: Cow::Borrowed(&[]),
+            allowed_ports: Cow::Borrowed(&[]),
+            resolve: Cow::Borrowed(&[]),
+            secret_store: Cow::Borrowed("ts_first_party"),
+            token_key: Cow::Borrowed("url_hmac_key"),
+            sign_ttl_secs: 300,
+            page_ttl_secs: 3600,
+        },
         script: Script { inject: true },
         admin: Admin {
             enabled: true,
@@ -320,6 +369,22 @@ impl Settings {
             })
             .collect();
         let previous_kids: Vec<String> = self.signing.previous_kids.iter().map(s).collect();
+        let fp = &self.first_party;
+        let list = |items: Vec<String>| items.join(", ");
+        let domains = list(fp.allowed_domains.iter().map(s).collect());
+        let ports = list(fp.allowed_ports.iter().map(|p| format!("{p}u16")).collect());
+        let resolve = list(
+            fp.resolve
+                .iter()
+                .map(|r| {
+                    format!(
+                        "::trusted_server_settings::Resolve {{ host: {}, address: {} }}",
+                        s(&r.host),
+                        s(&r.address)
+                    )
+                })
+                .collect(),
+        );
         format!(
             "::trusted_server_settings::Settings {{
     publisher: ::trusted_server_settings::Publisher {{
@@ -353,6 +418,15 @@ impl Settings {
         secret_store: {signing_store},
         current_kid: {current_kid},
         previous_kids: ::std::borrow::Cow::Borrowed(&[{previous_kids}]),
+    }},
+    first_party: ::trusted_server_settings::FirstParty {{
+        allowed_domains: ::std::borrow::Cow::Borrowed(&[{domains}]),
+        allowed_ports: ::std::borrow::Cow::Borrowed(&[{ports}]),
+        resolve: ::std::borrow::Cow::Borrowed(&[{resolve}]),
+        secret_store: {fp_store},
+        token_key: {fp_key},
+        sign_ttl_secs: {sign_ttl},
+        page_ttl_secs: {page_ttl},
     }},
     script: ::trusted_server_settings::Script {{
         inject: {script_inject},
@@ -390,6 +464,10 @@ impl Settings {
             signing_store = s(&self.signing.secret_store),
             current_kid = s(&self.signing.current_kid),
             previous_kids = previous_kids.join(", "),
+            fp_store = s(&fp.secret_store),
+            fp_key = s(&fp.token_key),
+            sign_ttl = fp.sign_ttl_secs,
+            page_ttl = fp.page_ttl_secs,
             script_inject = self.script.inject,
             admin_enabled = self.admin.enabled,
             admin_store = s(&self.admin.secret_store),

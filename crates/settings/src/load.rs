@@ -15,8 +15,8 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use crate::{
-    Admin, HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher, Scheme,
-    Script, Settings, Signing, Text,
+    Admin, FirstParty, HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher,
+    Resolve, Scheme, Script, Settings, Signing, Text,
 };
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
@@ -77,6 +77,7 @@ struct SettingsFile {
     integrations: IntegrationsFile,
     identity: IdentityFile,
     signing: SigningFile,
+    first_party: FirstPartyFile,
     script: ScriptFile,
     admin: AdminFile,
     logging: LoggingFile,
@@ -135,6 +136,20 @@ struct AdminFile {
     secret_store: Option<String>,
     user_key: Option<String>,
     password_key: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct FirstPartyFile {
+    allowed_domains: Option<Composite>,
+    allowed_ports: Option<Composite>,
+    resolve: Option<Composite>,
+    secret_store: Option<String>,
+    token_key: Option<String>,
+    /// At most a day: anyone may ask for these.
+    sign_ttl_secs: Option<Int<1, 86_400>>,
+    /// At most a week.
+    page_ttl_secs: Option<Int<1, 604_800>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -200,6 +215,44 @@ impl TryFrom<RawList> for Names {
             RawList::Text(s) if s.trim().is_empty() => Vec::new(),
             RawList::Text(s) => s.split(',').map(|n| n.trim().to_owned()).collect(),
         }))
+    }
+}
+
+/// An array or a table, also written as a string holding one in TOML syntax (environment
+/// values are strings: `TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS='["a.example"]'`).
+#[derive(Deserialize)]
+#[serde(try_from = "RawComposite")]
+struct Composite(Value);
+
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "expected an array, a table, or a string holding one"
+)]
+enum RawComposite {
+    Array(Vec<Value>),
+    Table(Table),
+    Text(String),
+}
+
+impl TryFrom<RawComposite> for Composite {
+    type Error = String;
+    fn try_from(raw: RawComposite) -> Result<Self, String> {
+        match raw {
+            RawComposite::Array(a) => Ok(Composite(Value::Array(a))),
+            RawComposite::Table(t) => Ok(Composite(Value::Table(t))),
+            RawComposite::Text(text) => {
+                let bad = || format!("expected a TOML array or inline table, got {text:?}");
+                if text.contains(['\n', '\r']) {
+                    return Err(bad());
+                }
+                let mut table: Table = format!("v = {text}").parse().map_err(|_| bad())?;
+                match (table.len(), table.remove("v")) {
+                    (1, Some(v @ (Value::Array(_) | Value::Table(_)))) => Ok(Composite(v)),
+                    _ => Err(bad()),
+                }
+            }
+        }
     }
 }
 
@@ -668,6 +721,8 @@ fn convert(
         previous_kids: Cow::Owned(previous_kids),
     };
 
+    let first_party = first_party(file.first_party, &err, &store_name)?;
+
     let (n, dn) = (
         file.integrations.nextjs,
         Settings::DEFAULT.integrations.nextjs,
@@ -704,6 +759,7 @@ fn convert(
         },
         identity,
         signing,
+        first_party,
         script: Script {
             inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
         },
@@ -717,6 +773,129 @@ fn convert(
         response_headers: Cow::Owned(response_headers),
     };
     Ok((settings, notes))
+}
+
+/// Checks a Secret Store or secret name at a key, or gives the default when unset.
+type StoreName<'a> = &'a dyn Fn(&str, Option<String>, &Text) -> Result<Text, LoadError>;
+
+/// Validates `[first_party]`. `err` makes an error for a key; `store_name` checks a Secret
+/// Store or secret name.
+fn first_party(
+    f: FirstPartyFile,
+    err: &dyn Fn(&str, &str) -> LoadError,
+    store_name: StoreName<'_>,
+) -> Result<FirstParty, LoadError> {
+    let d = Settings::DEFAULT.first_party;
+    let array = |key: &str, c: Option<Composite>| match c.map(|c| c.0) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(err(key, "expected an array")),
+    };
+
+    let key = "first_party.allowed_domains";
+    let mut domains: Vec<Text> = Vec::new();
+    for item in array(key, f.allowed_domains)? {
+        let Value::String(domain) = item else {
+            return Err(err(key, "expected an array of domain names"));
+        };
+        let lower = domain.to_ascii_lowercase();
+        let name = lower.strip_suffix('.').unwrap_or(&lower);
+        let numeric = name
+            .rsplit('.')
+            .next()
+            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
+        if !is_host(name) || numeric {
+            let problem =
+                format!("{domain:?} is not a domain name (IP addresses are never allowed)");
+            return Err(err(key, &problem));
+        }
+        // A single label ("com") would allow a whole top-level domain.
+        if !name.contains('.') {
+            return Err(err(
+                key,
+                &format!("{domain:?} is a single label; name a registered domain"),
+            ));
+        }
+        if !domains.iter().any(|d| d == name) {
+            domains.push(Cow::Owned(name.to_owned()));
+        }
+    }
+
+    let key = "first_party.allowed_ports";
+    let mut ports = Vec::new();
+    for item in array(key, f.allowed_ports)? {
+        match item {
+            Value::Integer(n) if (1..=65_535).contains(&n) => {
+                let port = u16::try_from(n).unwrap_or_default();
+                if !ports.contains(&port) {
+                    ports.push(port);
+                }
+            }
+            other => {
+                let problem = format!("{} is not a port (1 to 65535)", shown(&other));
+                return Err(err(key, &problem));
+            }
+        }
+    }
+
+    let key = "first_party.resolve";
+    let entries = match f.resolve.map(|c| c.0) {
+        None => Table::new(),
+        Some(Value::Table(t)) => t,
+        Some(_) => return Err(err(key, "expected a table of host = \"127.0.0.1:PORT\"")),
+    };
+    let allowed = |host: &str| {
+        domains
+            .iter()
+            .any(|d| host == d || host.ends_with(&format!(".{d}")))
+    };
+    let mut resolve = Vec::new();
+    for (host, address) in entries {
+        let lower = host.to_ascii_lowercase();
+        if !is_host(&lower) || !allowed(&lower) {
+            let problem = format!("{host:?} is not in first_party.allowed_domains");
+            return Err(err(key, &problem));
+        }
+        let loopback = match &address {
+            Value::String(a) => a
+                .parse::<std::net::SocketAddr>()
+                .ok()
+                .filter(|a| a.ip().is_loopback() && a.port() != 0),
+            _ => None,
+        };
+        let Some(address) = loopback else {
+            let problem = format!(
+                "{host:?} = {}: expected \"127.0.0.1:PORT\" (a loopback address and a port; development only)",
+                shown(&address)
+            );
+            return Err(err(key, &problem));
+        };
+        resolve.push(Resolve {
+            host: Cow::Owned(lower),
+            address: Cow::Owned(address.to_string()),
+        });
+    }
+    resolve.sort_by(|a, b| a.host.cmp(&b.host));
+    resolve.dedup_by(|a, b| a.host == b.host);
+
+    Ok(FirstParty {
+        allowed_domains: Cow::Owned(domains),
+        allowed_ports: Cow::Owned(ports),
+        resolve: Cow::Owned(resolve),
+        secret_store: store_name("first_party.secret_store", f.secret_store, &d.secret_store)?,
+        token_key: store_name("first_party.token_key", f.token_key, &d.token_key)?,
+        sign_ttl_secs: f.sign_ttl_secs.map_or(d.sign_ttl_secs, |i| i.0),
+        page_ttl_secs: f.page_ttl_secs.map_or(d.page_ttl_secs, |i| i.0),
+    })
+}
+
+/// A value for a message: strings quoted, integers as written, anything else by its type.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Integer(n) => n.to_string(),
+        other => format!("a {}", other.type_str()),
+    }
 }
 
 /// A Fastly Secret Store or secret name: 1 to 255 letters, digits, `-`, `_` or `.`.
@@ -759,6 +938,15 @@ mod tests {
         [publisher]
         domain = "www.example.com"
         origin_url = "https://origin.example.com"
+    "#;
+
+    /// [`MINIMAL`] with one allowed partner domain.
+    const FP: &str = r#"
+        [publisher]
+        domain = "www.example.com"
+        origin_url = "https://origin.example.com"
+        [first_party]
+        allowed_domains = ["demo-partner.example"]
     "#;
 
     fn no_env() -> Vec<(String, String)> {
@@ -926,6 +1114,32 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD_KEY", "pass word")], "admin.password_key"),
             (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD_KEY", "admin_user")], "admin.password_key"),
             (MINIMAL, &[("TRUSTED_SERVER__ADMIN__PASSWORD", "hunter2")], "admin.password"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "a.example")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[\"a.example\"]\nx = 1")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[\"127.0.0.1\"]")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[\"com\"]")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[\"a b.example\"]")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "[1]")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS", "{}")], "first_party.allowed_domains"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_PORTS", "[0]")], "first_party.allowed_ports"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_PORTS", "[65536]")], "first_party.allowed_ports"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_PORTS", "[\"8080\"]")], "first_party.allowed_ports"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"a.example\" = \"127.0.0.1:1\" }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"ads.demo-partner.example\" = \"10.0.0.1:80\" }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"ads.demo-partner.example\" = \"127.0.0.1\" }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"ads.demo-partner.example\" = \"127.0.0.1:0\" }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"ads.demo-partner.example\" = \"localhost:80\" }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "{ \"ads.demo-partner.example\" = 8080 }")], "first_party.resolve"),
+            (FP, &[("TRUSTED_SERVER__FIRST_PARTY__RESOLVE", "[]")], "first_party.resolve"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__SECRET_STORE", "a/b")], "first_party.secret_store"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__TOKEN_KEY", "")], "first_party.token_key"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__SIGN_TTL_SECS", "0")], "first_party.sign_ttl_secs"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__SIGN_TTL_SECS", "86401")], "first_party.sign_ttl_secs"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__PAGE_TTL_SECS", "604801")], "first_party.page_ttl_secs"),
+            (MINIMAL, &[("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_HOSTS", "[]")], "first_party.allowed_hosts"),
+            (&format!("{MINIMAL}\n[first_party]\nallowed_domains = \"x\"\n"), &[], "first_party.allowed_domains"),
+            (&format!("{MINIMAL}\n[first_party]\nallowed_domains = [[\"x.example\"]]\n"), &[], "first_party.allowed_domains"),
+            (&format!("{MINIMAL}\n[first_party]\nallowed_domains = true\n"), &[], "first_party.allowed_domains"),
         ];
         for (text, env, key) in cases {
             assert_eq!(&error_key(text, env), key, "for {text:?} with {env:?}");
@@ -937,7 +1151,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 23, "{vars:?}");
+        assert_eq!(vars.len(), 30, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1048,6 +1262,74 @@ mod tests {
             (e.key.as_str(), e.origin),
             ("admin.password_key", Some(Origin::Line(10)))
         );
+    }
+
+    #[test]
+    fn first_party_settings_from_file_and_environment() {
+        let d = load(MINIMAL, no_env()).unwrap().first_party;
+        assert_eq!(d, Settings::DEFAULT.first_party);
+        assert!(d.allowed_domains.is_empty(), "an empty list is the default");
+        let text = format!(
+            "{MINIMAL}\n[first_party]\nallowed_domains = [\"Demo-Partner.Example.\", \"cdn.other.example\", \"demo-partner.example\"]\n\
+             allowed_ports = [8443, 8443, 80]\nsign_ttl_secs = 60\npage_ttl_secs = 7200\n\
+             secret_store = \"fp.store\"\ntoken_key = \"k-1\"\n\
+             [first_party.resolve]\n\"x.demo-partner.example\" = \"127.0.0.1:9001\"\n\
+             \"CDN.other.example\" = \"[::1]:9002\"\n"
+        );
+        let s = load(&text, no_env()).unwrap();
+        let fp = &s.first_party;
+        // Lowercase, no trailing dot, each once, in the order written.
+        assert_eq!(
+            fp.allowed_domains[..],
+            ["demo-partner.example", "cdn.other.example"]
+        );
+        assert_eq!(fp.allowed_ports[..], [8443, 80]);
+        assert_eq!(
+            fp.resolve[..],
+            [
+                Resolve {
+                    host: "cdn.other.example".into(),
+                    address: "[::1]:9002".into()
+                },
+                Resolve {
+                    host: "x.demo-partner.example".into(),
+                    address: "127.0.0.1:9001".into()
+                },
+            ]
+        );
+        assert_eq!((fp.sign_ttl_secs, fp.page_ttl_secs), (60, 7200));
+        assert_eq!((&*fp.secret_store, &*fp.token_key), ("fp.store", "k-1"));
+        let expr = s.to_rust_expr();
+        for part in [
+            "allowed_domains: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"demo-partner.example\"), ",
+            "allowed_ports: ::std::borrow::Cow::Borrowed(&[8443u16, 80u16])",
+            "::trusted_server_settings::Resolve { host: ::std::borrow::Cow::Borrowed(\"cdn.other.example\"), address: ::std::borrow::Cow::Borrowed(\"[::1]:9002\") }",
+            "sign_ttl_secs: 60,",
+            "token_key: ::std::borrow::Cow::Borrowed(\"k-1\")",
+        ] {
+            assert!(expr.contains(part), "{part} not in {expr}");
+        }
+        // From the environment: TOML syntax in a string.
+        let env = [
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS",
+                "[\"b.example\"]",
+            ),
+            ("TRUSTED_SERVER__FIRST_PARTY__ALLOWED_PORTS", "[ 9000 ]"),
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+                "{ \"a.b.example\" = \"127.0.0.2:80\" }",
+            ),
+        ];
+        let s = load(MINIMAL, env).unwrap().first_party;
+        assert_eq!(s.allowed_domains[..], ["b.example"]);
+        assert_eq!(s.allowed_ports[..], [9000]);
+        assert_eq!(&*s.resolve[0].address, "127.0.0.2:80");
+        // A resolve entry must name an allowed host: the file's line is given.
+        let e = load(&text.replace("x.demo-partner", "x.unlisted"), no_env()).unwrap_err();
+        assert_eq!(e.key, "first_party.resolve");
+        assert!(e.problem.contains("\"x.unlisted.example\""), "{e}");
+        assert!(matches!(e.origin, Some(Origin::Line(_))), "{e}");
     }
 
     #[test]
@@ -1201,7 +1483,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 19, "rows with a literal default");
+        assert_eq!(checked, 26, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

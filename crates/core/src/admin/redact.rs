@@ -21,7 +21,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, Identity, Integrations, Logging, Nextjs, Publisher, Script, Settings, Signing,
+    Admin, FirstParty, Identity, Integrations, Logging, Nextjs, Publisher, Resolve, Script,
+    Settings, Signing,
 };
 
 use crate::VERSION;
@@ -73,6 +74,12 @@ impl SettingsView<'_> {
         self.object.insert(key.to_owned(), Value::Array(list));
     }
 
+    /// A list of numbers.
+    pub fn numbers(&mut self, key: &str, values: &[u16]) {
+        let list = values.iter().map(|&n| Value::from(n)).collect();
+        self.object.insert(key.to_owned(), Value::Array(list));
+    }
+
     /// A setting that is or could be secret: only its key appears. The value is not taken.
     pub fn redacted(&mut self, key: &str) {
         self.object.insert(key.to_owned(), Value::from(REDACTED));
@@ -96,6 +103,7 @@ pub fn settings_json(settings: &Settings) -> String {
         integrations,
         identity,
         signing,
+        first_party,
         script,
         admin,
         logging,
@@ -110,6 +118,7 @@ pub fn settings_json(settings: &Settings) -> String {
         view.section("integrations", |v| integrations_view(v, integrations));
         view.section("identity", |v| identity_view(v, identity));
         view.section("signing", |v| signing_view(v, signing));
+        view.section("first_party", |v| first_party_view(v, first_party));
         view.section("script", |v| {
             let Script { inject } = script;
             v.flag("inject", *inject);
@@ -194,6 +203,30 @@ fn signing_view(v: &mut SettingsView<'_>, signing: &Signing) {
     v.shaped_list("previous_kids", previous_kids, Shape::SecretName);
 }
 
+fn first_party_view(v: &mut SettingsView<'_>, first_party: &FirstParty) {
+    let FirstParty {
+        allowed_domains,
+        allowed_ports,
+        resolve,
+        secret_store,
+        token_key,
+        sign_ttl_secs,
+        page_ttl_secs,
+    } = first_party;
+    v.shaped_list("allowed_domains", allowed_domains, Shape::Host);
+    v.numbers("allowed_ports", allowed_ports);
+    v.section("resolve", |v| {
+        // Validated at load: an allowed host name and a loopback `address:port`.
+        for Resolve { host, address } in resolve.iter() {
+            v.shaped(host, address, Shape::Host);
+        }
+    });
+    v.shaped("secret_store", secret_store, Shape::SecretName);
+    v.shaped("token_key", token_key, Shape::SecretName);
+    v.number("sign_ttl_secs", *sign_ttl_secs);
+    v.number("page_ttl_secs", *page_ttl_secs);
+}
+
 fn admin_view(v: &mut SettingsView<'_>, admin: &Admin) {
     let Admin {
         enabled,
@@ -219,15 +252,17 @@ mod tests {
         serde_json::from_str(&settings_json(settings)).expect("valid JSON")
     }
 
-    /// Dotted paths of every leaf under `value`.
+    /// Dotted paths of every leaf under `value`; an object at a path the loader knows as one
+    /// setting (a map such as `first_party.resolve`) is a leaf.
     fn leaves(value: &Value, prefix: &str, out: &mut Vec<String>) {
+        let path = prefix.trim_end_matches('.').to_owned();
         match value {
-            Value::Object(map) => {
+            Value::Object(map) if !trusted_server_settings::keys().contains(&path) => {
                 for (k, v) in map {
                     leaves(v, &format!("{prefix}{k}."), out);
                 }
             }
-            _ => out.push(prefix.trim_end_matches('.').to_owned()),
+            _ => out.push(path),
         }
     }
 

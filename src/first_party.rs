@@ -1,0 +1,239 @@
+//! First-party URLs, adapter side: the signing key from the Fastly Secret Store, the clock,
+//! and the answers of `GET /first-party/sign` and `GET /first-party/click`. Every decision is
+//! the core's (`first_party`); this file only reads the platform and sends.
+//!
+//! Refusals are logged with their reason at `info` (the client's mistake or attack) and
+//! answered with one generic body per status. A missing or unusable secret is logged at
+//! `error`, naming the store, the key and the setting but never the value, and answered `503`.
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fastly::http::StatusCode;
+use fastly::{Request, Response, SecretStore};
+use trusted_server_core::first_party::{
+    self, token, SignedParams, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNAVAILABLE_BODY,
+};
+use trusted_server_core::Settings;
+use trusted_server_settings::FirstParty;
+
+use crate::reply;
+
+/// Why no URL can be signed or checked.
+#[derive(Debug)]
+enum Unavailable {
+    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
+    Store(String, String),
+    /// The store has no such key.
+    MissingKey(String, String),
+    /// The key is there but cannot be read, or is too short.
+    Unusable(String, String, String),
+    /// The clock reads before 1970.
+    Clock,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Store(store, e) => write!(
+                f,
+                "cannot open secret store `{store}` (first_party.secret_store): {e}"
+            ),
+            Unavailable::MissingKey(store, key) => write!(
+                f,
+                "secret store `{store}` has no key `{key}` (first_party.token_key)"
+            ),
+            Unavailable::Unusable(store, key, e) => {
+                write!(f, "secret `{key}` in store `{store}` is unusable: {e}")
+            }
+            Unavailable::Clock => f.write_str("the clock reads before the Unix epoch"),
+        }
+    }
+}
+
+/// Reads the URL-signing key. Each request runs in a fresh instance, so this is per request,
+/// and only for requests that get as far as signing or verifying.
+fn read_key(settings: &FirstParty) -> Result<UrlKey, Unavailable> {
+    let (store, key) = (&*settings.secret_store, &*settings.token_key);
+    let opened =
+        SecretStore::open(store).map_err(|e| Unavailable::Store(store.into(), e.to_string()))?;
+    let secret = opened
+        .try_get(key)
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?
+        .ok_or_else(|| Unavailable::MissingKey(store.into(), key.into()))?;
+    let bytes = secret
+        .try_plaintext()
+        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?;
+    UrlKey::new(&bytes).map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
+}
+
+/// Seconds since the Unix epoch, from the platform's clock.
+fn now() -> Result<u64, Unavailable> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .map_err(|_| Unavailable::Clock)
+}
+
+/// The SSRF policy of the embedded settings.
+pub fn policy(settings: &FirstParty) -> TargetPolicy {
+    TargetPolicy::new(settings.allowed_domains.iter(), &settings.allowed_ports)
+}
+
+/// A JSON answer of ours, never stored by any cache.
+fn json(status: StatusCode, body: String, cache_control: &str, settings: &Settings) -> Response {
+    reply::with_standard_headers(
+        Response::from_status(status)
+            .with_header("content-type", "application/json")
+            .with_header("cache-control", cache_control)
+            .with_body(body),
+        settings,
+    )
+}
+
+fn unavailable(e: &Unavailable, route: &str, settings: &Settings) -> Response {
+    log::error!("{route} unavailable: {e}");
+    json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        UNAVAILABLE_BODY.to_owned(),
+        "no-store",
+        settings,
+    )
+}
+
+/// `GET /first-party/sign?url=<absolute URL>`: `200 {"url": "/first-party/proxy?…",
+/// "expires": N}` for an allowed target, `400` otherwise.
+pub fn sign(request: &Request, settings: &Settings) -> Response {
+    let fp = &settings.first_party;
+    let target = match first_party::sign_target(request.get_query_str(), &policy(fp)) {
+        Ok(target) => target,
+        Err(e) => {
+            log::info!("first-party sign refused: {e}");
+            return json(
+                StatusCode::BAD_REQUEST,
+                REFUSED_BODY.to_owned(),
+                "no-store",
+                settings,
+            );
+        }
+    };
+    let (key, now) = match read_key(fp).and_then(|k| Ok((k, now()?))) {
+        Ok(pair) => pair,
+        Err(e) => return unavailable(&e, "first-party sign", settings),
+    };
+    let expires = now.saturating_add(u64::from(fp.sign_ttl_secs));
+    let url = key.signed_url(token::PROXY_PATH, &target.url, expires);
+    json(
+        StatusCode::OK,
+        first_party::signed_body(&url, expires),
+        "no-store",
+        settings,
+    )
+}
+
+/// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: `302` to the target when the token,
+/// the expiry and the policy all agree, `403` with the same body otherwise.
+pub fn click(request: &Request, settings: &Settings) -> Response {
+    let fp = &settings.first_party;
+    let forbidden = |why: &dyn fmt::Display| {
+        log::info!("first-party click refused: {why}");
+        json(
+            StatusCode::FORBIDDEN,
+            FORBIDDEN_BODY.to_owned(),
+            "no-store, private",
+            settings,
+        )
+    };
+    let params = match SignedParams::parse(request.get_query_str().unwrap_or("")) {
+        Ok(params) => params,
+        Err(e) => return forbidden(&e),
+    };
+    let (key, now) = match read_key(fp).and_then(|k| Ok((k, now()?))) {
+        Ok(pair) => pair,
+        Err(e) => return unavailable(&e, "first-party click", settings),
+    };
+    match first_party::verify(&params, &key, &policy(fp), now) {
+        Ok(target) => reply::with_standard_headers(
+            Response::from_status(StatusCode::FOUND)
+                .with_header("location", &target.url)
+                .with_header("cache-control", "no-store, private"),
+            settings,
+        ),
+        Err(e) => forbidden(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    const SECRET_MARK: &str = "DEVELOPMENT ONLY";
+
+    /// Under `viceroy run`, fastly.toml's development store is there.
+    #[test]
+    fn the_key_is_read_from_the_store_and_failures_name_store_and_key() {
+        let settings = &crate::SETTINGS.first_party;
+        assert!(read_key(settings).is_ok());
+        let mut missing = settings.clone();
+        missing.token_key = Cow::Borrowed("no_such_key");
+        let e = read_key(&missing).unwrap_err().to_string();
+        assert!(
+            e.contains("no_such_key") && e.contains("first_party.token_key"),
+            "{e}"
+        );
+        let mut no_store = settings.clone();
+        no_store.secret_store = Cow::Borrowed("no_such_store");
+        let e = read_key(&no_store).unwrap_err().to_string();
+        assert!(e.contains("no_such_store"), "{e}");
+        assert!(!e.contains(SECRET_MARK), "the secret never shows: {e}");
+    }
+
+    fn sign_query(url: &str) -> Response {
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("url", url)
+            .finish();
+        sign(
+            &Request::get(format!("http://www.pub.test/first-party/sign?{query}")),
+            &crate::SETTINGS,
+        )
+    }
+
+    #[test]
+    fn sign_then_click_redirects_and_a_refusal_is_generic() {
+        let mut signed = sign_query("https://ads.demo-partner.example/c?x=1");
+        assert_eq!(signed.get_status(), StatusCode::OK);
+        assert_eq!(signed.get_header_str("cache-control"), Some("no-store"));
+        let body = signed.take_body_str();
+        assert!(!body.contains(SECRET_MARK), "{body}");
+        let path = body
+            .split("\"url\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .replace(token::PROXY_PATH, token::CLICK_PATH);
+        let mut r = click(
+            &Request::get(format!("http://www.pub.test{path}")),
+            &crate::SETTINGS,
+        );
+        assert_eq!(r.get_status(), StatusCode::FOUND, "{}", r.take_body_str());
+        assert_eq!(
+            r.get_header_str("location"),
+            Some("https://ads.demo-partner.example/c?x=1")
+        );
+        assert_eq!(r.get_header_str("cache-control"), Some("no-store, private"));
+
+        let mut refused = sign_query("http://127.0.0.1/");
+        assert_eq!(refused.get_status(), StatusCode::BAD_REQUEST);
+        assert_eq!(refused.take_body_str(), REFUSED_BODY);
+        let mut forged = click(
+            &Request::get(format!(
+                "http://www.pub.test{}",
+                path.replace("tsexp=", "tsexp=1")
+            )),
+            &crate::SETTINGS,
+        );
+        assert_eq!(forged.get_status(), StatusCode::FORBIDDEN);
+        assert_eq!(forged.take_body_str(), FORBIDDEN_BODY);
+    }
+}
