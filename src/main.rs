@@ -17,12 +17,10 @@ mod client;
 mod discovery;
 mod failure;
 mod first_party;
+mod first_party_proxy;
 mod identity;
 mod inject;
 mod origin;
-// `partner::sign` is for the requests the first-party proxy sends to partners (issue 18,
-// item 2); until that route calls it, only its tests do.
-#[allow(dead_code)]
 mod partner;
 mod reply;
 mod response;
@@ -89,6 +87,10 @@ fn main() {
             let response = discovery::verify(request, &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             response.send_to_client();
+        }
+        Route::FirstPartyProxy => {
+            access.plan = "first-party-proxy".into();
+            first_party_proxy::respond(request, &SETTINGS, &mut access);
         }
         Route::PublisherProxy => proxy(request, &mut access),
     }
