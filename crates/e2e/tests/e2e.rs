@@ -45,6 +45,9 @@ struct World {
     /// A streaming build whose `identity.secret_key`, `signing.current_kid`,
     /// `admin.password_key` and `first_party.token_key` name no secret in their stores.
     no_secret: SocketAddr,
+    /// The test partner of the first-party proxy: `ads.` and `cdn.demo-partner.example`
+    /// resolve to it (`first_party.resolve` in the streaming and buffered builds).
+    partner: e2e::raw_origin::RawOrigin,
     _servers: Vec<ChildGuard>,
 }
 
@@ -256,6 +259,30 @@ fn main() {
             first_party::the_key_never_shows,
         ),
         (
+            "first-party proxy: a 100 KB image is byte-identical, headers filtered",
+            first_party::proxy::image_byte_identical,
+        ),
+        (
+            "first-party proxy: HTML and CSS creatives are rewritten to URLs that verify and fetch",
+            first_party::proxy::creatives_rewritten,
+        ),
+        (
+            "first-party proxy: tampered, wrong expiry, expired and other hosts get one 403",
+            first_party::proxy::bad_urls_refused,
+        ),
+        (
+            "first-party proxy: redirects followed when allowed, refused otherwise, loops stopped",
+            first_party::proxy::redirects,
+        ),
+        (
+            "first-party proxy: a partner dying mid-body gives an incomplete transfer",
+            first_party::proxy::partner_dies_mid_body,
+        ),
+        (
+            "first-party proxy: every hop is signed (Python verifier); X-TS-EC only with consent",
+            first_party::proxy::hops_signed_and_edge_id,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -300,7 +327,12 @@ fn set_up() -> Result<World, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let (origin, origin_addr) = build_and_start_demo_origin(&root, Some(&origin_log))?;
+    let partner = e2e::raw_origin::RawOrigin::start().map_err(|e| format!("partner: {e}"))?;
     let timeout = [
+        (
+            "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+            first_party::proxy::resolve(partner.addr()),
+        ),
         (
             "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
             FIRST_BYTE_TIMEOUT_MS.to_string(),
@@ -363,6 +395,7 @@ fn set_up() -> Result<World, String> {
         streaming: pair.streaming,
         buffered: pair.buffered,
         no_secret,
+        partner,
         _servers: servers,
     })
 }

@@ -13,6 +13,8 @@ use trusted_server_core::first_party::{UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNA
 
 use super::{check, fetch, Outcome, World, RESPONSE_HEADER};
 
+pub mod proxy;
+
 const KEY_FILE: &str = "fixtures/dev-only/first-party-url-key.DEVELOPMENT-ONLY.txt";
 const TABLE_FILE: &str = "fixtures/ssrf-targets.txt";
 const TARGET: &str = "https://ads.demo-partner.example/creative.html?slot=top&size=300x250";
@@ -59,20 +61,14 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// The `"url"` and `"expires"` of a sign answer.
+/// The `"url"` and `"expires"` of a sign answer, read by `serde_json` (key order is not
+/// part of the answer).
 fn signed(body: &[u8]) -> Result<(String, u64), String> {
-    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
-    let url = text
-        .split_once("\"url\":\"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(u, _)| u.to_owned());
-    let expires = text
-        .split_once("\"expires\":")
-        .map(|(_, rest)| rest.trim_end().trim_end_matches('}'))
-        .and_then(|n| n.parse().ok());
-    match (url, expires) {
-        (Some(u), Some(e)) => Ok((u, e)),
-        _ => Err(format!("not a sign answer: {text}")),
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(body)))?;
+    match (v["url"].as_str(), v["expires"].as_u64()) {
+        (Some(u), Some(e)) => Ok((u.to_owned(), e)),
+        _ => Err(format!("not a sign answer: {v}")),
     }
 }
 
