@@ -71,7 +71,8 @@ const ORIGIN_WIDE: [&str; 6] = [
 /// Response headers describing the exact bytes, dropped when the body is rewritten.
 const BODY_BOUND: [&str; 3] = ["content-length", "content-md5", "digest"];
 
-/// The headers sent to the partner with each hop: [`PASSED_REQUEST`] from the client, one
+/// The headers sent to the partner with each hop: `Accept`, `Accept-Language` and
+/// `User-Agent` from the client, one
 /// `Accept-Encoding` limited to the codings the creative stage decodes (so whatever comes
 /// back can be rewritten, and the client can read it since it offered them), and the edge ID
 /// in `X-TS-EC` when the caller gives one. `Host` and the signature are the adapter's.
@@ -202,7 +203,9 @@ impl fmt::Display for HeaderError {
 impl std::error::Error for HeaderError {}
 
 /// The partner's response headers as the client gets them: without hop-by-hop headers (and
-/// those `Connection` names), cookies, CORS (`Access-Control-*`) and [`ORIGIN_WIDE`] headers;
+/// those `Connection` names), cookies, CORS (`Access-Control-*`) and headers that act on the
+/// whole origin (`Clear-Site-Data`, `Strict-Transport-Security`, `Alt-Svc`,
+/// `Service-Worker-Allowed`);
 /// when the body is `rewritten`, without the headers bound to its exact bytes, and with a
 /// strong `ETag` made weak (the bytes differ; the meaning does not). `Cache-Control`,
 /// `Content-Type` and the rest pass unchanged.

@@ -437,7 +437,7 @@ fn edge_id(w: &World) -> Result<String, String> {
     )?;
     r.header_values("set-cookie")
         .into_iter()
-        .map(|v| text(v))
+        .map(text)
         .find_map(|c| {
             c.strip_prefix("ts-ec=")
                 .and_then(|rest| rest.split(';').next())
@@ -446,12 +446,15 @@ fn edge_id(w: &World) -> Result<String, String> {
         .ok_or_else(|| "no ts-ec cookie on a navigation".to_owned())
 }
 
+/// A named request: its headers and the `X-TS-EC` the partner must see.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Option<&'a str>);
+
 pub fn hops_signed_and_edge_id(w: &World) -> Outcome {
     install(&w.partner);
     let id = edge_id(w)?;
     let cookie = format!("ts-ec={id}");
     let keys = format!("http://{}{DISCOVERY}", w.streaming);
-    let cases: [(&str, Vec<(&str, &str)>, Option<&str>); 3] = [
+    let cases: [Case<'_>; 3] = [
         ("with the ID cookie", vec![("cookie", &cookie)], Some(&id)),
         (
             "under Sec-GPC",
