@@ -283,6 +283,10 @@ fn main() {
             first_party::proxy::hops_signed_and_edge_id,
         ),
         (
+            "first-party proxy: without its key a 503 that says why; the key never shows",
+            first_party::proxy::missing_key_and_the_key_never_shows,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),

@@ -501,3 +501,49 @@ pub fn hops_signed_and_edge_id(w: &World) -> Outcome {
     }
     Ok(())
 }
+
+/// Without its key the proxy answers the one `503` and logs which store and key, before any
+/// partner is contacted; the key never shows in a proxy response or in either build's log.
+pub fn missing_key_and_the_key_never_shows(w: &World) -> Outcome {
+    install(&w.partner);
+    w.partner.take_requests("/img.png");
+    let path = proxy_path(w, &format!("http://{ADS}/img.png"), 60)?;
+    let r = fetch(w.no_secret, &path, &[])?;
+    check(
+        r.status == 503 && r.body == trusted_server_core::first_party::UNAVAILABLE_BODY.as_bytes(),
+        || format!("no key: {} {}", r.status, text(&r.body)),
+    )?;
+    check(w.partner.take_requests("/img.png").is_empty(), || {
+        "a request reached the partner without a key".into()
+    })?;
+    crate::build_log_line(
+        w,
+        "no-secret",
+        &[
+            "first-party proxy unavailable",
+            "`ts_first_party`",
+            "no key `no_such_url_key`",
+        ],
+    )?;
+    let secret = super::secret_line(w)?;
+    check(secret.len() >= 16, || "no key line".into())?;
+    let creative = proxy_path(w, &format!("http://{ADS}/creative.html"), 60)?;
+    for path in [path, creative] {
+        let r = fetch(w.streaming, &path, &[])?;
+        let all: Vec<u8> = (r.headers.iter())
+            .flat_map(|(n, v)| n.bytes().chain(v.iter().copied()))
+            .chain(r.body.iter().copied())
+            .collect();
+        check(!String::from_utf8_lossy(&all).contains(&secret), || {
+            format!("{path}: the key shows")
+        })?;
+    }
+    for build in ["streaming", "no-secret"] {
+        let log = std::fs::read_to_string(w.root.join(format!("target/e2e/viceroy-{build}.log")))
+            .map_err(|e| e.to_string())?;
+        check(!log.contains(&secret) && !log.contains("panicked"), || {
+            format!("the {build} log shows the key or a panic")
+        })?;
+    }
+    Ok(())
+}
