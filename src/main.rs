@@ -43,55 +43,25 @@ fn main() {
     access::init_logging(SETTINGS.logging.level);
     let request = Request::from_client();
     let mut access = Access::start(&request);
-    match Route::classify(request.get_method_str(), request.get_path()) {
-        Route::Health => {
-            access.plan = "health".into();
-            access.headers_sent(200);
-            reply::health(&SETTINGS).send_to_client();
+    let route = Route::classify(request.get_method_str(), request.get_path());
+    access.plan = route.name().into();
+    // The service's own endpoints, one line each: answered whole, without the origin.
+    let response = match route {
+        Route::Health => reply::health(&SETTINGS),
+        Route::Script => script::respond(&request, &SETTINGS),
+        Route::EdgeId => identity::endpoint(&request, &SETTINGS),
+        Route::Discovery => discovery::well_known(&SETTINGS),
+        Route::VerifySignature => discovery::verify(request, &SETTINGS),
+        Route::Admin => admin::respond(&request, &SETTINGS),
+        Route::FirstPartySign => first_party::sign(&request, &SETTINGS),
+        Route::FirstPartyClick => first_party::click(&request, &SETTINGS),
+        Route::PublisherProxy => {
+            proxy(request, &mut access);
+            return access.log();
         }
-        Route::Script => {
-            access.plan = "script".into();
-            let response = script::respond(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::EdgeId => {
-            access.plan = "edge-id".into();
-            access.headers_sent(200);
-            identity::endpoint(&request, &SETTINGS).send_to_client();
-        }
-        Route::Discovery => {
-            access.plan = "discovery".into();
-            let response = discovery::well_known(&SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::Admin => {
-            access.plan = "admin".into();
-            let response = admin::respond(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::FirstPartySign => {
-            access.plan = "first-party-sign".into();
-            let response = first_party::sign(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::FirstPartyClick => {
-            access.plan = "first-party-click".into();
-            let response = first_party::click(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::VerifySignature => {
-            access.plan = "verify-signature".into();
-            let response = discovery::verify(request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::PublisherProxy => proxy(request, &mut access),
-    }
+    };
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
     access.log();
 }
 
