@@ -126,7 +126,7 @@ struct SigningFile {
     enabled: Option<Flag>,
     secret_store: Option<String>,
     current_kid: Option<String>,
-    previous_kids: Option<Names>,
+    previous_kids: Option<Composite>,
 }
 
 #[derive(Deserialize, Default)]
@@ -187,34 +187,6 @@ impl TryFrom<Raw> for Flag {
             Raw::Text(s) => Err(format!("expected true or false, got {s:?}")),
             Raw::Int(n) => Err(format!("expected true or false, got {n}")),
         }
-    }
-}
-
-/// A list of names: a TOML array of strings, or (from the environment) one string of
-/// comma-separated names, where an empty string is the empty list.
-#[derive(Deserialize)]
-#[serde(try_from = "RawList")]
-struct Names(Vec<String>);
-
-/// [`Names`] as written.
-#[derive(Deserialize)]
-#[serde(
-    untagged,
-    expecting = "expected an array of strings or a comma-separated string"
-)]
-enum RawList {
-    List(Vec<String>),
-    Text(String),
-}
-
-impl TryFrom<RawList> for Names {
-    type Error = String;
-    fn try_from(raw: RawList) -> Result<Self, String> {
-        Ok(Names(match raw {
-            RawList::List(names) => names,
-            RawList::Text(s) if s.trim().is_empty() => Vec::new(),
-            RawList::Text(s) => s.split(',').map(|n| n.trim().to_owned()).collect(),
-        }))
     }
 }
 
@@ -706,7 +678,15 @@ fn convert(
     let (g, dg) = (file.signing, Settings::DEFAULT.signing);
     let current_kid = store_name("signing.current_kid", g.current_kid, &dg.current_kid)?;
     let mut previous_kids: Vec<Text> = Vec::new();
-    for kid in g.previous_kids.map(|n| n.0).unwrap_or_default() {
+    let kids = match g.previous_kids.map(|c| c.0) {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(err("signing.previous_kids", "expected an array of key IDs")),
+    };
+    for item in kids {
+        let Value::String(kid) = item else {
+            return Err(err("signing.previous_kids", "expected an array of key IDs"));
+        };
         let kid = store_name("signing.previous_kids", Some(kid), &dg.current_kid)?;
         if kid == current_kid || previous_kids.contains(&kid) {
             let problem = format!("lists {kid:?} twice (or as signing.current_kid too)");
@@ -1102,9 +1082,11 @@ mod tests {
             (MINIMAL, &[("TRUSTED_SERVER__SIGNING__SECRET_STORE", "a/b")], "signing.secret_store"),
             (MINIMAL, &[("TRUSTED_SERVER__SIGNING__CURRENT_KID", "")], "signing.current_kid"),
             (MINIMAL, &[("TRUSTED_SERVER__SIGNING__CURRENT_KID", "k\"1")], "signing.current_kid"),
-            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "a,,b")], "signing.previous_kids"),
-            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "ts-signing-1")], "signing.previous_kids"),
-            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "a,b,a")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "a,b")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "[\"a\", \"\"]")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "[\"ts-signing-1\"]")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "[\"a\", \"b\", \"a\"]")], "signing.previous_kids"),
+            (MINIMAL, &[("TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS", "[1]")], "signing.previous_kids"),
             (MINIMAL, &[("TRUSTED_SERVER__SIGNING__KEY", "x")], "signing.key"),
             ("[signing]\nprevious_kids = 3\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
             ("[signing]\nprevious_kids = ['ok', 'not ok']\n[publisher]\ndomain='a.b'\norigin_url='http://a.b'", &[], "signing.previous_kids"),
@@ -1213,11 +1195,11 @@ mod tests {
             ),
             "{expr}"
         );
-        // From the environment: a comma-separated list; an empty value is the empty list.
+        // From the environment: TOML syntax in a string, as for every list.
         let var = "TRUSTED_SERVER__SIGNING__PREVIOUS_KIDS";
-        let s = load(&text, [(var, " a , b.c ")]).unwrap();
+        let s = load(&text, [(var, "[ \"a\", \"b.c\" ]")]).unwrap();
         assert_eq!(s.signing.previous_kids.as_ref(), ["a", "b.c"]);
-        let s = load(&text, [(var, "")]).unwrap();
+        let s = load(&text, [(var, "[]")]).unwrap();
         assert!(s.signing.previous_kids.is_empty());
         // The file's mistake names the key and its line.
         let bad = format!("{MINIMAL}\n[signing]\nprevious_kids = [\"k-2026\", \"k-2026\"]\n");
