@@ -173,6 +173,14 @@ pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
             ratios(&edge, &reencode)
         ));
         lines.push(format!(
+            "compression.{name}.reencode_br_us={:.1}",
+            median(reencode_br.clone())
+        ));
+        lines.push(format!(
+            "compression.{name}.edge_over_reencode_br={:.3}",
+            ratios(&edge, &reencode_br)
+        ));
+        lines.push(format!(
             "compression.{name}.aa={:.3}",
             ratios(&again, &edge)
         ));
