@@ -1166,12 +1166,36 @@ mod tests {
         assert_eq!(between_processes(&r, |s| s.last_ms), 1.25);
     }
 
+    #[test]
+    fn compression_figures_reach_the_results() {
+        let tp = ThroughputResult {
+            native: Rates::new(),
+            wasm: Rates::new(),
+            spread: Default::default(),
+            bytes: Default::default(),
+            compression: vec![
+                (
+                    "compression.article.edge_over_reencode".into(),
+                    "0.044".into(),
+                ),
+                ("compression.article.aa".into(), "0.976".into()),
+            ],
+        };
+        let r = results(&[], &tp, &[], &[]);
+        let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("cpu_per_page_edge_over_reencode_gzip"), Some("0.044"));
+        assert_eq!(get("cpu_per_page_edge_over_reencode_br"), Some("na"));
+        assert_eq!(get("cpu_per_page_edge_aa_control"), Some("0.976"));
+        assert_eq!(get("compression_article_aa"), Some("0.976"));
+    }
+
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
         let tp = ThroughputResult {
             native: Rates::new(),
             wasm: Rates::new(),
             spread: Default::default(),
             bytes: Default::default(),
+            compression: Vec::new(),
         };
         results(&[], &tp, load, &[])
             .into_iter()
