@@ -4,7 +4,8 @@
 //! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
 //! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
 //! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
-//! untouched).
+//! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
+//! pipeline for the access line (`access`).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
