@@ -134,6 +134,10 @@ pub fn server_timing_on_every_response(w: &World) -> Outcome {
             let r = fetch(build, path, &[("accept-encoding", coding)])?;
             let value = server_timing(&r).ok_or_else(|| format!("{path}: no Server-Timing"))?;
             let m = metrics(&value)?;
+            // Only the service's vocabulary: nothing taken from the request or the reader.
+            check(m.iter().all(|(n, _)| n == "origin" || n == "edge"), || {
+                format!("{path}: unexpected metrics in {value}")
+            })?;
             let origin = dur_of(&m, "origin").ok_or_else(|| format!("{path}: {value}"))?;
             let edge = dur_of(&m, "edge").ok_or_else(|| format!("{path}: {value}"))?;
             check(origin <= edge + 0.1, || {
