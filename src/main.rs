@@ -4,7 +4,8 @@
 //! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
 //! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
 //! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
-//! untouched).
+//! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
+//! pipeline for the access line (`access`).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
@@ -28,6 +29,7 @@ mod reply;
 mod response;
 mod script;
 mod signing_keys;
+mod timing;
 
 use fastly::Request;
 use trusted_server_core::Route;
@@ -46,7 +48,7 @@ fn main() {
     let route = Route::classify(request.get_method_str(), request.get_path());
     access.plan = route.name().into();
     // The service's own endpoints, one line each: answered whole, without the origin.
-    let response = match route {
+    let mut response = match route {
         Route::Health => reply::health(&SETTINGS),
         Route::Script => script::respond(&request, &SETTINGS),
         Route::EdgeId => identity::endpoint(&request, &SETTINGS),
@@ -60,6 +62,7 @@ fn main() {
             return access.log();
         }
     };
+    timing::stamp(&mut response, &access, None, &SETTINGS);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
     access.log();
@@ -71,7 +74,10 @@ fn proxy(request: Request, access: &mut Access) {
     let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let forward = edge_id.forward.as_deref();
-    let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
+    let asked = std::time::Instant::now();
+    let fetched = origin::fetch(request, &client, forward, &SETTINGS);
+    access.origin_wait = Some(asked.elapsed());
+    let origin_response = match fetched {
         Ok(response) => response,
         Err(failure) => {
             let kind = match failure {
@@ -79,7 +85,8 @@ fn proxy(request: Request, access: &mut Access) {
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
             upstream_failed(access, kind, failure.detail());
-            let response = reply::origin_failure(&failure, &SETTINGS);
+            let mut response = reply::origin_failure(&failure, &SETTINGS);
+            timing::stamp(&mut response, access, None, &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             return response.send_to_client();
         }
@@ -91,11 +98,14 @@ fn proxy(request: Request, access: &mut Access) {
         let cause = format!("status {}", origin_response.get_status());
         upstream_failed(access, Failure::InterimAsFinal, &cause);
         let failure = origin::OriginFailure::Unavailable(cause);
-        let response = reply::origin_failure(&failure, &SETTINGS);
+        let mut response = reply::origin_failure(&failure, &SETTINGS);
+        timing::stamp(&mut response, access, None, &SETTINGS);
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
+    let mut prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
+    // No cache yet: its verdict goes here (`Some("HIT")`, ...) once there is one.
+    timing::stamp(&mut prepared.response, access, None, &SETTINGS);
     body::send(prepared, &SETTINGS, access);
 }
 
