@@ -29,7 +29,7 @@ use crate::access::{Access, Outcome};
 use crate::failure::{self, BackendInfo, Failure, Phase};
 use crate::first_party::{json, now, policy, read_key, unavailable};
 use crate::origin::{self, OriginFailure};
-use crate::{body, identity, partner, reply};
+use crate::{body, identity, partner, reply, timing};
 
 /// The name reports give every partner backend (each backend's own name carries the host).
 const REPORT_NAME: &str = "first_party_partner";
@@ -37,7 +37,8 @@ const REPORT_NAME: &str = "first_party_partner";
 /// The route: verify, fetch, stream. Everything it learns goes into `access`.
 pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     let fp = &settings.first_party;
-    let send = |access: &mut Access, response: Response| {
+    let send = |access: &mut Access, mut response: Response| {
+        timing::stamp(&mut response, access, None, settings);
         access.headers_sent(response.get_status().as_u16());
         response.send_to_client();
     };
@@ -69,7 +70,10 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     let edge_id = plan.valid_cookie.filter(|_| plan.forward.is_some());
     let headers = partner_request_headers(request.get_headers(), edge_id.as_deref());
     let client_version = request.get_version();
-    let (mut response, last) = match fetch(target, &headers, &policy, settings) {
+    let asked = Instant::now();
+    let fetched = fetch(target, &headers, &policy, settings);
+    access.origin_wait = Some(asked.elapsed());
+    let (mut response, last) = match fetched {
         Ok(fetched) => fetched,
         Err((failure, backend)) => {
             let kind = match failure {
@@ -115,6 +119,7 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
         access.outcome = Outcome::PassedThrough(access.plan.clone());
         return send(access, response);
     };
+    timing::stamp(&mut response, access, None, settings);
     let partner_body = response.take_body();
     let expires = now.saturating_add(u64::from(fp.page_ttl_secs));
     let sign = signer(key, policy, expires);

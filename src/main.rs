@@ -4,7 +4,8 @@
 //! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
 //! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
 //! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
-//! untouched).
+//! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
+//! pipeline for the access line (`access`).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
@@ -26,6 +27,7 @@ mod reply;
 mod response;
 mod script;
 mod signing_keys;
+mod timing;
 
 use fastly::Request;
 use trusted_server_core::Route;
@@ -41,59 +43,30 @@ fn main() {
     access::init_logging(SETTINGS.logging.level);
     let request = Request::from_client();
     let mut access = Access::start(&request);
-    match Route::classify(request.get_method_str(), request.get_path()) {
-        Route::Health => {
-            access.plan = "health".into();
-            access.headers_sent(200);
-            reply::health(&SETTINGS).send_to_client();
-        }
-        Route::Script => {
-            access.plan = "script".into();
-            let response = script::respond(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::EdgeId => {
-            access.plan = "edge-id".into();
-            access.headers_sent(200);
-            identity::endpoint(&request, &SETTINGS).send_to_client();
-        }
-        Route::Discovery => {
-            access.plan = "discovery".into();
-            let response = discovery::well_known(&SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::Admin => {
-            access.plan = "admin".into();
-            let response = admin::respond(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::FirstPartySign => {
-            access.plan = "first-party-sign".into();
-            let response = first_party::sign(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::FirstPartyClick => {
-            access.plan = "first-party-click".into();
-            let response = first_party::click(&request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Route::VerifySignature => {
-            access.plan = "verify-signature".into();
-            let response = discovery::verify(request, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
+    let route = Route::classify(request.get_method_str(), request.get_path());
+    access.plan = route.name().into();
+    // The service's own endpoints, one line each: answered whole, without the origin.
+    let mut response = match route {
+        Route::Health => reply::health(&SETTINGS),
+        Route::Script => script::respond(&request, &SETTINGS),
+        Route::EdgeId => identity::endpoint(&request, &SETTINGS),
+        Route::Discovery => discovery::well_known(&SETTINGS),
+        Route::VerifySignature => discovery::verify(request, &SETTINGS),
+        Route::Admin => admin::respond(&request, &SETTINGS),
+        Route::FirstPartySign => first_party::sign(&request, &SETTINGS),
+        Route::FirstPartyClick => first_party::click(&request, &SETTINGS),
         Route::FirstPartyProxy => {
-            access.plan = "first-party-proxy".into();
             first_party_proxy::respond(request, &SETTINGS, &mut access);
+            return access.log();
         }
-        Route::PublisherProxy => proxy(request, &mut access),
-    }
+        Route::PublisherProxy => {
+            proxy(request, &mut access);
+            return access.log();
+        }
+    };
+    timing::stamp(&mut response, &access, None, &SETTINGS);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
     access.log();
 }
 
@@ -103,7 +76,10 @@ fn proxy(request: Request, access: &mut Access) {
     let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let forward = edge_id.forward.as_deref();
-    let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
+    let asked = std::time::Instant::now();
+    let fetched = origin::fetch(request, &client, forward, &SETTINGS);
+    access.origin_wait = Some(asked.elapsed());
+    let origin_response = match fetched {
         Ok(response) => response,
         Err(failure) => {
             let kind = match failure {
@@ -111,7 +87,8 @@ fn proxy(request: Request, access: &mut Access) {
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
             upstream_failed(access, kind, failure.detail());
-            let response = reply::origin_failure(&failure, &SETTINGS);
+            let mut response = reply::origin_failure(&failure, &SETTINGS);
+            timing::stamp(&mut response, access, None, &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             return response.send_to_client();
         }
@@ -123,11 +100,14 @@ fn proxy(request: Request, access: &mut Access) {
         let cause = format!("status {}", origin_response.get_status());
         upstream_failed(access, Failure::InterimAsFinal, &cause);
         let failure = origin::OriginFailure::Unavailable(cause);
-        let response = reply::origin_failure(&failure, &SETTINGS);
+        let mut response = reply::origin_failure(&failure, &SETTINGS);
+        timing::stamp(&mut response, access, None, &SETTINGS);
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
+    let mut prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
+    // No cache yet: its verdict goes here (`Some("HIT")`, ...) once there is one.
+    timing::stamp(&mut prepared.response, access, None, &SETTINGS);
     body::send(prepared, &SETTINGS, access);
 }
 

@@ -221,10 +221,11 @@ async function loadPage(page, pathname, { heading, waitFor }) {
 
 /**
  * The first-party script the service injected is in the head and its API answers in the page:
- * its version, and the edge ID that the navigation's `ts-ec` cookie carries (asked from
- * `GET /_ts/ec`: the `Secure`, `HttpOnly` cookie set over http://127.0.0.1 reaches it). Not
- * `sign()`: until `/first-party/sign` exists its 404 is a console error here; the script's unit
- * tests check how it reports that.
+ * its version, the edge ID that the navigation's `ts-ec` cookie carries (asked from
+ * `GET /_ts/ec`: the `Secure`, `HttpOnly` cookie set over http://127.0.0.1 reaches it), and
+ * `sign()`: a first-party proxy URL for the demo's partner (`demo-partner.example`, allowed by
+ * the shipped settings). (A refusal is a `400`, which the page reports as a console error and
+ * this test as a failed request: the script's unit tests and the e2e tests cover refusals.)
  */
 async function firstPartyScriptAnswers(page) {
   const api = await page.evaluate(async () => {
@@ -232,7 +233,8 @@ async function firstPartyScriptAnswers(page) {
     const t = window.tsjs
     if (!t) return { tag: tag?.src ?? null, missing: true }
     const ec = await t.getEdgeId()
-    return { tag: tag?.src ?? null, version: t.version, ec }
+    const signed = await t.sign('https://ads.demo-partner.example/creative.html?a=1').catch((e) => `error ${e.code}`)
+    return { tag: tag?.src ?? null, version: t.version, ec, signed }
   })
   note(`    tsjs: tag ${api.tag}, version ${api.version}, edge ID ${api.ec}`)
   if (!api.tag || !new URL(api.tag).pathname.startsWith('/static/tsjs=')) {
@@ -241,6 +243,15 @@ async function firstPartyScriptAnswers(page) {
   if (api.missing) return problem('window.tsjs is missing')
   if (typeof api.version !== 'string' || !api.version) problem(`tsjs.version: ${api.version}`)
   if (!/^[0-9a-f]{64}\.[A-Za-z0-9]{6}$/.test(api.ec ?? '')) problem(`tsjs.getEdgeId(): ${api.ec}`)
+  const signed = new URL(api.signed ?? '', 'http://x.invalid/')
+  if (
+    signed.pathname !== '/first-party/proxy' ||
+    signed.searchParams.get('tsurl') !== 'https://ads.demo-partner.example/creative.html?a=1' ||
+    !/^[0-9]+$/.test(signed.searchParams.get('tsexp') ?? '') ||
+    !signed.searchParams.get('tstoken')
+  ) {
+    problem(`tsjs.sign() of the demo partner's URL: ${api.signed}`)
+  }
 }
 
 /**

@@ -13,6 +13,7 @@
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
 //! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
+//! * [`timing`]: the `Server-Timing` header; [`compression`]: compression at the edge.
 //! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
 //!   decisions.
 //!
@@ -22,6 +23,7 @@
 
 pub mod admin;
 mod body;
+pub mod compression;
 mod content;
 pub mod first_party;
 mod forward;
@@ -30,6 +32,7 @@ mod qvalue;
 mod response;
 mod routes;
 pub mod signing;
+pub mod timing;
 mod url_rewrite;
 
 pub use body::codec::Codec;

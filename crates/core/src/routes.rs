@@ -68,6 +68,23 @@ const PREFIX_ROUTES: &[(Option<&[&str]>, &str, Route)] = &[
 ];
 
 impl Route {
+    /// The route's name in the access log's `plan=` field (the publisher proxy's plan names
+    /// its body's handling instead).
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Health => "health",
+            Route::Script => "script",
+            Route::EdgeId => "edge-id",
+            Route::Discovery => "discovery",
+            Route::VerifySignature => "verify-signature",
+            Route::Admin => "admin",
+            Route::FirstPartySign => "first-party-sign",
+            Route::FirstPartyClick => "first-party-click",
+            Route::FirstPartyProxy => "first-party-proxy",
+            Route::PublisherProxy => "proxy",
+        }
+    }
+
     /// Classifies a request by method and path (without the query string).
     pub fn classify(method: &str, path: &str) -> Route {
         ROUTES

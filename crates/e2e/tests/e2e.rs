@@ -18,6 +18,7 @@ use e2e::{
 use trusted_server_core::UrlRule;
 
 mod admin;
+mod delivery;
 mod edge_id;
 mod first_party;
 mod signing;
@@ -48,6 +49,9 @@ struct World {
     /// The test partner of the first-party proxy: `ads.` and `cdn.demo-partner.example`
     /// resolve to it (`first_party.resolve` in the streaming and buffered builds).
     partner: e2e::raw_origin::RawOrigin,
+    /// A streaming build with `delivery.compression = "edge"` and `delivery.server_timing =
+    /// false` (see `delivery`).
+    edge: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
 
@@ -164,6 +168,26 @@ fn main() {
         (
             "the script: another hash gets a 404; HEAD gets GET's headers",
             script_unknown_hash_and_head,
+        ),
+        (
+            "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
+            delivery::server_timing_on_every_response,
+        ),
+        (
+            "delivery: no Server-Timing with delivery.server_timing = false",
+            delivery::server_timing_off_by_setting,
+        ),
+        (
+            "delivery: the access line carries origin, first byte, rewrite and last byte",
+            delivery::access_line_has_the_phases,
+        ),
+        (
+            "delivery: edge compression asks the origin for identity and marks the page",
+            delivery::edge_compression_asks_for_identity_and_marks_the_response,
+        ),
+        (
+            "delivery: edge compression re-encodes in wasm when the origin compresses anyway",
+            delivery::edge_compression_reencodes_when_the_origin_ignores_identity,
         ),
         (
             "edge ID: a first navigation gets the cookie with exactly its attributes",
@@ -298,7 +322,17 @@ fn main() {
     ];
     let mut world = world;
     let mut failures = 0;
-    for (name, scenario) in scenarios {
+    // `cargo test -p e2e --test e2e -- delivery`: only the scenarios whose names contain an
+    // argument (all without one).
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let scenarios: Vec<&Scenario> = scenarios
+        .iter()
+        .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o.as_str())))
+        .collect();
+    for (name, scenario) in scenarios.iter().copied() {
         let t = Instant::now();
         let result = scenario(&world);
         match &result {
@@ -392,6 +426,8 @@ fn set_up() -> Result<World, String> {
     )
     .map_err(|e| format!("viceroy (no-secret): {e}"))?;
     servers.push(guard);
+    let (guard, edge) = delivery::start_edge_build(&root, &dir, origin_addr)?;
+    servers.push(guard);
     Ok(World {
         root,
         origin,
@@ -400,6 +436,7 @@ fn set_up() -> Result<World, String> {
         buffered: pair.buffered,
         no_secret,
         partner,
+        edge,
         _servers: servers,
     })
 }

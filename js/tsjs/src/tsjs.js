@@ -56,8 +56,10 @@
 
   /**
    * A signed first-party URL for `url` (absolute, or relative to the page), from
-   * `GET /first-party/sign?url=…`. Until the service has that endpoint (it answers 404) the
-   * promise rejects with an error whose `code` is `'SIGNING_UNAVAILABLE'`.
+   * `GET /first-party/sign?url=…`. The promise rejects with an error whose `code` is
+   * `'SIGNING_REFUSED'` when the service will not sign that target (400: not an allowed partner),
+   * `'SIGNING_UNAVAILABLE'` when it cannot sign at all (404: no endpoint; 503: no key), else
+   * `'SIGNING_FAILED'`.
    * @param {string|URL} url
    * @returns {Promise<string>}
    */
@@ -74,8 +76,11 @@
         headers: { Accept: 'application/json' },
       })
       .then(function (response) {
-        if (response.status === 404) {
+        if (response.status === 404 || response.status === 503) {
           throw failure('SIGNING_UNAVAILABLE', 'tsjs.sign: signing is unavailable on this site');
+        }
+        if (response.status === 400) {
+          throw failure('SIGNING_REFUSED', 'tsjs.sign: this URL cannot be signed');
         }
         if (!response.ok) {
           throw failure('SIGNING_FAILED', 'tsjs.sign: signing failed (' + response.status + ')');

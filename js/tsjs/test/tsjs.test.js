@@ -118,11 +118,25 @@ test('sign asks /first-party/sign with the absolute URL, encoded', async () => {
   assert.equal(calls[0].init.credentials, 'same-origin');
 });
 
-test('sign rejects with "signing is unavailable" while the endpoint is missing (404)', async () => {
-  const { tsjs } = load(() => answer(404, 'Not Found'));
-  await assert.rejects(tsjs.sign('https://ads.example/x'), (e) => {
-    assert.match(e.message, /signing is unavailable/);
-    assert.equal(e.code, 'SIGNING_UNAVAILABLE');
+test('sign rejects with "signing is unavailable" without the endpoint (404) or its key (503)', async () => {
+  for (const [status, body] of [
+    [404, 'Not Found'],
+    [503, { error: 'first-party URLs are unavailable' }],
+  ]) {
+    const { tsjs } = load(() => answer(status, body));
+    await assert.rejects(tsjs.sign('https://ads.example/x'), (e) => {
+      assert.match(e.message, /signing is unavailable/);
+      assert.equal(e.code, 'SIGNING_UNAVAILABLE', `${status}`);
+      return true;
+    });
+  }
+});
+
+test('sign rejects a target the service refuses (400) as refused', async () => {
+  const { tsjs } = load(() => answer(400, { error: 'this URL cannot be signed' }));
+  await assert.rejects(tsjs.sign('http://169.254.169.254/'), (e) => {
+    assert.equal(e.code, 'SIGNING_REFUSED');
+    assert.match(e.message, /cannot be signed/);
     return true;
   });
 });

@@ -61,14 +61,13 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// The `"url"` and `"expires"` of a sign answer, read by `serde_json` (key order is not
-/// part of the answer).
+/// The `"url"` and `"expires"` of a sign answer, read by a JSON parser.
 fn signed(body: &[u8]) -> Result<(String, u64), String> {
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(body)))?;
-    match (v["url"].as_str(), v["expires"].as_u64()) {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body)))?;
+    match (value["url"].as_str(), value["expires"].as_u64()) {
         (Some(u), Some(e)) => Ok((u.to_owned(), e)),
-        _ => Err(format!("not a sign answer: {v}")),
+        _ => Err(format!("not a sign answer: {value}")),
     }
 }
 
