@@ -137,6 +137,28 @@ pub fn sign(request: &Request, settings: &Settings) -> Response {
     )
 }
 
+/// Any other request under `/first-party/`: `405` (with `Allow: GET`) for another method on
+/// one of its paths, `404` for a path that does not exist. Never proxied: a signed URL's query
+/// must not reach the origin.
+pub fn other(request: &Request, settings: &Settings) -> Response {
+    let (status, body) = if first_party::PATHS.contains(&request.get_path()) {
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{\"error\":\"method not allowed\"}\n",
+        )
+    } else {
+        (StatusCode::NOT_FOUND, "{\"error\":\"not found\"}\n")
+    };
+    let mut response = json(status, body.to_owned(), "no-store", settings);
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        response.set_header("allow", "GET");
+    }
+    if request.get_method_str() == "HEAD" {
+        response.set_body(Vec::<u8>::new());
+    }
+    response
+}
+
 /// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: `302` to the target when the token,
 /// the expiry and the policy all agree, `403` with the same body otherwise.
 pub fn click(request: &Request, settings: &Settings) -> Response {

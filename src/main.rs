@@ -55,6 +55,7 @@ fn main() {
         Route::Admin => admin::respond(&request, &SETTINGS),
         Route::FirstPartySign => first_party::sign(&request, &SETTINGS),
         Route::FirstPartyClick => first_party::click(&request, &SETTINGS),
+        Route::FirstPartyOther => first_party::other(&request, &SETTINGS),
         Route::FirstPartyProxy => {
             first_party_proxy::respond(request, &SETTINGS, &mut access);
             return access.log();

@@ -26,6 +26,10 @@ pub enum Route {
     /// `GET /first-party/proxy?tsurl=…&tsexp=…&tstoken=…`: the signed target fetched from the
     /// partner (redirects followed and re-checked), its creative rewritten as it streams.
     FirstPartyProxy,
+    /// Any other method or path under `/first-party/`: the service's namespace, answered
+    /// `405` or `404` by the service and never proxied (a signed URL's query must not reach
+    /// the origin).
+    FirstPartyOther,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -65,6 +69,7 @@ const PREFIX_ROUTES: &[(Option<&[&str]>, &str, Route)] = &[
         Route::Script,
     ),
     (None, crate::admin::ADMIN_PREFIX, Route::Admin),
+    (None, crate::first_party::PREFIX, Route::FirstPartyOther),
 ];
 
 impl Route {
@@ -81,6 +86,7 @@ impl Route {
             Route::FirstPartySign => "first-party-sign",
             Route::FirstPartyClick => "first-party-click",
             Route::FirstPartyProxy => "first-party-proxy",
+            Route::FirstPartyOther => "first-party-other",
             Route::PublisherProxy => "proxy",
         }
     }
@@ -185,20 +191,28 @@ mod tests {
             Route::classify("GET", "/first-party/proxy"),
             Route::FirstPartyProxy
         );
+        // The rest of the namespace is the service's, never the origin's.
         for (method, path) in [
             ("POST", "/first-party/sign"),
             ("HEAD", "/first-party/click"),
             ("GET", "/first-party/sign/"),
             ("GET", "/first-party/clicks"),
-            ("GET", "/First-Party/click"),
             ("HEAD", "/first-party/proxy"),
             ("POST", "/first-party/proxy"),
             ("GET", "/first-party/proxy/"),
+            ("GET", "/first-party/"),
         ] {
             assert_eq!(
                 Route::classify(method, path),
-                Route::PublisherProxy,
+                Route::FirstPartyOther,
                 "{method} {path}"
+            );
+        }
+        for path in ["/First-Party/click", "/first-party", "/x/first-party/sign"] {
+            assert_eq!(
+                Route::classify("GET", path),
+                Route::PublisherProxy,
+                "{path}"
             );
         }
     }

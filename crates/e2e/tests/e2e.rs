@@ -283,6 +283,10 @@ fn main() {
             first_party::the_key_never_shows,
         ),
         (
+            "first party: the rest of /first-party/ is answered by the service, never proxied",
+            first_party::the_namespace_is_never_proxied,
+        ),
+        (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",
             first_party::proxy::image_byte_identical,
         ),

@@ -26,6 +26,11 @@ pub use query::ParamError;
 pub use target::{Refusal, Target, TargetPolicy};
 pub use token::{SignedParams, TokenError, UrlKey};
 
+/// The service's namespace: every path under it is answered by the service.
+pub const PREFIX: &str = "/first-party/";
+/// The paths under [`PREFIX`] that exist (each answers `GET` only).
+pub const PATHS: [&str; 3] = [SIGN_PATH, token::CLICK_PATH, token::PROXY_PATH];
+
 /// The route that signs a URL: `GET /first-party/sign?url=<absolute URL>`.
 pub const SIGN_PATH: &str = "/first-party/sign";
 /// The parameter of [`SIGN_PATH`] that carries the URL to sign (form-encoded).

@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use trusted_server_core::first_party::token::{CLICK_PATH, PROXY_PATH};
 use trusted_server_core::first_party::{UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNAVAILABLE_BODY};
 
-use super::{check, fetch, Outcome, World, RESPONSE_HEADER};
+use super::{check, fetch, Outcome, World, RESPONSE_HEADER, TIMEOUT};
 
 pub mod proxy;
 
@@ -225,6 +225,40 @@ pub fn click_redirects_to_the_signed_target(w: &World) -> Outcome {
 }
 
 /// `403` with the one body, whatever is wrong.
+/// The rest of `/first-party/` is the service's: another method on a route is `405` with
+/// `Allow: GET`, an unknown path `404`, both the service's JSON (the origin's pages are HTML),
+/// so a signed URL's query never reaches the origin.
+pub fn the_namespace_is_never_proxied(w: &World) -> Outcome {
+    let query = "?tsurl=https%3A%2F%2Fads.demo-partner.example%2F&tsexp=1&tstoken=x";
+    for (method, path, status) in [
+        ("POST", format!("{PROXY_PATH}{query}"), 405),
+        ("HEAD", format!("{CLICK_PATH}{query}"), 405),
+        ("POST", "/first-party/sign?url=x".to_owned(), 405),
+        ("GET", format!("/first-party/nope{query}"), 404),
+        ("GET", "/first-party/".to_owned(), 404),
+    ] {
+        let r = e2e::request(w.streaming, method, &path, &[], TIMEOUT)
+            .map_err(|e| format!("{method} {path}: {e}"))?;
+        let body_ok = method == "HEAD" || r.body.starts_with(b"{\"error\":");
+        check(
+            r.status == status
+                && body_ok
+                && r.header("content-type") == Some("application/json")
+                && (status != 405 || r.header("allow") == Some("GET")),
+            || {
+                format!(
+                    "{method} {path}: {} {:?} allow {:?}: {}",
+                    r.status,
+                    r.header("content-type"),
+                    r.header("allow"),
+                    String::from_utf8_lossy(&r.body)
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
 fn forbidden(w: &World, what: &str, path: &str) -> Outcome {
     let r = fetch(w.streaming, path, &[])?;
     check(
