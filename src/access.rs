@@ -105,6 +105,8 @@ pub struct Access {
     pub html_structured: Option<bool>,
     /// How it ended.
     pub outcome: Outcome,
+    /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
+    pub cache: Option<String>,
 }
 
 impl Access {
@@ -125,6 +127,7 @@ impl Access {
             writes: None,
             html_structured: None,
             outcome: Outcome::Finished,
+            cache: None,
         }
     }
 
@@ -179,7 +182,7 @@ impl Access {
         let _ = write!(
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             headers_ms={} first_byte_ms={} last_byte_ms={} outcome={}",
+             headers_ms={} first_byte_ms={} last_byte_ms={} outcome={} cache={}",
             self.trace_id,
             self.method,
             self.path,
@@ -192,7 +195,8 @@ impl Access {
             ms(self.headers_at),
             ms(self.first_body_at),
             ms(self.last_byte_at),
-            outcome
+            outcome,
+            self.cache.as_deref().unwrap_or("-")
         );
         line
     }
@@ -235,6 +239,7 @@ mod tests {
             "html=-",
             "first_byte_ms=-",
             "outcome=finished",
+            "cache=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }
@@ -245,6 +250,7 @@ mod tests {
         access.body_written(&stats);
         access.outcome = Outcome::PassedThrough("not-text".into());
         access.html_structured = Some(true);
+        access.cache = Some("PASS(no-ttl)".into());
         let line = access.line();
         for field in [
             "status=200",
@@ -252,6 +258,7 @@ mod tests {
             "writes=2",
             "html=lol_html",
             "outcome=passed-through(not-text)",
+            "cache=PASS(no-ttl)",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -13,6 +13,7 @@
 mod access;
 mod admin;
 mod body;
+mod cache;
 mod client;
 mod discovery;
 mod failure;
@@ -30,6 +31,7 @@ mod script;
 mod signing_keys;
 
 use fastly::Request;
+use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Route;
 
 use access::{Access, Outcome};
@@ -71,15 +73,23 @@ fn proxy(request: Request, access: &mut Access) {
     let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let forward = edge_id.forward.as_deref();
+    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
+    let lookup = cache::lookup(&request, &client);
+    let Some(lookup) = cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) else {
+        return;
+    };
     let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
         Ok(response) => response,
         Err(failure) => {
+            let state = cache::origin_failed(lookup);
             let kind = match failure {
                 origin::OriginFailure::Timeout(_) => Failure::OriginTimeout,
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
             upstream_failed(access, kind, failure.detail());
-            let response = reply::origin_failure(&failure, &SETTINGS);
+            let mut response = reply::origin_failure(&failure, &SETTINGS);
+            cache::outgoing(&mut response, None, &state, &SETTINGS);
+            access.cache = Some(state.to_string());
             access.headers_sent(response.get_status().as_u16());
             return response.send_to_client();
         }
@@ -91,12 +101,30 @@ fn proxy(request: Request, access: &mut Access) {
         let cause = format!("status {}", origin_response.get_status());
         upstream_failed(access, Failure::InterimAsFinal, &cause);
         let failure = origin::OriginFailure::Unavailable(cause);
-        let response = reply::origin_failure(&failure, &SETTINGS);
+        let state = cache::origin_failed(lookup);
+        let mut response = reply::origin_failure(&failure, &SETTINGS);
+        cache::outgoing(&mut response, None, &state, &SETTINGS);
+        access.cache = Some(state.to_string());
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
-    body::send(prepared, &SETTINGS, access);
+    // A response that may be stored is prepared without the reader's parts (the edge-ID
+    // cookie), which `cache` adds on the way out; any other gets them here, as before.
+    let assessed = cache::assess(lookup, &origin_response);
+    let identity = match assessed {
+        Ok(_) => &IdentityPlan::NONE,
+        Err(_) => &edge_id,
+    };
+    let mut prepared = response::prepare(origin_response, client, identity, is_head, &SETTINGS);
+    let (state, storing) = match assessed {
+        Ok(storing) => storing.begin(&mut prepared.response, &prepared.plan, &edge_id, &SETTINGS),
+        Err(state) => {
+            cache::outgoing(&mut prepared.response, None, &state, &SETTINGS);
+            (state, None)
+        }
+    };
+    access.cache = Some(state.to_string());
+    body::send(prepared, storing, &SETTINGS, access);
 }
 
 /// Reports a failure before any response header was sent; the caller answers with an error.

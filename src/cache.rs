@@ -1,0 +1,303 @@
+//! Cached rewrites, adapter side: the core cache's transactions, stream-back and purge. Every
+//! decision is the core's (`trusted_server_core::cache`); this file only talks to the platform.
+//!
+//! Per request: [`lookup`] before the origin is asked (a hit is answered from the cache without
+//! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
+//! one request that fills it); [`assess`] on the origin's response headers; then
+//! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
+//! the body the client reads (the stored bytes, streamed back as they are written). A failure
+//! of the cache is logged at `warn` and the request served around it.
+//!
+//! Per-reader headers are never stored: the response to store is prepared without the edge-ID
+//! step, its header block encoded, and only then the reader's own `Set-Cookie` added to the
+//! response that leaves ([`outgoing`]), on a hit as on a miss.
+
+use fastly::cache::core::{CacheKey, Found, Transaction};
+use fastly::http::{HeaderName, HeaderValue};
+use fastly::{Body, Request, Response};
+use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
+use trusted_server_core::publisher::identity::IdentityPlan;
+use trusted_server_core::{BodyPlan, Settings};
+
+use crate::access::{Access, Outcome};
+use crate::client::Client;
+
+/// What the lookup found for this request.
+pub enum Lookup {
+    /// The cache is not used for this request.
+    Pass(PassWhy),
+    /// A usable copy: served as it is.
+    Hit(Found),
+    /// This request fills the entry; other requests for it wait in the transaction.
+    Fill(Fill),
+}
+
+/// The obligation to fill one entry, and what its surrogate keys are made from.
+pub struct Fill {
+    tx: Transaction,
+    authority: String,
+    path: String,
+}
+
+impl Fill {
+    /// Gives up the obligation: the next waiting request gets it.
+    fn cancel(self, why: PassWhy) -> CacheState {
+        if let Err(e) = self.tx.cancel_insert_or_update() {
+            log::warn!("cache: cannot cancel the insert: {e}");
+        }
+        CacheState::Pass(why)
+    }
+}
+
+/// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks.
+pub fn lookup(request: &Request, client: &Client) -> Lookup {
+    let has_authorization = request.get_header("authorization").is_some();
+    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
+        return Lookup::Pass(why);
+    }
+    let path_and_query = match request.get_query_str() {
+        Some(q) => format!("{}?{q}", request.get_path()),
+        None => request.get_path().to_owned(),
+    };
+    let accept_encoding: Vec<&[u8]> = request
+        .get_header_all("accept-encoding")
+        .map(HeaderValue::as_bytes)
+        .collect();
+    let accept_encoding = String::from_utf8_lossy(&accept_encoding.join(&b","[..])).into_owned();
+    let key = KeyInputs {
+        fingerprint: &crate::SETTINGS_FINGERPRINT,
+        scheme: client.scheme,
+        authority: &client.authority,
+        path_and_query: &path_and_query,
+        accept_encoding: &accept_encoding,
+        navigation: client.navigation,
+    }
+    .key();
+    // Every request header, for the origin's `Vary` (the cache uses only those it names).
+    let mut builder = Transaction::lookup(CacheKey::copy_from_slice(&key));
+    for name in request.get_header_names() {
+        builder = builder.header_values(name, request.get_header_all(name));
+    }
+    let tx = match builder.execute() {
+        Ok(tx) => tx,
+        Err(e) => {
+            log::warn!("cache: lookup failed, served around the cache: {e}");
+            return Lookup::Pass(PassWhy::CacheError);
+        }
+    };
+    match tx.found() {
+        // A stale copy within stale-while-revalidate, when this request must refresh it, is
+        // served too; the refresh is left to the next request past the window (see
+        // docs/caching.md), so the obligation is handed back.
+        Some(found) => {
+            if tx.must_insert_or_update() {
+                let _ = tx.cancel_insert_or_update();
+            }
+            Lookup::Hit(found)
+        }
+        None if tx.must_insert() => Lookup::Fill(Fill {
+            tx,
+            authority: client.authority.clone(),
+            path: request.get_path().to_owned(),
+        }),
+        None => Lookup::Pass(PassWhy::CacheError),
+    }
+}
+
+/// Answers a hit (and returns `None`), or gives the lookup back for the origin. An entry that
+/// cannot be read is served around: the origin is asked, nothing stored.
+pub fn answer_hit(
+    lookup: Lookup,
+    client: &Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Lookup> {
+    let Lookup::Hit(found) = lookup else {
+        return Some(lookup);
+    };
+    let Some(response) = hit(&found, client, edge_id, settings) else {
+        return Some(Lookup::Pass(PassWhy::CacheError));
+    };
+    access.plan = "cache".into();
+    access.cache = Some(CacheState::Hit.to_string());
+    access.outcome = Outcome::PassedThrough("cache-hit".into());
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+    None
+}
+
+/// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request
+/// tries. Returns the state to report.
+pub fn origin_failed(lookup: Lookup) -> CacheState {
+    match lookup {
+        Lookup::Fill(fill) => fill.cancel(PassWhy::OriginError),
+        Lookup::Pass(why) => CacheState::Pass(why),
+        Lookup::Hit(_) => CacheState::Pass(PassWhy::OriginError),
+    }
+}
+
+/// The response to a hit: the stored status and headers, the reader's own parts added, the
+/// stored body streamed by the host. `None` (logged) when the entry cannot be read: the caller
+/// asks the origin instead.
+fn hit(
+    found: &Found,
+    client: &Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+) -> Option<Response> {
+    let Some((status, headers)) = stored::decode(&found.user_metadata()) else {
+        log::warn!("cache: stored header block unreadable, served around the cache");
+        return None;
+    };
+    let body = match found.to_stream() {
+        Ok(body) => body,
+        Err(e) => {
+            log::warn!("cache: stored body unreadable, served around the cache: {e}");
+            return None;
+        }
+    };
+    let mut response = Response::from_status(status).with_body(body);
+    crate::reply::replace_headers(&mut response, headers);
+    response.set_version(client.version);
+    outgoing(&mut response, Some(edge_id), &CacheState::Hit, settings);
+    Some(response)
+}
+
+/// The origin's response may be stored: what to store it with.
+pub struct Storing {
+    fill: Fill,
+    freshness: policy::Freshness,
+    surrogate_keys: Vec<String>,
+}
+
+/// Whether the origin's response may be stored (checked on its own headers, before the
+/// response phase changes them); if not, the fill is cancelled and the reason returned.
+pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> {
+    let fill = match lookup {
+        Lookup::Fill(fill) => fill,
+        Lookup::Pass(why) => return Err(CacheState::Pass(why)),
+        Lookup::Hit(_) => return Err(CacheState::Pass(PassWhy::CacheError)),
+    };
+    let headers = origin
+        .get_headers()
+        .map(|(n, v)| (n.as_str(), v.as_bytes()));
+    let freshness = match policy::response_allows(origin.get_status().as_u16(), headers) {
+        Ok(freshness) => freshness,
+        Err(why) => return Err(fill.cancel(why)),
+    };
+    let origin_keys = origin
+        .get_header_all("surrogate-key")
+        .map(HeaderValue::as_bytes);
+    let (surrogate_keys, dropped) = surrogate::keys(origin_keys, &fill.authority, &fill.path);
+    if dropped > 0 {
+        log::info!("cache: {dropped} surrogate keys from the origin not usable, dropped");
+    }
+    Ok(Storing {
+        fill,
+        freshness,
+        surrogate_keys,
+    })
+}
+
+/// A stored response being written: the insert body, closed by [`Filling::finish`], abandoned
+/// when dropped (an origin that dies mid-body is never stored short).
+pub struct Filling {
+    /// Where the rewritten bytes go: the cache entry.
+    pub insert: fastly::http::body::StreamingBody,
+}
+
+impl Storing {
+    /// The response prepared without the reader's parts: checks the plan and the header
+    /// block, starts the insert, and gives the client the body streamed back from it, with
+    /// the reader's parts added. On any refusal or failure, the response leaves as it would
+    /// without a cache; the state says which.
+    pub fn begin(
+        self,
+        response: &mut Response,
+        plan: &BodyPlan,
+        edge_id: &IdentityPlan,
+        settings: &Settings,
+    ) -> (CacheState, Option<(Filling, Body)>) {
+        let (state, storing) = match self.start(response, plan) {
+            Ok(storing) => (CacheState::Miss, Some(storing)),
+            Err(state) => (state, None),
+        };
+        outgoing(response, Some(edge_id), &state, settings);
+        (state, storing)
+    }
+
+    fn start(self, response: &Response, plan: &BodyPlan) -> Result<(Filling, Body), CacheState> {
+        if !plan.changes_body() {
+            return Err(self.fill.cancel(PassWhy::NotRewritten));
+        }
+        let headers: Vec<(HeaderName, HeaderValue)> = response
+            .get_headers()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        let Some(block) = stored::encode(response.get_status().as_u16(), &headers) else {
+            return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
+        };
+        let f = &self.freshness;
+        let vary: Vec<HeaderName> = f
+            .vary
+            .iter()
+            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+            .collect();
+        let started = self
+            .fill
+            .tx
+            .insert(f.max_age)
+            .initial_age(f.initial_age)
+            .stale_while_revalidate(f.stale_while_revalidate)
+            .vary_by(&vary)
+            .surrogate_keys(self.surrogate_keys.iter().map(String::as_str))
+            .user_metadata(CacheKey::from(block))
+            .execute_and_stream_back();
+        let (insert, found) = match started {
+            Ok(pair) => pair,
+            Err(e) => {
+                log::warn!("cache: insert failed, served around the cache: {e}");
+                return Err(CacheState::Pass(PassWhy::CacheError));
+            }
+        };
+        match found.to_stream() {
+            Ok(body) => Ok((Filling { insert }, body)),
+            Err(e) => {
+                log::warn!("cache: stream-back failed, served around the cache: {e}");
+                // `insert` is dropped unfinished: abandoned.
+                Err(CacheState::Pass(PassWhy::CacheError))
+            }
+        }
+    }
+}
+
+/// The reader's parts, added to a response on its way out: the edge-ID `Set-Cookie` (when
+/// the response was prepared without it), no surrogate header, and `x-ts-cache`.
+pub fn outgoing(
+    response: &mut Response,
+    edge_id: Option<&IdentityPlan>,
+    state: &CacheState,
+    settings: &Settings,
+) {
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .filter(|(n, _)| !matches!(n.as_str(), "surrogate-key" | "surrogate-control"))
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    if let Some(plan) = edge_id {
+        crate::identity::add_cookie(&mut headers, response.get_status().as_u16(), plan, settings);
+    }
+    if let Ok(value) = HeaderValue::from_str(&state.to_string()) {
+        headers.push((
+            HeaderName::from_static(trusted_server_core::cache::CACHE_STATE_HEADER),
+            value,
+        ));
+    }
+    crate::reply::replace_headers(response, headers);
+}
+
+/// Purges every entry stored under `key` (the admin route; Fastly's purge API in production).
+pub fn purge(key: &str) -> Result<(), String> {
+    fastly::http::purge::purge_surrogate_key(key).map_err(|e| e.to_string())
+}
