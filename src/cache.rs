@@ -35,6 +35,7 @@ pub enum Lookup {
 /// The obligation to fill one entry, and what its surrogate keys are made from.
 pub struct Fill {
     tx: Transaction,
+    key: [u8; 32],
     authority: String,
     path: String,
 }
@@ -97,6 +98,7 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         }
         None if tx.must_insert() => Lookup::Fill(Fill {
             tx,
+            key,
             authority: client.authority.clone(),
             path: request.get_path().to_owned(),
         }),
@@ -200,11 +202,47 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
     })
 }
 
-/// A stored response being written: the insert body, closed by [`Filling::finish`], abandoned
-/// when dropped (an origin that dies mid-body is never stored short).
+/// A stored response being written: the insert body, finished by the body phase after the
+/// whole body, abandoned when dropped.
 pub struct Filling {
     /// Where the rewritten bytes go: the cache entry.
     pub insert: fastly::http::body::StreamingBody,
+    /// A surrogate key only this entry has, to purge it if the fill fails.
+    fill_key: String,
+}
+
+impl Filling {
+    /// After a failed fill (the insert already dropped, so abandoned): purges this entry by
+    /// its own key, so no reader ever gets a short copy. (Viceroy 0.22 keeps an abandoned
+    /// entry, and serves it as a hit whose body ends in an error; on Fastly an abandoned insert
+    /// is not committed, and the purge finds nothing.)
+    pub fn discard(fill_key: &str) {
+        match purge(fill_key) {
+            Ok(()) => log::info!("cache: failed fill discarded ({fill_key})"),
+            Err(e) => log::warn!("cache: failed fill could not be purged ({fill_key}): {e}"),
+        }
+    }
+
+    /// The entry's own key, for [`Filling::discard`].
+    pub fn fill_key(&self) -> String {
+        self.fill_key.clone()
+    }
+}
+
+/// A key for one fill: `ts-fill-` and 12 random bytes in hex, so that no other entry shares
+/// it. Without randomness, the cache key and the time (still unique enough for one fill).
+fn fill_key(key: &[u8; 32]) -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = key[i] ^ nanos.to_le_bytes()[i];
+        }
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("ts-fill-{hex}")
 }
 
 impl Storing {
@@ -239,6 +277,7 @@ impl Storing {
             return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
         };
         let f = &self.freshness;
+        let own_key = fill_key(&self.fill.key);
         let vary: Vec<HeaderName> = f
             .vary
             .iter()
@@ -251,7 +290,12 @@ impl Storing {
             .initial_age(f.initial_age)
             .stale_while_revalidate(f.stale_while_revalidate)
             .vary_by(&vary)
-            .surrogate_keys(self.surrogate_keys.iter().map(String::as_str))
+            .surrogate_keys(
+                self.surrogate_keys
+                    .iter()
+                    .map(String::as_str)
+                    .chain([own_key.as_str()]),
+            )
             .user_metadata(CacheKey::from(block))
             .execute_and_stream_back();
         let (insert, found) = match started {
@@ -262,7 +306,13 @@ impl Storing {
             }
         };
         match found.to_stream() {
-            Ok(body) => Ok((Filling { insert }, body)),
+            Ok(body) => Ok((
+                Filling {
+                    insert,
+                    fill_key: own_key,
+                },
+                body,
+            )),
             Err(e) => {
                 log::warn!("cache: stream-back failed, served around the cache: {e}");
                 // `insert` is dropped unfinished: abandoned.

@@ -56,6 +56,7 @@ pub(crate) fn fill(
     response.send_to_client();
     access.headers_sent(status);
     let stats = Rc::new(SinkStats::default());
+    let fill_key = filling.fill_key();
     let sink = Counting {
         inner: filling.insert,
         stats: Rc::clone(&stats),
@@ -71,6 +72,8 @@ pub(crate) fn fill(
             record_report(&pipeline_report, settings, access);
         }
         Err(failure) => {
+            // The insert was dropped unfinished in `pump`: abandoned; and discarded.
+            Filling::discard(&fill_key);
             access.outcome = Outcome::Abandoned;
             report(failure, bytes_in, stats.bytes.get(), settings, access);
         }

@@ -18,6 +18,7 @@ use e2e::{
 use trusted_server_core::UrlRule;
 
 mod admin;
+mod cache;
 mod edge_id;
 mod first_party;
 mod signing;
@@ -256,6 +257,30 @@ fn main() {
             first_party::the_key_never_shows,
         ),
         (
+            "cache: MISS then HIT with identical bytes, one origin request",
+            cache::miss_then_hit_with_identical_bytes,
+        ),
+        (
+            "cache: concurrent misses wait for one fill (one origin request)",
+            cache::concurrent_misses_make_one_origin_request,
+        ),
+        (
+            "cache: Set-Cookie, Vary: Cookie, private, no-store, Authorization, no TTL pass with the reason",
+            cache::per_user_responses_pass_with_the_reason,
+        ),
+        (
+            "cache: the edge-ID cookie is never served from cache to another client",
+            cache::the_edge_id_cookie_is_never_served_from_cache,
+        ),
+        (
+            "cache: purge by surrogate key (origin's, page, all) makes the next request a MISS",
+            cache::purge_by_surrogate_key,
+        ),
+        (
+            "cache: an origin that dies mid-body is never stored",
+            cache::a_death_mid_body_is_not_stored,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -267,7 +292,17 @@ fn main() {
     ];
     let mut world = world;
     let mut failures = 0;
-    for (name, scenario) in scenarios {
+    // `cargo test -p e2e --test e2e -- WORDS`: only the scenarios whose name contains WORDS
+    // (the origin-stopping last scenario runs only when named).
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let scenarios: Vec<&Scenario> = scenarios
+        .iter()
+        .filter(|(name, _)| only.is_empty() || only.iter().any(|o| name.contains(o.as_str())))
+        .collect();
+    for (name, scenario) in scenarios.iter().copied() {
         let t = Instant::now();
         let result = scenario(&world);
         match &result {
