@@ -28,6 +28,9 @@ pub enum Lookup {
     Pass(PassWhy),
     /// A usable copy: served as it is.
     Hit(Found),
+    /// A stale copy within `stale-while-revalidate`, and the obligation to refresh it: served
+    /// as it is, then refreshed in the same request, after the response left.
+    Stale(Found, Fill),
     /// This request fills the entry; other requests for it wait in the transaction.
     Fill(Fill),
 }
@@ -87,15 +90,18 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         }
     };
     match tx.found() {
-        // A stale copy within stale-while-revalidate, when this request must refresh it, is
-        // served too; the refresh is left to the next request past the window (see
-        // docs/caching.md), so the obligation is handed back.
-        Some(found) => {
-            if tx.must_insert_or_update() {
-                let _ = tx.cancel_insert_or_update();
-            }
-            Lookup::Hit(found)
-        }
+        // A stale copy within stale-while-revalidate: this request serves it and refreshes
+        // it; other requests meanwhile get the stale copy without the obligation.
+        Some(found) if tx.must_insert_or_update() => Lookup::Stale(
+            found,
+            Fill {
+                tx,
+                key,
+                authority: client.authority.clone(),
+                path: request.get_path().to_owned(),
+            },
+        ),
+        Some(found) => Lookup::Hit(found),
         None if tx.must_insert() => Lookup::Fill(Fill {
             tx,
             key,
@@ -106,27 +112,100 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
     }
 }
 
-/// Answers a hit (and returns `None`), or gives the lookup back for the origin. An entry that
-/// cannot be read is served around: the origin is asked, nothing stored.
+/// What is left to do after [`answer_hit`].
+pub enum AfterHit {
+    /// The response left; nothing else.
+    Served,
+    /// The response left (a stale copy); refresh the entry with [`refresh`].
+    Refresh(Fill),
+    /// Not answered: ask the origin with this lookup.
+    Origin(Lookup),
+}
+
+/// Answers a hit, fresh or stale, or gives the lookup back for the origin. An entry that cannot
+/// be read is served around: the origin is asked, nothing stored.
 pub fn answer_hit(
     lookup: Lookup,
     client: &Client,
     edge_id: &IdentityPlan,
     settings: &Settings,
     access: &mut Access,
-) -> Option<Lookup> {
-    let Lookup::Hit(found) = lookup else {
-        return Some(lookup);
+) -> AfterHit {
+    let (found, refresh) = match lookup {
+        Lookup::Hit(found) => (found, None),
+        Lookup::Stale(found, fill) => (found, Some(fill)),
+        other => return AfterHit::Origin(other),
     };
     let Some(response) = hit(&found, client, edge_id, settings) else {
-        return Some(Lookup::Pass(PassWhy::CacheError));
+        return AfterHit::Origin(match refresh {
+            Some(fill) => Lookup::Fill(fill),
+            None => Lookup::Pass(PassWhy::CacheError),
+        });
     };
     access.plan = "cache".into();
     access.cache = Some(CacheState::Hit.to_string());
     access.outcome = Outcome::PassedThrough("cache-hit".into());
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
-    None
+    match refresh {
+        Some(fill) => AfterHit::Refresh(fill),
+        None => AfterHit::Served,
+    }
+}
+
+/// Refreshes a stale entry after its copy was served (stale-while-revalidate): asks the
+/// origin (without the reader's edge ID: the entry is everyone's), and stores the rewrite if
+/// the answer may be stored. Nothing here reaches the client; failures are logged and leave
+/// the stale entry to expire.
+pub fn refresh(
+    request: Request,
+    fill: Fill,
+    client: Client,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    access.cache = Some("HIT(stale, refreshing)".into());
+    let origin_response = match crate::origin::fetch(request, &client, None, settings) {
+        Ok(r) if !r.get_status().is_informational() => r,
+        Ok(r) => {
+            log::warn!(
+                "cache: refresh got status {}; not refreshed",
+                r.get_status()
+            );
+            let _ = fill.cancel(PassWhy::OriginError);
+            return;
+        }
+        Err(e) => {
+            log::warn!("cache: refresh failed, stale entry kept: {}", e.detail());
+            let _ = fill.cancel(PassWhy::OriginError);
+            return;
+        }
+    };
+    let storing = match assess(Lookup::Fill(fill), &origin_response) {
+        Ok(storing) => storing,
+        Err(state) => {
+            log::info!("cache: refreshed answer not stored: {state}");
+            return;
+        }
+    };
+    let mut prepared = crate::response::prepare(
+        origin_response,
+        client,
+        &IdentityPlan::NONE,
+        false,
+        settings,
+    );
+    match storing.start(&mut prepared.response, &prepared.plan, false) {
+        Ok(filling) => {
+            let outcome = std::mem::replace(&mut access.outcome, Outcome::Finished);
+            crate::body::send(prepared, Some(filling), settings, access);
+            let refreshed = access.outcome == Outcome::Finished;
+            log::info!("cache: stale entry refreshed: {refreshed}");
+            access.cache = Some(format!("HIT(stale, refreshed={refreshed})"));
+            access.outcome = outcome;
+        }
+        Err(state) => log::info!("cache: refreshed answer not stored: {state}"),
+    }
 }
 
 /// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request
@@ -136,6 +215,7 @@ pub fn origin_failed(lookup: Lookup) -> CacheState {
         Lookup::Fill(fill) => fill.cancel(PassWhy::OriginError),
         Lookup::Pass(why) => CacheState::Pass(why),
         Lookup::Hit(_) => CacheState::Pass(PassWhy::OriginError),
+        Lookup::Stale(_, fill) => fill.cancel(PassWhy::OriginError),
     }
 }
 
@@ -180,6 +260,7 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
         Lookup::Fill(fill) => fill,
         Lookup::Pass(why) => return Err(CacheState::Pass(why)),
         Lookup::Hit(_) => return Err(CacheState::Pass(PassWhy::CacheError)),
+        Lookup::Stale(_, fill) => return Err(fill.cancel(PassWhy::CacheError)),
     };
     let headers = origin
         .get_headers()
@@ -207,6 +288,8 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
 pub struct Filling {
     /// Where the rewritten bytes go: the cache entry.
     pub insert: fastly::http::body::StreamingBody,
+    /// The entry read back, for the client; `None` when refreshing after a stale hit.
+    pub client_body: Option<Body>,
     /// A surrogate key only this entry has, to purge it if the fill fails.
     fill_key: String,
 }
@@ -256,8 +339,8 @@ impl Storing {
         plan: &BodyPlan,
         edge_id: &IdentityPlan,
         settings: &Settings,
-    ) -> (CacheState, Option<(Filling, Body)>) {
-        let (state, storing) = match self.start(response, plan) {
+    ) -> (CacheState, Option<Filling>) {
+        let (state, storing) = match self.start(response, plan, true) {
             Ok(storing) => (CacheState::Miss, Some(storing)),
             Err(state) => (state, None),
         };
@@ -265,7 +348,13 @@ impl Storing {
         (state, storing)
     }
 
-    fn start(self, response: &Response, plan: &BodyPlan) -> Result<(Filling, Body), CacheState> {
+    /// Starts the insert; with `stream_back`, the body the client reads back from it.
+    fn start(
+        self,
+        response: &mut Response,
+        plan: &BodyPlan,
+        stream_back: bool,
+    ) -> Result<Filling, CacheState> {
         if !plan.changes_body() {
             return Err(self.fill.cancel(PassWhy::NotRewritten));
         }
@@ -283,7 +372,7 @@ impl Storing {
             .iter()
             .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
             .collect();
-        let started = self
+        let builder = self
             .fill
             .tx
             .insert(f.max_age)
@@ -296,8 +385,14 @@ impl Storing {
                     .map(String::as_str)
                     .chain([own_key.as_str()]),
             )
-            .user_metadata(CacheKey::from(block))
-            .execute_and_stream_back();
+            .user_metadata(CacheKey::from(block));
+        let started = if stream_back {
+            builder
+                .execute_and_stream_back()
+                .map(|(insert, found)| (insert, Some(found)))
+        } else {
+            builder.execute().map(|insert| (insert, None))
+        };
         let (insert, found) = match started {
             Ok(pair) => pair,
             Err(e) => {
@@ -305,14 +400,12 @@ impl Storing {
                 return Err(CacheState::Pass(PassWhy::CacheError));
             }
         };
-        match found.to_stream() {
-            Ok(body) => Ok((
-                Filling {
-                    insert,
-                    fill_key: own_key,
-                },
-                body,
-            )),
+        match found.map(|found| found.to_stream()).transpose() {
+            Ok(client_body) => Ok(Filling {
+                insert,
+                client_body,
+                fill_key: own_key,
+            }),
             Err(e) => {
                 log::warn!("cache: stream-back failed, served around the cache: {e}");
                 // `insert` is dropped unfinished: abandoned.

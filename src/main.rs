@@ -75,8 +75,12 @@ fn proxy(request: Request, access: &mut Access) {
     let forward = edge_id.forward.as_deref();
     // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
     let lookup = cache::lookup(&request, &client);
-    let Some(lookup) = cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) else {
-        return;
+    let lookup = match cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) {
+        cache::AfterHit::Served => return,
+        cache::AfterHit::Refresh(fill) => {
+            return cache::refresh(request, fill, client, &SETTINGS, access)
+        }
+        cache::AfterHit::Origin(lookup) => lookup,
     };
     let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
         Ok(response) => response,
@@ -147,5 +151,25 @@ mod tests {
         )
         .expect("trusted-server.toml is valid");
         assert_eq!(loaded, super::SETTINGS);
+    }
+
+    /// The cache key's fingerprint covers the version and every setting: a build whose
+    /// settings differ (here only `script.inject`) gets another fingerprint, so another key
+    /// space (`trusted_server_core::cache::key` shows the fingerprint changes the key).
+    #[test]
+    fn the_cache_fingerprint_changes_with_the_settings() {
+        use sha2::{Digest, Sha256};
+        let fingerprint = |settings: &trusted_server_settings::Settings| {
+            let text = format!("{}\n{}", env!("CARGO_PKG_VERSION"), settings.to_rust_expr());
+            Sha256::digest(text.as_bytes()).to_vec()
+        };
+        assert_eq!(fingerprint(&super::SETTINGS), super::SETTINGS_FINGERPRINT);
+        let other = trusted_server_settings::load(
+            include_str!("../trusted-server.toml"),
+            [("TRUSTED_SERVER__SCRIPT__INJECT", "false")],
+        )
+        .expect("a valid override");
+        assert_ne!(other, super::SETTINGS);
+        assert_ne!(fingerprint(&other), super::SETTINGS_FINGERPRINT);
     }
 }

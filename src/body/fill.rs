@@ -40,21 +40,23 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
-/// Sends `response` with the body read back from the entry, then fills the entry.
+/// Sends `response` with the body read back from the entry (unless the client already has
+/// its answer: a refresh), then fills the entry.
 pub(crate) fn fill(
     mut response: Response,
     mut origin_body: Body,
     job: Job,
-    filling: Filling,
-    streamed_back: Body,
+    mut filling: Filling,
     settings: &Settings,
     access: &mut Access,
 ) {
     let status = response.get_status().as_u16();
     let length = origin_body.known_length();
-    response.set_body(streamed_back);
-    response.send_to_client();
-    access.headers_sent(status);
+    if let Some(streamed_back) = filling.client_body.take() {
+        response.set_body(streamed_back);
+        response.send_to_client();
+        access.headers_sent(status);
+    }
     let stats = Rc::new(SinkStats::default());
     let fill_key = filling.fill_key();
     let sink = Counting {

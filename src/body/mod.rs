@@ -18,11 +18,11 @@ use crate::origin;
 use crate::response::Prepared;
 
 /// The body phase. Everything it learns goes into `access`; failures are reported once.
-/// `storing`: the cache entry this response fills and the body the client reads back from it
-/// (`crate::cache`), for a rewritten body only.
+/// `storing`: the cache entry this response fills, and the body the client reads back from it
+/// unless the client already has its answer (`crate::cache`); for a rewritten body only.
 pub fn send(
     prepared: Prepared,
-    storing: Option<(crate::cache::Filling, fastly::Body)>,
+    storing: Option<crate::cache::Filling>,
     settings: &Settings,
     access: &mut Access,
 ) {
@@ -51,16 +51,8 @@ pub fn send(
         rule,
         options,
     };
-    if let Some((filling, streamed_back)) = storing {
-        return fill::fill(
-            response,
-            origin_body,
-            job,
-            filling,
-            streamed_back,
-            settings,
-            access,
-        );
+    if let Some(filling) = storing {
+        return fill::fill(response, origin_body, job, filling, settings, access);
     }
     if settings.publisher.streaming {
         stream::stream(response, origin_body, job, settings, access);

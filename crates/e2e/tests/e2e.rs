@@ -281,6 +281,10 @@ fn main() {
             cache::a_death_mid_body_is_not_stored,
         ),
         (
+            "cache: stale-while-revalidate serves the stale copy and refreshes it",
+            cache::stale_while_revalidate_serves_stale_and_refreshes,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),

@@ -301,3 +301,41 @@ pub fn a_death_mid_body_is_not_stored(w: &World) -> Outcome {
     let r = fetch(w.streaming, &path, &[identity()])?;
     check(state(&r) == "HIT", || format!("control: {}", state(&r)))
 }
+
+pub fn stale_while_revalidate_serves_stale_and_refreshes(w: &World) -> Outcome {
+    let t = unique();
+    // One second fresh, then a minute in which a stale copy may be served while refreshed.
+    let path = format!(
+        "{PAGE}?cache_control=public%2C%20max-age%3D1%2C%20stale-while-revalidate%3D60&t={t}"
+    );
+    let first = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&first) == "MISS", || {
+        format!("first: {}", state(&first))
+    })?;
+    std::thread::sleep(Duration::from_millis(1600));
+    let stale = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&stale) == "HIT", || {
+        format!("stale: {}", state(&stale))
+    })?;
+    super::same_bytes("stale copy", &stale.body, &first.body)?;
+    let n = origin_requests(w, &t, 2);
+    check(n == 2, || {
+        format!("the stale hit's refresh: {n} origin requests, not 2")
+    })?;
+    super::log_line(w, &["cache: stale entry refreshed: true"])?;
+    let fresh = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&fresh) == "HIT", || {
+        format!("after the refresh: {}", state(&fresh))
+    })?;
+    let n = origin_requests(w, &t, 3);
+    check(n == 2, || format!("after the refresh: {n} origin requests"))?;
+    // Control: without stale-while-revalidate an expired entry is a MISS.
+    let t = unique();
+    let path = format!("{PAGE}?cache_control=public%2C%20max-age%3D1&t={t}");
+    fetch_complete(w.streaming, &path, &[identity()])?;
+    std::thread::sleep(Duration::from_millis(1600));
+    let expired = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&expired) == "MISS", || {
+        format!("expired: {}", state(&expired))
+    })
+}
