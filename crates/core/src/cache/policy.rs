@@ -339,7 +339,8 @@ mod tests {
     #[test]
     fn every_reason_to_pass() {
         let ok = ("cache-control", "max-age=60");
-        let cases: &[(u16, &[(&str, &str)], PassWhy)] = &[
+        type Case<'a> = (u16, &'a [(&'a str, &'a str)], PassWhy);
+        let cases: &[Case] = &[
             (500, &[ok], PassWhy::Status),
             (206, &[ok], PassWhy::Status),
             (200, &[ok, ("Set-Cookie", "a=1")], PassWhy::SetCookie),

@@ -130,7 +130,8 @@ pub fn concurrent_misses_make_one_origin_request(w: &World) -> Outcome {
 }
 
 pub fn per_user_responses_pass_with_the_reason(w: &World) -> Outcome {
-    let cases: [(&str, &[(&str, &str)], &str); 6] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
         ("set_cookie=1", &[], "PASS(set-cookie)"),
         ("vary=Cookie", &[], "PASS(vary-cookie)"),
         (
