@@ -44,8 +44,27 @@ pub struct Fill {
 }
 
 impl Fill {
-    /// Gives up the obligation: the next waiting request gets it.
+    /// Gives up the obligation. A pass the origin's answer decided is remembered for
+    /// `REMEMBER_PASS` (an entry with no body whose metadata names the reason, under the
+    /// page's surrogate key), so requests for the key stop queueing behind each other; any
+    /// other gives the obligation to the next waiting request.
     fn cancel(self, why: PassWhy) -> CacheState {
+        if why.remembered() {
+            let page = surrogate::page_key(&self.authority, &self.path);
+            let marker = self
+                .tx
+                .insert(policy::REMEMBER_PASS)
+                .surrogate_keys([page.as_str(), surrogate::ALL_REWRITTEN])
+                .user_metadata(CacheKey::from(stored::pass_marker(why)))
+                .known_length(0)
+                .execute();
+            match marker.map(fastly::http::body::StreamingBody::finish) {
+                Ok(Ok(())) => return CacheState::Pass(why),
+                Ok(Err(e)) => log::warn!("cache: cannot remember the pass: {e}"),
+                Err(e) => log::warn!("cache: cannot remember the pass: {e}"),
+            }
+            return CacheState::Pass(why);
+        }
         if let Err(e) = self.tx.cancel_insert_or_update() {
             log::warn!("cache: cannot cancel the insert: {e}");
         }
@@ -89,6 +108,15 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
             return Lookup::Pass(PassWhy::CacheError);
         }
     };
+    let remembered = tx
+        .found()
+        .and_then(|found| stored::read_pass_marker(&found.user_metadata()));
+    if let Some(why) = remembered {
+        if tx.must_insert_or_update() {
+            let _ = tx.cancel_insert_or_update();
+        }
+        return Lookup::Pass(why);
+    }
     match tx.found() {
         // A stale copy within stale-while-revalidate: this request serves it and refreshes
         // it; other requests meanwhile get the stale copy without the obligation.

@@ -285,6 +285,10 @@ fn main() {
             cache::stale_while_revalidate_serves_stale_and_refreshes,
         ),
         (
+            "cache: concurrent requests for a page that passes do not queue (pass remembered)",
+            cache::concurrent_requests_for_a_page_that_passes_do_not_queue,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),

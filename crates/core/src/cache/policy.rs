@@ -57,7 +57,46 @@ pub enum PassWhy {
     OriginError,
 }
 
+/// How long a response-side pass is remembered for its key ("hit-for-pass"): while it is,
+/// requests for the key go straight to the origin instead of waiting, one after another, for
+/// the request ahead of them to find out again that the page cannot be stored.
+pub const REMEMBER_PASS: Duration = Duration::from_secs(60);
+
 impl PassWhy {
+    /// Every reason.
+    pub const ALL: [PassWhy; 16] = [
+        PassWhy::Method,
+        PassWhy::Authorization,
+        PassWhy::Status,
+        PassWhy::SetCookie,
+        PassWhy::VaryCookie,
+        PassWhy::VaryStar,
+        PassWhy::VaryUnusable,
+        PassWhy::Private,
+        PassWhy::NoStore,
+        PassWhy::NoCache,
+        PassWhy::NoTtl,
+        PassWhy::Unreadable,
+        PassWhy::NotRewritten,
+        PassWhy::HeadersTooLarge,
+        PassWhy::CacheError,
+        PassWhy::OriginError,
+    ];
+
+    /// Whether the origin's answer decided it, so it is remembered for [`REMEMBER_PASS`]; a
+    /// request-side reason never reaches the cache, and a failure is not the page's nature.
+    pub fn remembered(self) -> bool {
+        !matches!(
+            self,
+            PassWhy::Method | PassWhy::Authorization | PassWhy::CacheError | PassWhy::OriginError
+        )
+    }
+
+    /// The reason for its [`PassWhy::as_str`] name.
+    pub fn from_name(name: &str) -> Option<PassWhy> {
+        PassWhy::ALL.into_iter().find(|why| why.as_str() == name)
+    }
+
     /// The reason as written in `x-ts-cache: PASS(reason)`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -265,6 +304,23 @@ mod tests {
 
     fn assess(status: u16, headers: &[(&str, &str)]) -> Result<Freshness, PassWhy> {
         response_allows(status, headers.iter().map(|(n, v)| (*n, v.as_bytes())))
+    }
+
+    #[test]
+    fn reasons_have_distinct_names_that_read_back() {
+        for why in PassWhy::ALL {
+            assert_eq!(PassWhy::from_name(why.as_str()), Some(why));
+            assert_eq!(
+                PassWhy::ALL
+                    .iter()
+                    .filter(|w| w.as_str() == why.as_str())
+                    .count(),
+                1
+            );
+        }
+        assert_eq!(PassWhy::from_name("nope"), None);
+        assert!(PassWhy::SetCookie.remembered() && PassWhy::NoTtl.remembered());
+        assert!(!PassWhy::OriginError.remembered() && !PassWhy::CacheError.remembered());
     }
 
     #[test]

@@ -17,6 +17,20 @@ pub const MAX_BLOCK_BYTES: usize = 32 * 1024;
 
 const MAGIC: &[u8] = b"TSH1";
 
+/// The metadata of a remembered pass (an entry with no body): `TSPASS1:` and the reason.
+const PASS_MAGIC: &[u8] = b"TSPASS1:";
+
+/// The metadata that remembers a pass for `why` (see `policy::REMEMBER_PASS`).
+pub fn pass_marker(why: super::PassWhy) -> Vec<u8> {
+    [PASS_MAGIC, why.as_str().as_bytes()].concat()
+}
+
+/// The reason a stored entry remembers, if it is a pass marker.
+pub fn read_pass_marker(metadata: &[u8]) -> Option<super::PassWhy> {
+    let name = metadata.strip_prefix(PASS_MAGIC)?;
+    super::PassWhy::from_name(std::str::from_utf8(name).ok()?)
+}
+
 /// Whether a response header is per reader or for the cache only, so never stored.
 pub fn is_per_reader(name: &str) -> bool {
     name.eq_ignore_ascii_case("set-cookie")
@@ -108,6 +122,19 @@ mod tests {
             back,
             [headers[0].clone(), headers[5].clone(), headers[6].clone()]
         );
+    }
+
+    #[test]
+    fn pass_markers_read_back_and_are_never_header_blocks() {
+        use crate::cache::PassWhy;
+        for why in PassWhy::ALL {
+            let marker = pass_marker(why);
+            assert_eq!(read_pass_marker(&marker), Some(why));
+            assert_eq!(decode(&marker), None);
+        }
+        let block = encode(200, &[h("a", b"b")]).unwrap();
+        assert_eq!(read_pass_marker(&block), None);
+        assert_eq!(read_pass_marker(b"TSPASS1:nope"), None);
     }
 
     #[test]

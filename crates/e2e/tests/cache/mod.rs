@@ -340,3 +340,37 @@ pub fn stale_while_revalidate_serves_stale_and_refreshes(w: &World) -> Outcome {
         format!("expired: {}", state(&expired))
     })
 }
+
+pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Outcome {
+    const N: usize = 5;
+    const DELAY_MS: u64 = 700;
+    let t = unique();
+    // No lifetime: PASS(no-ttl). Every request reaches the origin, which waits 700 ms.
+    let path = format!("{PAGE}?headers_delay_ms={DELAY_MS}&t={t}");
+    let addr = w.streaming;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..N)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                e2e::get(addr, &path, &[("accept-encoding", "identity")], TIMEOUT)
+            })
+        })
+        .collect();
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| "client thread panicked".to_owned())?
+            .map_err(|e| e.to_string())?;
+        check(state(&r) == "PASS(no-ttl)", || format!("{}", state(&r)))?;
+    }
+    let took = started.elapsed();
+    // Queued one behind the other they would take N × 700 ms; the first answer is remembered,
+    // so the rest go to the origin together: about two delays.
+    check(
+        took < Duration::from_millis(DELAY_MS * (N as u64 - 1)),
+        || format!("{N} requests took {took:?}: they queued"),
+    )?;
+    let n = origin_requests(w, &t, N);
+    check(n == N, || format!("{n} origin requests, not {N}"))
+}
