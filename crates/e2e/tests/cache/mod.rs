@@ -362,7 +362,7 @@ pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Out
             .join()
             .map_err(|_| "client thread panicked".to_owned())?
             .map_err(|e| e.to_string())?;
-        check(state(&r) == "PASS(no-ttl)", || format!("{}", state(&r)))?;
+        check(state(&r) == "PASS(no-ttl)", || state(&r).to_string())?;
     }
     let took = started.elapsed();
     // Queued one behind the other they would take N × 700 ms; the first answer is remembered,
