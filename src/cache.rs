@@ -58,10 +58,12 @@ impl Fill {
                 .user_metadata(CacheKey::from(stored::pass_marker(why)))
                 .known_length(0)
                 .execute();
-            match marker.map(fastly::http::body::StreamingBody::finish) {
-                Ok(Ok(())) => return CacheState::Pass(why),
-                Ok(Err(e)) => log::warn!("cache: cannot remember the pass: {e}"),
-                Err(e) => log::warn!("cache: cannot remember the pass: {e}"),
+            let finished = match marker {
+                Ok(body) => body.finish().map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = finished {
+                log::warn!("cache: cannot remember the pass: {e}");
             }
             return CacheState::Pass(why);
         }
