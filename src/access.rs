@@ -100,6 +100,11 @@ pub struct Access {
     pub bytes_out: Option<u64>,
     /// Host write calls for the body.
     pub writes: Option<u64>,
+    /// How long the origin took to answer with its headers (or to fail), if it was asked.
+    pub origin_wait: Option<Duration>,
+    /// Time spent in the body pipeline (decode, rewrite, encode), if the body was rewritten:
+    /// see `timing::timed`.
+    pub rewrite: Option<Duration>,
     /// For a rewritten HTML body: whether lol_html ran (`true`), or the URL rule alone
     /// rewrote it (no Flight marker, no unsafe `<meta>` charset; see the core's lazy stage).
     pub html_structured: Option<bool>,
@@ -125,6 +130,8 @@ impl Access {
             bytes_in: None,
             bytes_out: None,
             writes: None,
+            origin_wait: None,
+            rewrite: None,
             html_structured: None,
             outcome: Outcome::Finished,
             cache: None,
@@ -165,6 +172,10 @@ impl Access {
             Some(t) => format!("{:.1}", (t - self.started).as_secs_f64() * 1000.0),
             None => "-".into(),
         };
+        let dur = |d: Option<Duration>| match d {
+            Some(d) => format!("{:.1}", d.as_secs_f64() * 1000.0),
+            None => "-".into(),
+        };
         let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
         let outcome = match &self.outcome {
             Outcome::Finished => "finished".to_owned(),
@@ -182,7 +193,7 @@ impl Access {
         let _ = write!(
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             headers_ms={} first_byte_ms={} last_byte_ms={} outcome={} cache={}",
+             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={}",
             self.trace_id,
             self.method,
             self.path,
@@ -192,8 +203,10 @@ impl Access {
             n(self.bytes_out),
             n(self.writes),
             html,
+            dur(self.origin_wait),
             ms(self.headers_at),
             ms(self.first_body_at),
+            dur(self.rewrite),
             ms(self.last_byte_at),
             outcome,
             self.cache.as_deref().unwrap_or("-")
@@ -238,6 +251,8 @@ mod tests {
             "in=-",
             "html=-",
             "first_byte_ms=-",
+            "origin_ms=-",
+            "rewrite_ms=-",
             "outcome=finished",
             "cache=-",
         ] {
@@ -251,12 +266,16 @@ mod tests {
         access.outcome = Outcome::PassedThrough("not-text".into());
         access.html_structured = Some(true);
         access.cache = Some("PASS(no-ttl)".into());
+        access.origin_wait = Some(Duration::from_micros(12_340));
+        access.rewrite = Some(Duration::from_micros(2_500));
         let line = access.line();
         for field in [
             "status=200",
             "out=11",
             "writes=2",
             "html=lol_html",
+            "origin_ms=12.3",
+            "rewrite_ms=2.5",
             "outcome=passed-through(not-text)",
             "cache=PASS(no-ttl)",
         ] {

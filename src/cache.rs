@@ -172,9 +172,11 @@ pub fn answer_hit(
             None => Lookup::Pass(PassWhy::CacheError),
         });
     };
+    let mut response = response;
     access.plan = "cache".into();
     access.cache = Some(CacheState::Hit.to_string());
     access.outcome = Outcome::PassedThrough("cache-hit".into());
+    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
     match refresh {

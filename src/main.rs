@@ -4,7 +4,8 @@
 //! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
 //! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
 //! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
-//! untouched).
+//! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
+//! pipeline for the access line (`access`).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
@@ -29,6 +30,7 @@ mod reply;
 mod response;
 mod script;
 mod signing_keys;
+mod timing;
 
 use fastly::Request;
 use trusted_server_core::publisher::identity::IdentityPlan;
@@ -48,7 +50,7 @@ fn main() {
     let route = Route::classify(request.get_method_str(), request.get_path());
     access.plan = route.name().into();
     // The service's own endpoints, one line each: answered whole, without the origin.
-    let response = match route {
+    let mut response = match route {
         Route::Health => reply::health(&SETTINGS),
         Route::Script => script::respond(&request, &SETTINGS),
         Route::EdgeId => identity::endpoint(&request, &SETTINGS),
@@ -62,6 +64,7 @@ fn main() {
             return access.log();
         }
     };
+    timing::stamp(&mut response, &access, None, &SETTINGS);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
     access.log();
@@ -82,7 +85,10 @@ fn proxy(request: Request, access: &mut Access) {
         }
         cache::AfterHit::Origin(lookup) => lookup,
     };
-    let origin_response = match origin::fetch(request, &client, forward, &SETTINGS) {
+    let asked = std::time::Instant::now();
+    let fetched = origin::fetch(request, &client, forward, &SETTINGS);
+    access.origin_wait = Some(asked.elapsed());
+    let origin_response = match fetched {
         Ok(response) => response,
         Err(failure) => {
             let state = cache::origin_failed(lookup);
@@ -94,6 +100,7 @@ fn proxy(request: Request, access: &mut Access) {
             let mut response = reply::origin_failure(&failure, &SETTINGS);
             cache::outgoing(&mut response, None, &state, &SETTINGS);
             access.cache = Some(state.to_string());
+            timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             return response.send_to_client();
         }
@@ -109,6 +116,7 @@ fn proxy(request: Request, access: &mut Access) {
         let mut response = reply::origin_failure(&failure, &SETTINGS);
         cache::outgoing(&mut response, None, &state, &SETTINGS);
         access.cache = Some(state.to_string());
+        timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
@@ -128,6 +136,12 @@ fn proxy(request: Request, access: &mut Access) {
         }
     };
     access.cache = Some(state.to_string());
+    timing::stamp(
+        &mut prepared.response,
+        access,
+        access.cache.as_deref(),
+        &SETTINGS,
+    );
     body::send(prepared, storing, &SETTINGS, access);
 }
 

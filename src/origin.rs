@@ -6,6 +6,7 @@ use fastly::backend::BackendCreationError;
 use fastly::http::request::SendErrorCause;
 use fastly::http::Version;
 use fastly::{Backend, Request, Response};
+use trusted_server_core::compression;
 use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
 use trusted_server_settings::Scheme;
@@ -105,6 +106,10 @@ fn build_request(
     if let Some(id) = edge_id {
         request.set_header(ORIGIN_HEADER, id);
     }
+    // `delivery.compression = "edge"`: the body comes uncompressed, Fastly compresses it.
+    if let Some(coding) = compression::upstream_accept_encoding(settings.delivery.compression) {
+        request.set_header(fastly::http::header::ACCEPT_ENCODING, coding);
+    }
     // Always HTTP/1.1 to the origin, whatever the client spoke: the client's HTTP/2 is not a
     // version the backend connection speaks, and HTTP/1.0 would lose chunked framing.
     request.set_version(Version::HTTP_11);
@@ -193,6 +198,23 @@ mod tests {
         let out = build_request(incoming, &client, Some("abc.DEF123"), &crate::SETTINGS);
         let all: Vec<&str> = out.get_header_all_str("x-ts-ec");
         assert_eq!(all, ["abc.DEF123"]);
+    }
+
+    #[test]
+    fn edge_compression_asks_the_origin_for_identity() {
+        let mut settings = crate::SETTINGS.clone();
+        let incoming = || {
+            Request::get("http://www.pub.test/")
+                .with_header("host", "www.pub.test")
+                .with_header("accept-encoding", "br, gzip")
+        };
+        let client = client::observe(&incoming(), &settings);
+        let out = build_request(incoming(), &client, None, &settings);
+        assert_eq!(out.get_header_str("accept-encoding"), Some("br, gzip"));
+        settings.delivery.compression = trusted_server_settings::Compression::Edge;
+        let out = build_request(incoming(), &client, None, &settings);
+        let all: Vec<&str> = out.get_header_all_str("accept-encoding");
+        assert_eq!(all, ["identity"]);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use fastly::http::{HeaderName, HeaderValue};
 use fastly::Response;
+use trusted_server_core::compression;
 use trusted_server_core::{
     origin_response_headers, BodyPlan, Injection, ResponseContext, Settings, UrlRule,
 };
@@ -58,6 +59,10 @@ pub fn prepare(
         .collect();
     let mut headers = origin_response_headers(headers, &ctx, &settings.response_headers);
     crate::identity::add_cookie(&mut headers, status, edge_id, settings);
+    let coding = content_encoding.as_deref();
+    if compression::edge_compresses(settings.delivery.compression, &get_plan, coding) {
+        compression::mark_for_edge_compression(&mut headers);
+    }
     reply::replace_headers(&mut response, headers);
     response.set_version(client.version);
     let inject = crate::inject::decide(&response, &plan, &client, settings);
@@ -195,6 +200,38 @@ mod tests {
         let mut single = origin_response("text/html");
         single.set_header("content-encoding", "gzip");
         assert!(plan(single).changes_body());
+    }
+
+    #[test]
+    fn edge_compression_marks_identity_text_only() {
+        let mut edge = crate::SETTINGS.clone();
+        edge.delivery.compression = trusted_server_settings::Compression::Edge;
+        let hint = |response: Response, is_head: bool, settings: &Settings| {
+            let prepared = prepare(response, client(), &IdentityPlan::NONE, is_head, settings);
+            let vary: Vec<String> = prepared
+                .response
+                .get_header_all_str("vary")
+                .iter()
+                .map(|v| v.to_ascii_lowercase())
+                .collect();
+            let hint = prepared.response.get_header_str("x-compress-hint");
+            (hint.map(str::to_owned), vary.join(","))
+        };
+        let html = || origin_response("text/html");
+        let (on, vary) = hint(html(), false, &edge);
+        assert_eq!(on.as_deref(), Some("on"));
+        assert!(vary.contains("accept-encoding"), "{vary}");
+        assert_eq!(
+            hint(html(), true, &edge).0.as_deref(),
+            Some("on"),
+            "HEAD as GET"
+        );
+        let (off, vary) = hint(html(), false, &crate::SETTINGS);
+        assert_eq!(off, None);
+        assert!(!vary.contains("accept-encoding"), "{vary}");
+        assert_eq!(hint(origin_response("image/png"), false, &edge).0, None);
+        let gzip = origin_response("text/html").with_header("content-encoding", "gzip");
+        assert_eq!(hint(gzip, false, &edge).0, None, "re-encoded in wasm");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! response with a `Content-Length`.
 
 use std::io::Read;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fastly::http::StatusCode;
 use fastly::{Body, Response};
@@ -12,6 +12,7 @@ use super::{classify, record_report, report, Job};
 use crate::access::{Access, Outcome, SinkStats};
 use crate::failure::Failure;
 use crate::reply;
+use crate::timing::timed;
 
 /// Largest origin body, and largest rewritten body, that buffered mode holds in memory. The
 /// guest's memory is bounded (about 128 MiB under Viceroy, with the input, the output and their
@@ -51,7 +52,11 @@ pub(crate) fn buffer(
             let sink = CappedVec(Vec::new());
             let mut pipeline =
                 BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
-            let result = pipeline.push(&encoded).and_then(|()| pipeline.finish());
+            let mut rewrite = Duration::ZERO;
+            let result = timed(&mut rewrite, || {
+                pipeline.push(&encoded).and_then(|()| pipeline.finish())
+            });
+            access.rewrite = Some(rewrite);
             result.map_err(|e| match e {
                 // The only sink error here is the cap.
                 PipelineError::Client(e) => (Failure::TooLargeToBuffer, e.to_string()),
@@ -77,9 +82,11 @@ pub(crate) fn buffer(
         }
         Err(failure) => {
             report(failure, bytes_in, 0, settings, access);
+            let mut response = reply::error(StatusCode::BAD_GATEWAY, settings);
+            crate::timing::stamp(&mut response, access, None, settings);
             access.headers_sent(StatusCode::BAD_GATEWAY.as_u16());
             access.outcome = Outcome::Error;
-            reply::error(StatusCode::BAD_GATEWAY, settings).send_to_client();
+            response.send_to_client();
         }
     }
 }

@@ -9,7 +9,7 @@
 
 use std::io::{self, Read, Write};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fastly::{Body, Response};
 use trusted_server_core::{BodyPipeline, PipelineReport, Settings};
@@ -18,6 +18,7 @@ use super::{classify, record_report, report, BodyFailure, Job};
 use crate::access::{Access, Outcome, SinkStats};
 use crate::cache::Filling;
 use crate::failure::Failure;
+use crate::timing::timed;
 
 /// Largest read from the origin body.
 const READ_CHUNK: usize = 64 * 1024;
@@ -65,8 +66,10 @@ pub(crate) fn fill(
     };
     let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
     let mut bytes_in = 0;
-    let result = pump(pipeline, origin_body, length, &mut bytes_in);
+    let mut rewrite = Duration::ZERO;
+    let result = pump(pipeline, origin_body, length, &mut bytes_in, &mut rewrite);
     access.bytes_in = Some(bytes_in);
+    access.rewrite = Some(rewrite);
     access.body_written(&stats);
     match result {
         Ok(pipeline_report) => {
@@ -89,6 +92,7 @@ fn pump(
     mut origin_body: Body,
     length: Option<u64>,
     bytes_in: &mut u64,
+    rewrite: &mut Duration,
 ) -> Result<PipelineReport, BodyFailure> {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
@@ -98,7 +102,7 @@ fn pump(
             Err(e) => return Err((Failure::OriginBody, e.to_string())),
         };
         *bytes_in += n as u64;
-        pipeline.push(&buf[..n]).map_err(classify)?;
+        timed(rewrite, || pipeline.push(&buf[..n])).map_err(classify)?;
     }
     if let Some(len) = length.filter(|len| *bytes_in < *len) {
         return Err((
@@ -106,7 +110,7 @@ fn pump(
             format!("origin body ended after {bytes_in} of its {len} bytes"),
         ));
     }
-    let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
+    let (sink, pipeline_report) = timed(rewrite, || pipeline.finish()).map_err(classify)?;
     sink.inner.finish().map_err(|e| {
         (
             Failure::CacheWrite,

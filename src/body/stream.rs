@@ -2,7 +2,7 @@
 
 use std::io::Read;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fastly::handle::BodyHandle;
 use fastly::{Body, Response};
@@ -12,6 +12,7 @@ use super::downstream::{self, ClientBody, HoldingSink};
 use super::{classify, record_report, report, BodyFailure, Job};
 use crate::access::{Access, Outcome, SinkStats};
 use crate::failure::Failure;
+use crate::timing::timed;
 
 /// Largest read from the origin body. A read returns whatever has arrived, so a large buffer
 /// costs no latency and means fewer host calls when the origin is fast.
@@ -62,14 +63,16 @@ pub(crate) fn stream(
         client_body.sink(),
     );
     let mut bytes_in = 0;
+    let mut rewrite = Duration::ZERO;
     let release = Release::new(job.codec, length);
     let result = pump(
         pipeline,
         origin_body.into_handle(),
         release,
         client_body,
-        &mut bytes_in,
+        (&mut bytes_in, &mut rewrite),
     );
+    access.rewrite = Some(rewrite);
     access.headers_sent(status);
     access.headers_at = stats.sent_at.get();
     access.bytes_in = Some(bytes_in);
@@ -93,14 +96,16 @@ pub(crate) fn stream(
 /// Reads the origin body through the pipeline to the end and finishes the client body. After
 /// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
 /// client body holds, flushing the pipeline first when that is worth it. On an error the
-/// client body is dropped unfinished: abandoned.
+/// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
+/// the pipeline into `counters`.
 fn pump(
     mut pipeline: BodyPipeline<HoldingSink>,
     mut origin_body: BodyHandle,
     mut release: Release,
     client_body: ClientBody,
-    bytes_in: &mut u64,
+    counters: (&mut u64, &mut Duration),
 ) -> Result<PipelineReport, BodyFailure> {
+    let (bytes_in, rewrite) = counters;
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
     let length = release.origin_length();
     let mut buf = read_buffer(length);
@@ -111,7 +116,7 @@ fn pump(
             Err(e) => return Err((Failure::OriginBody, e.to_string())),
         };
         *bytes_in += n as u64;
-        pipeline.push(&buf[..n]).map_err(classify)?;
+        timed(rewrite, || pipeline.push(&buf[..n])).map_err(classify)?;
         if n == buf.len() && n < READ_CHUNK && length.is_none_or(|len| *bytes_in < len) {
             // The origin delivers faster than this buffer takes it.
             buf.resize(n * 2, 0);
@@ -124,7 +129,7 @@ fn pump(
         }) {
             Step::Hold => {}
             // Flushing the pipeline flushes the client body: what it holds leaves.
-            Step::Send { flush: true } => pipeline.flush().map_err(classify)?,
+            Step::Send { flush: true } => timed(rewrite, || pipeline.flush()).map_err(classify)?,
             Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
         }
     }
@@ -134,7 +139,7 @@ fn pump(
             format!("origin body ended after {read} of its {len} bytes"),
         ));
     }
-    let (sink, pipeline_report) = pipeline.finish().map_err(classify)?;
+    let (sink, pipeline_report) = timed(rewrite, || pipeline.finish()).map_err(classify)?;
     drop(sink);
     client_body.finish().map_err(|e| {
         (

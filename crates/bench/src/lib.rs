@@ -4,8 +4,10 @@
 //! under `viceroy run`), so the two can be compared on identical inputs. The side-by-side
 //! latency, streamed-fraction and load run lives in the native `bench` binary. [`flight`] is
 //! an independent reader of Next.js Flight payloads the checks on the RSC pages use.
+//! [`compression`] measures the guest CPU per page of the two `delivery.compression` choices.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod compression;
 pub mod flight;
 pub mod throughput;

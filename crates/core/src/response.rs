@@ -59,7 +59,7 @@ pub struct ResponseContext<'a> {
     pub not_modified: bool,
     /// Whether the body depends on whether the request is a page navigation (an HTML page
     /// that gets the first-party script's tag only on navigations): the response then varies
-    /// on the headers that rule reads, [`NAVIGATION_VARY`].
+    /// on the headers that rule reads, `NAVIGATION_VARY`.
     pub varies_by_navigation: bool,
 }
 

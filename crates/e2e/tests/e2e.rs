@@ -19,6 +19,7 @@ use trusted_server_core::UrlRule;
 
 mod admin;
 mod cache;
+mod delivery;
 mod edge_id;
 mod first_party;
 mod signing;
@@ -46,6 +47,9 @@ struct World {
     /// A streaming build whose `identity.secret_key`, `signing.current_kid`,
     /// `admin.password_key` and `first_party.token_key` name no secret in their stores.
     no_secret: SocketAddr,
+    /// A streaming build with `delivery.compression = "edge"` and `delivery.server_timing =
+    /// false` (see `delivery`).
+    edge: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
 
@@ -162,6 +166,26 @@ fn main() {
         (
             "the script: another hash gets a 404; HEAD gets GET's headers",
             script_unknown_hash_and_head,
+        ),
+        (
+            "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
+            delivery::server_timing_on_every_response,
+        ),
+        (
+            "delivery: no Server-Timing with delivery.server_timing = false",
+            delivery::server_timing_off_by_setting,
+        ),
+        (
+            "delivery: the access line carries origin, first byte, rewrite and last byte",
+            delivery::access_line_has_the_phases,
+        ),
+        (
+            "delivery: edge compression asks the origin for identity and marks the page",
+            delivery::edge_compression_asks_for_identity_and_marks_the_response,
+        ),
+        (
+            "delivery: edge compression re-encodes in wasm when the origin compresses anyway",
+            delivery::edge_compression_reencodes_when_the_origin_ignores_identity,
         ),
         (
             "edge ID: a first navigation gets the cookie with exactly its attributes",
@@ -300,8 +324,8 @@ fn main() {
     ];
     let mut world = world;
     let mut failures = 0;
-    // `cargo test -p e2e --test e2e -- WORDS`: only the scenarios whose name contains WORDS
-    // (the origin-stopping last scenario runs only when named).
+    // `cargo test -p e2e --test e2e -- delivery`: only the scenarios whose names contain an
+    // argument (all without one).
     let only: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -399,6 +423,8 @@ fn set_up() -> Result<World, String> {
     )
     .map_err(|e| format!("viceroy (no-secret): {e}"))?;
     servers.push(guard);
+    let (guard, edge) = delivery::start_edge_build(&root, &dir, origin_addr)?;
+    servers.push(guard);
     Ok(World {
         root,
         origin,
@@ -406,6 +432,7 @@ fn set_up() -> Result<World, String> {
         streaming: pair.streaming,
         buffered: pair.buffered,
         no_secret,
+        edge,
         _servers: servers,
     })
 }

@@ -263,6 +263,43 @@ impl LogLevel {
     }
 }
 
+/// Where a rewritten body is compressed for the client (`delivery.compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// The origin sends whatever coding the client accepts (of those the pipeline decodes); the
+    /// pipeline decodes, rewrites and encodes it again in wasm, billed as guest CPU.
+    Wasm,
+    /// The origin is asked for `identity`; the pipeline rewrites plain text and marks the
+    /// response `x-compress-hint: on`, so Fastly compresses it on delivery, outside the guest.
+    Edge,
+}
+
+impl Compression {
+    /// Every choice.
+    pub const ALL: [Compression; 2] = [Compression::Wasm, Compression::Edge];
+
+    /// The choice as written in the settings (`wasm` or `edge`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Compression::Wasm => "wasm",
+            Compression::Edge => "edge",
+        }
+    }
+}
+
+/// How responses are delivered (`[delivery]` section): timings exposed, and where bodies are
+/// compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// `delivery.server_timing`: send a `Server-Timing` header (origin wait, time in the
+    /// service) on every response (default `true`). `false` for publishers who do not want
+    /// timings exposed; the access line keeps them either way.
+    pub server_timing: bool,
+    /// `delivery.compression`: `wasm` (default) re-encodes rewritten bodies in the guest;
+    /// `edge` asks the origin for `identity` and leaves compression to Fastly's delivery.
+    pub compression: Compression,
+}
+
 /// Logging (`[logging]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Logging {
@@ -290,6 +327,8 @@ pub struct Settings {
     pub admin: Admin,
     /// The `[logging]` section.
     pub logging: Logging,
+    /// The `[delivery]` section.
+    pub delivery: Delivery,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -348,6 +387,10 @@ impl Settings {
         },
         logging: Logging {
             level: LogLevel::Info,
+        },
+        delivery: Delivery {
+            server_timing: true,
+            compression: Compression::Wasm,
         },
         response_headers: Cow::Borrowed(&[]),
     };
@@ -440,6 +483,10 @@ impl Settings {
     logging: ::trusted_server_settings::Logging {{
         level: ::trusted_server_settings::LogLevel::{log_level:?},
     }},
+    delivery: ::trusted_server_settings::Delivery {{
+        server_timing: {server_timing},
+        compression: ::trusted_server_settings::Compression::{compression:?},
+    }},
     response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
 }}",
             domain = s(&p.domain),
@@ -474,6 +521,8 @@ impl Settings {
             admin_user_key = s(&self.admin.user_key),
             admin_password_key = s(&self.admin.password_key),
             log_level = self.logging.level,
+            server_timing = self.delivery.server_timing,
+            compression = self.delivery.compression,
             headers = headers.join(", "),
         )
     }

@@ -15,8 +15,8 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use crate::{
-    Admin, FirstParty, HeaderSetting, Identity, Integrations, LogLevel, Logging, Nextjs, Publisher,
-    Resolve, Scheme, Script, Settings, Signing, Text,
+    Admin, Compression, Delivery, FirstParty, HeaderSetting, Identity, Integrations, LogLevel,
+    Logging, Nextjs, Publisher, Resolve, Scheme, Script, Settings, Signing, Text,
 };
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
@@ -81,6 +81,7 @@ struct SettingsFile {
     script: ScriptFile,
     admin: AdminFile,
     logging: LoggingFile,
+    delivery: DeliveryFile,
     /// An open table: any header name.
     response_headers: BTreeMap<String, String>,
 }
@@ -164,6 +165,13 @@ struct LoggingFile {
     level: Option<Level>,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+struct DeliveryFile {
+    server_timing: Option<Flag>,
+    compression: Option<Coding>,
+}
+
 /// A value as written. Environment values are always strings.
 #[derive(Deserialize)]
 #[serde(untagged, expecting = "expected a boolean, an integer or a string")]
@@ -240,6 +248,25 @@ impl TryFrom<Raw> for Level {
         match raw {
             Raw::Text(s) => (LogLevel::ALL.into_iter().find(|l| l.as_str() == s))
                 .map(Level)
+                .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
+            Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
+            Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
+        }
+    }
+}
+
+/// Where bodies are compressed, written `"wasm"` or `"edge"`.
+#[derive(Deserialize)]
+#[serde(try_from = "Raw")]
+struct Coding(Compression);
+
+impl TryFrom<Raw> for Coding {
+    type Error = String;
+    fn try_from(raw: Raw) -> Result<Self, String> {
+        let names = || Compression::ALL.map(Compression::as_str).join(", ");
+        match raw {
+            Raw::Text(s) => (Compression::ALL.into_iter().find(|c| c.as_str() == s))
+                .map(Coding)
                 .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
             Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
             Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
@@ -750,6 +777,16 @@ fn convert(
                 .level
                 .map_or(Settings::DEFAULT.logging.level, |l| l.0),
         },
+        delivery: Delivery {
+            server_timing: flag(
+                file.delivery.server_timing,
+                Settings::DEFAULT.delivery.server_timing,
+            ),
+            compression: file
+                .delivery
+                .compression
+                .map_or(Settings::DEFAULT.delivery.compression, |c| c.0),
+        },
         response_headers: Cow::Owned(response_headers),
     };
     Ok((settings, notes))
@@ -965,6 +1002,54 @@ mod tests {
     }
 
     #[test]
+    fn delivery_settings_from_file_and_environment() {
+        let d = load(MINIMAL, no_env()).unwrap().delivery;
+        assert_eq!(d, Settings::DEFAULT.delivery);
+        assert!(d.server_timing);
+        assert_eq!(d.compression, Compression::Wasm);
+        let text =
+            format!("{MINIMAL}\n[delivery]\nserver_timing = false\ncompression = \"edge\"\n");
+        let s = load(&text, no_env()).unwrap();
+        assert!(!s.delivery.server_timing);
+        assert_eq!(s.delivery.compression, Compression::Edge);
+        let expr = s.to_rust_expr();
+        assert!(expr.contains("Compression::Edge"), "{expr}");
+        assert!(expr.contains("server_timing: false"), "{expr}");
+        let var = "TRUSTED_SERVER__DELIVERY__COMPRESSION";
+        let s = load(&text, [(var, "wasm")]).unwrap();
+        assert_eq!(s.delivery.compression, Compression::Wasm);
+        let s = load(
+            MINIMAL,
+            [("TRUSTED_SERVER__DELIVERY__SERVER_TIMING", "false")],
+        )
+        .unwrap();
+        assert!(!s.delivery.server_timing);
+        let e = load(&text, [(var, "fastly")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "invalid setting `delivery.compression` from {var}: expected one of wasm, edge, \
+                 got \"fastly\""
+            )
+        );
+        for (bad, key) in [
+            ("compression = \"EDGE\"", "delivery.compression"),
+            ("compression = 1", "delivery.compression"),
+            ("compression = true", "delivery.compression"),
+            ("server_timing = \"yes\"", "delivery.server_timing"),
+            ("server-timing = false", "delivery.server-timing"),
+        ] {
+            let text = format!("{MINIMAL}\n[delivery]\n{bad}\n");
+            let e = load(&text, no_env()).unwrap_err();
+            assert_eq!(
+                (e.key.as_str(), &e.origin),
+                (key, &Some(Origin::Line(7))),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn log_level_from_file_and_environment() {
         assert_eq!(
             load(MINIMAL, no_env()).unwrap().logging.level,
@@ -1133,7 +1218,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 30, "{vars:?}");
+        assert_eq!(vars.len(), 32, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1465,7 +1550,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 26, "rows with a literal default");
+        assert_eq!(checked, 28, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -1,4 +1,5 @@
-//! `throughput [ROUNDS]`: pipeline vs bare lol_html (and, on the plain pages, lol_html with URL
+//! `throughput [ROUNDS]` (and `throughput compression [ROUNDS]`: see
+//! `ts_bench::compression`): pipeline vs bare lol_html (and, on the plain pages, lol_html with URL
 //! attribute handlers) on the benchmark pages, printed as
 //! `key=value` lines (MB/s). Built natively and for wasm32-wasip1 (run with `viceroy run`), so
 //! scripts/benchmark.sh can compare the two on identical inputs.
@@ -7,6 +8,18 @@ fn main() {
     // `throughput loop SIDE PAGE MB`: the same, from arguments, for wasm (where the guest does
     // not see the host's environment).
     let args: Vec<String> = std::env::args().collect();
+    // `throughput compression [ROUNDS]`: guest CPU per page, re-encode vs edge compression.
+    if args.get(1).map(String::as_str) == Some("compression") {
+        let rounds = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(9usize);
+        match ts_bench::compression::run_all(rounds.max(1)) {
+            Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+            Err(e) => {
+                eprintln!("throughput compression: output check failed: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("loop") {
         let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
         let megabytes = arg(4, "200").parse().unwrap_or(200);

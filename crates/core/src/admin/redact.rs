@@ -21,8 +21,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, FirstParty, Identity, Integrations, Logging, Nextjs, Publisher, Resolve, Script,
-    Settings, Signing,
+    Admin, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, Publisher, Resolve,
+    Script, Settings, Signing,
 };
 
 use crate::VERSION;
@@ -107,6 +107,7 @@ pub fn settings_json(settings: &Settings) -> String {
         script,
         admin,
         logging,
+        delivery,
         response_headers,
     } = settings;
     let mut object = Map::new();
@@ -127,6 +128,14 @@ pub fn settings_json(settings: &Settings) -> String {
         view.section("logging", |v| {
             let Logging { level } = logging;
             v.word("level", level.as_str());
+        });
+        view.section("delivery", |v| {
+            let Delivery {
+                server_timing,
+                compression,
+            } = delivery;
+            v.flag("server_timing", *server_timing);
+            v.word("compression", compression.as_str());
         });
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
@@ -289,6 +298,7 @@ mod tests {
             ("TRUSTED_SERVER__ADMIN__USER_KEY", "ops_user"),
             ("TRUSTED_SERVER__PUBLISHER__CONNECT_TIMEOUT_MS", "1234"),
             ("TRUSTED_SERVER__INTEGRATIONS__NEXTJS__ENABLED", "false"),
+            ("TRUSTED_SERVER__DELIVERY__COMPRESSION", "edge"),
         ];
         let v = view(&trusted_server_settings::load(MINIMAL, env).unwrap());
         let s = &v["settings"];
@@ -303,6 +313,8 @@ mod tests {
         assert_eq!(s["admin"]["user_key"], "ops_user");
         assert_eq!(s["admin"]["password_key"], "admin_password");
         assert_eq!(s["identity"]["secret_store"], "ts_identity");
+        assert_eq!(s["delivery"]["compression"], "edge");
+        assert_eq!(s["delivery"]["server_timing"], true);
     }
 
     /// Free text is redacted: a response header's value never shows, its name does.

@@ -59,20 +59,13 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// The `"url"` and `"expires"` of a sign answer.
+/// The `"url"` and `"expires"` of a sign answer, read by a JSON parser.
 fn signed(body: &[u8]) -> Result<(String, u64), String> {
-    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
-    let url = text
-        .split_once("\"url\":\"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(u, _)| u.to_owned());
-    let expires = text
-        .split_once("\"expires\":")
-        .map(|(_, rest)| rest.trim_end().trim_end_matches('}'))
-        .and_then(|n| n.parse().ok());
-    match (url, expires) {
-        (Some(u), Some(e)) => Ok((u, e)),
-        _ => Err(format!("not a sign answer: {text}")),
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| format!("not JSON ({e}): {}", String::from_utf8_lossy(body)))?;
+    match (value["url"].as_str(), value["expires"].as_u64()) {
+        (Some(u), Some(e)) => Ok((u.to_owned(), e)),
+        _ => Err(format!("not a sign answer: {value}")),
     }
 }
 

@@ -144,14 +144,39 @@ pub fn results(
     let mut out = Results::default();
     latency_headline(&mut out, latency);
     throughput_headline(&mut out, tp);
+    compression_headline(&mut out, tp);
     rsc_headline(&mut out, latency, captures);
     rsc_throughput(&mut out, tp);
     load_headline(&mut out, load);
     latency_details(&mut out, latency, captures);
     capture_details(&mut out, captures);
     throughput_details(&mut out, tp);
+    for (key, value) in &tp.compression {
+        out.put(key.replace('.', "_"), value.clone());
+    }
     load_details(&mut out, load);
     out.0
+}
+
+/// Guest CPU per page with edge compression as a share of re-encoding in wasm, on the article
+/// (gzip and brotli from the origin), with its A/A control (edge against edge).
+fn compression_headline(out: &mut Results, tp: &ThroughputResult) {
+    let get = |key: &str| {
+        let full = format!("compression.article.{key}");
+        tp.compression
+            .iter()
+            .find(|(k, _)| *k == full)
+            .map_or_else(|| "na".to_owned(), |(_, v)| v.clone())
+    };
+    out.put(
+        "cpu_per_page_edge_over_reencode_gzip",
+        get("edge_over_reencode"),
+    );
+    out.put(
+        "cpu_per_page_edge_over_reencode_br",
+        get("edge_over_reencode_br"),
+    );
+    out.put("cpu_per_page_edge_aa_control", get("aa"));
 }
 
 /// The `key=value` lines being collected, in order.
@@ -1141,12 +1166,36 @@ mod tests {
         assert_eq!(between_processes(&r, |s| s.last_ms), 1.25);
     }
 
+    #[test]
+    fn compression_figures_reach_the_results() {
+        let tp = ThroughputResult {
+            native: Rates::new(),
+            wasm: Rates::new(),
+            spread: Default::default(),
+            bytes: Default::default(),
+            compression: vec![
+                (
+                    "compression.article.edge_over_reencode".into(),
+                    "0.044".into(),
+                ),
+                ("compression.article.aa".into(), "0.976".into()),
+            ],
+        };
+        let r = results(&[], &tp, &[], &[]);
+        let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("cpu_per_page_edge_over_reencode_gzip"), Some("0.044"));
+        assert_eq!(get("cpu_per_page_edge_over_reencode_br"), Some("na"));
+        assert_eq!(get("cpu_per_page_edge_aa_control"), Some("0.976"));
+        assert_eq!(get("compression_article_aa"), Some("0.976"));
+    }
+
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
         let tp = ThroughputResult {
             native: Rates::new(),
             wasm: Rates::new(),
             spread: Default::default(),
             bytes: Default::default(),
+            compression: Vec::new(),
         };
         results(&[], &tp, load, &[])
             .into_iter()

@@ -23,6 +23,9 @@ pub struct ThroughputResult {
     pub spread: HashMap<String, (f64, f64)>,
     /// Body bytes per page.
     pub bytes: HashMap<String, f64>,
+    /// `throughput compression` in wasm: guest CPU per page, re-encode vs edge compression
+    /// (`ts_bench::compression`), as the tool printed it (`compression.<page>.<what>`).
+    pub compression: Vec<(String, String)>,
 }
 
 /// Pages measured by the tool, in report order.
@@ -131,6 +134,14 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
         }
     }
     eprintln!("bench: throughput: native and wasm pipeline outputs on the RSC pages are identical");
+    eprintln!("bench: guest CPU per page, re-encode vs edge compression (wasm)");
+    let compression = compression_lines(
+        Command::new("viceroy")
+            .current_dir(&root)
+            .args(["run", "-C", "fastly.toml", "--"])
+            .arg(&wasm)
+            .args(["compression", rounds]),
+    )?;
     let mut spread = HashMap::new();
     let bytes = native_runs[0].bytes.clone();
     let native: Vec<Rates> = native_runs.into_iter().map(|r| r.rates).collect();
@@ -142,7 +153,26 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
         wasm,
         spread,
         bytes,
+        compression,
     })
+}
+
+/// The `key=value` lines of `throughput compression` (which checks its outputs first).
+fn compression_lines(cmd: &mut Command) -> Result<Vec<(String, String)>, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.starts_with("compression."))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect())
 }
 
 fn capture(cmd: &mut Command) -> Result<Run, String> {
