@@ -62,6 +62,12 @@ pub fn miss_then_hit_with_identical_bytes(w: &World) -> Outcome {
             format!("{coding}: {} then {}", state(&first), state(&second))
         })?;
         super::same_bytes(coding, &second.body, &first.body)?;
+        for (r, want) in [(&first, "cache;desc=MISS"), (&second, "cache;desc=HIT")] {
+            let timing = r.header("server-timing").unwrap_or("");
+            check(timing.contains(want), || {
+                format!("{coding}: Server-Timing {timing:?}")
+            })?;
+        }
         for name in ["content-type", "content-encoding", "etag", "vary"] {
             check(first.header(name) == second.header(name), || {
                 format!(
