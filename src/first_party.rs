@@ -21,7 +21,7 @@ use crate::reply;
 
 /// Why no URL can be signed or checked.
 #[derive(Debug)]
-enum Unavailable {
+pub(crate) enum Unavailable {
     /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
     Store(String, String),
     /// The store has no such key.
@@ -53,7 +53,7 @@ impl fmt::Display for Unavailable {
 
 /// Reads the URL-signing key. Each request runs in a fresh instance, so this is per request,
 /// and only for requests that get as far as signing or verifying.
-fn read_key(settings: &FirstParty) -> Result<UrlKey, Unavailable> {
+pub(crate) fn read_key(settings: &FirstParty) -> Result<UrlKey, Unavailable> {
     let (store, key) = (&*settings.secret_store, &*settings.token_key);
     let opened =
         SecretStore::open(store).map_err(|e| Unavailable::Store(store.into(), e.to_string()))?;
@@ -68,7 +68,7 @@ fn read_key(settings: &FirstParty) -> Result<UrlKey, Unavailable> {
 }
 
 /// Seconds since the Unix epoch, from the platform's clock.
-fn now() -> Result<u64, Unavailable> {
+pub(crate) fn now() -> Result<u64, Unavailable> {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -81,7 +81,12 @@ pub fn policy(settings: &FirstParty) -> TargetPolicy {
 }
 
 /// A JSON answer of ours, never stored by any cache.
-fn json(status: StatusCode, body: String, cache_control: &str, settings: &Settings) -> Response {
+pub(crate) fn json(
+    status: StatusCode,
+    body: String,
+    cache_control: &str,
+    settings: &Settings,
+) -> Response {
     reply::with_standard_headers(
         Response::from_status(status)
             .with_header("content-type", "application/json")
@@ -91,7 +96,8 @@ fn json(status: StatusCode, body: String, cache_control: &str, settings: &Settin
     )
 }
 
-fn unavailable(e: &Unavailable, route: &str, settings: &Settings) -> Response {
+/// `503` with the one body, the reason logged at `error`.
+pub(crate) fn unavailable(e: &Unavailable, route: &str, settings: &Settings) -> Response {
     log::error!("{route} unavailable: {e}");
     json(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -19,12 +19,10 @@ mod client;
 mod discovery;
 mod failure;
 mod first_party;
+mod first_party_proxy;
 mod identity;
 mod inject;
 mod origin;
-// `partner::sign` is for the requests the first-party proxy sends to partners (issue 18,
-// item 2); until that route calls it, only its tests do.
-#[allow(dead_code)]
 mod partner;
 mod reply;
 mod response;
@@ -59,6 +57,10 @@ fn main() {
         Route::Admin => admin::respond(&request, &SETTINGS),
         Route::FirstPartySign => first_party::sign(&request, &SETTINGS),
         Route::FirstPartyClick => first_party::click(&request, &SETTINGS),
+        Route::FirstPartyProxy => {
+            first_party_proxy::respond(request, &SETTINGS, &mut access);
+            return access.log();
+        }
         Route::PublisherProxy => {
             proxy(request, &mut access);
             return access.log();

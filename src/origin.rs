@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
-use fastly::http::request::SendErrorCause;
+use fastly::http::request::{SendError, SendErrorCause};
 use fastly::http::Version;
 use fastly::{Backend, Request, Response};
 use trusted_server_core::compression;
@@ -56,24 +56,28 @@ pub fn fetch(
     let sent_at = Instant::now();
     build_request(request, client, edge_id, settings)
         .send(backend)
-        .map_err(|e| {
-            let detail = format!("{e}");
-            let timed_out = matches!(
-                e.root_cause(),
-                SendErrorCause::ConnectionTimeout
-                    | SendErrorCause::HttpResponseTimeout
-                    | SendErrorCause::DnsTimeout
-            );
-            // Viceroy reports an expired first-byte timeout as a generic error; the elapsed time
-            // tells the two apart there.
-            let waited_out = sent_at.elapsed()
-                >= Duration::from_millis(settings.publisher.first_byte_timeout_ms.into());
-            if timed_out || waited_out {
-                OriginFailure::Timeout(detail)
-            } else {
-                OriginFailure::Unavailable(detail)
-            }
-        })
+        .map_err(|e| send_failure(&e, sent_at, settings))
+}
+
+/// What a failed `send` means: a timeout (504) or an unavailable upstream (502). Shared with
+/// the first-party proxy, whose backends use the same timeouts.
+pub fn send_failure(e: &SendError, sent_at: Instant, settings: &Settings) -> OriginFailure {
+    let detail = format!("{e}");
+    let timed_out = matches!(
+        e.root_cause(),
+        SendErrorCause::ConnectionTimeout
+            | SendErrorCause::HttpResponseTimeout
+            | SendErrorCause::DnsTimeout
+    );
+    // Viceroy reports an expired first-byte timeout as a generic error; the elapsed time
+    // tells the two apart there.
+    let waited_out =
+        sent_at.elapsed() >= Duration::from_millis(settings.publisher.first_byte_timeout_ms.into());
+    if timed_out || waited_out {
+        OriginFailure::Timeout(detail)
+    } else {
+        OriginFailure::Unavailable(detail)
+    }
 }
 
 /// Turns the client's request into the origin's: same method, path, query and body; the

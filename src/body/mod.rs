@@ -6,7 +6,7 @@
 mod buffer;
 pub mod downstream;
 mod fill;
-mod stream;
+pub(crate) mod stream;
 
 use trusted_server_core::{
     BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
@@ -98,7 +98,7 @@ pub(crate) fn classify(error: PipelineError) -> BodyFailure {
     (failure, error.to_string())
 }
 
-/// Logs a body-phase failure as one report.
+/// Logs a body-phase failure of the publisher's page as one report.
 #[track_caller]
 pub(crate) fn report(
     failure: BodyFailure,
@@ -107,13 +107,26 @@ pub(crate) fn report(
     settings: &Settings,
     access: &Access,
 ) {
-    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
-    failure::record(
-        failure.0,
-        failure.1,
+    report_for(
+        failure,
+        bytes_in,
+        bytes_out,
         &origin::backend_info(settings),
-        progress,
+        access,
     );
+}
+
+/// Logs a body-phase failure as one report, naming the backend the body came from.
+#[track_caller]
+pub(crate) fn report_for(
+    failure: BodyFailure,
+    bytes_in: u64,
+    bytes_out: u64,
+    backend: &failure::BackendInfo,
+    access: &Access,
+) {
+    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
+    failure::record(failure.0, failure.1, backend, progress);
 }
 
 /// Records what the pipeline reports: for the access line whether lol_html ran, and, once per

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use fastly::handle::BodyHandle;
 use fastly::{Body, Response};
-use trusted_server_core::{BodyPipeline, PipelineReport, Release, Settings, Step};
+use trusted_server_core::{BodyPipeline, Codec, PipelineReport, Release, Settings, Step};
 
 use super::downstream::{self, ClientBody, HoldingSink};
 use super::{classify, record_report, report, BodyFailure, Job};
@@ -50,21 +50,59 @@ pub(crate) fn stream(
     settings: &Settings,
     access: &mut Access,
 ) {
+    let Job {
+        codec,
+        rewrite,
+        rule,
+        options,
+    } = job;
+    let streamed = stream_through(
+        response,
+        origin_body,
+        codec,
+        |sink| BodyPipeline::new(codec, rewrite, rule, &options, sink),
+        access,
+    );
+    match streamed.result {
+        Ok(pipeline_report) => record_report(&pipeline_report, settings, access),
+        Err(failure) => report(
+            failure,
+            streamed.bytes_in,
+            streamed.bytes_out,
+            settings,
+            access,
+        ),
+    }
+}
+
+/// What [`stream_through`] did: the pipeline's report or the failure (not yet reported), and
+/// the bytes read and written.
+pub(crate) struct Streamed {
+    pub(crate) result: Result<PipelineReport, BodyFailure>,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+}
+
+/// The streaming machinery for any pipeline over `codec` (the publisher's page, or a
+/// first-party creative): `make` builds the pipeline on the client body's sink. Records in
+/// `access` the time spent rewriting, when the head and the last byte left and the outcome;
+/// the caller reports a failure, naming its own backend.
+pub(crate) fn stream_through(
+    response: Response,
+    origin_body: Body,
+    codec: Codec,
+    make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink>,
+    access: &mut Access,
+) -> Streamed {
     let status = response.get_status().as_u16();
     let stats = Rc::new(SinkStats::default());
     let mut origin_body = origin_body;
     let length = origin_body.known_length();
     let client_body = ClientBody::new(response, Rc::clone(&stats), length);
-    let pipeline = BodyPipeline::new(
-        job.codec,
-        job.rewrite,
-        job.rule,
-        &job.options,
-        client_body.sink(),
-    );
+    let pipeline = make(client_body.sink());
     let mut bytes_in = 0;
     let mut rewrite = Duration::ZERO;
-    let release = Release::new(job.codec, length);
+    let release = Release::new(codec, length);
     let result = pump(
         pipeline,
         origin_body.into_handle(),
@@ -77,19 +115,20 @@ pub(crate) fn stream(
     access.headers_at = stats.sent_at.get();
     access.bytes_in = Some(bytes_in);
     access.body_written(&stats);
-    match result {
-        Ok(pipeline_report) => {
-            access.last_byte_at = Some(Instant::now());
-            record_report(&pipeline_report, settings, access);
-        }
+    match &result {
+        Ok(_) => access.last_byte_at = Some(Instant::now()),
         Err(failure) => {
             access.outcome = if failure.0 == Failure::ClientGone {
                 Outcome::ClientGone
             } else {
                 Outcome::Abandoned
             };
-            report(failure, bytes_in, stats.bytes.get(), settings, access);
         }
+    }
+    Streamed {
+        result,
+        bytes_in,
+        bytes_out: stats.bytes.get(),
     }
 }
 

@@ -134,7 +134,7 @@ pub fn origin_request_headers<'h>(
 
 /// The client's `Accept-Encoding` lines restricted to codings the pipeline decodes (with
 /// their q-values). `None` when nothing is left: the origin then sends identity.
-fn supported_accept_encoding(values: &[&HeaderValue]) -> Option<HeaderValue> {
+pub(crate) fn supported_accept_encoding(values: &[&HeaderValue]) -> Option<HeaderValue> {
     let kept: Vec<&str> = values
         .iter()
         .filter_map(|v| v.to_str().ok())

@@ -23,6 +23,9 @@ pub enum Route {
     FirstPartySign,
     /// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: a redirect to a signed target.
     FirstPartyClick,
+    /// `GET /first-party/proxy?tsurl=…&tsexp=…&tstoken=…`: the signed target fetched from the
+    /// partner (redirects followed and re-checked), its creative rewritten as it streams.
+    FirstPartyProxy,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
 }
@@ -46,6 +49,11 @@ const ROUTES: &[(Option<&str>, &str, Route)] = &[
         Some("GET"),
         crate::first_party::token::CLICK_PATH,
         Route::FirstPartyClick,
+    ),
+    (
+        Some("GET"),
+        crate::first_party::token::PROXY_PATH,
+        Route::FirstPartyProxy,
     ),
 ];
 
@@ -72,6 +80,7 @@ impl Route {
             Route::Admin => "admin",
             Route::FirstPartySign => "first-party-sign",
             Route::FirstPartyClick => "first-party-click",
+            Route::FirstPartyProxy => "first-party-proxy",
             Route::PublisherProxy => "proxy",
         }
     }
@@ -172,12 +181,19 @@ mod tests {
             Route::classify("GET", "/first-party/click"),
             Route::FirstPartyClick
         );
+        assert_eq!(
+            Route::classify("GET", "/first-party/proxy"),
+            Route::FirstPartyProxy
+        );
         for (method, path) in [
             ("POST", "/first-party/sign"),
             ("HEAD", "/first-party/click"),
             ("GET", "/first-party/sign/"),
             ("GET", "/first-party/clicks"),
             ("GET", "/First-Party/click"),
+            ("HEAD", "/first-party/proxy"),
+            ("POST", "/first-party/proxy"),
+            ("GET", "/first-party/proxy/"),
         ] {
             assert_eq!(
                 Route::classify(method, path),

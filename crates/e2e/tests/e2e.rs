@@ -47,6 +47,9 @@ struct World {
     /// A streaming build whose `identity.secret_key`, `signing.current_kid`,
     /// `admin.password_key` and `first_party.token_key` name no secret in their stores.
     no_secret: SocketAddr,
+    /// The test partner of the first-party proxy: `ads.` and `cdn.demo-partner.example`
+    /// resolve to it (`first_party.resolve` in the streaming and buffered builds).
+    partner: e2e::raw_origin::RawOrigin,
     /// A streaming build with `delivery.compression = "edge"` and `delivery.server_timing =
     /// false` (see `delivery`).
     edge: SocketAddr,
@@ -313,6 +316,34 @@ fn main() {
             cache::concurrent_requests_for_a_page_that_passes_do_not_queue,
         ),
         (
+            "first-party proxy: a 100 KB image is byte-identical, headers filtered",
+            first_party::proxy::image_byte_identical,
+        ),
+        (
+            "first-party proxy: HTML and CSS creatives are rewritten to URLs that verify and fetch",
+            first_party::proxy::creatives_rewritten,
+        ),
+        (
+            "first-party proxy: tampered, wrong expiry, expired and other hosts get one 403",
+            first_party::proxy::bad_urls_refused,
+        ),
+        (
+            "first-party proxy: redirects followed when allowed, refused otherwise, loops stopped",
+            first_party::proxy::redirects,
+        ),
+        (
+            "first-party proxy: a partner dying mid-body gives an incomplete transfer",
+            first_party::proxy::partner_dies_mid_body,
+        ),
+        (
+            "first-party proxy: every hop is signed (Python verifier); X-TS-EC only with consent",
+            first_party::proxy::hops_signed_and_edge_id,
+        ),
+        (
+            "first-party proxy: without its key a 503 that says why; the key never shows",
+            first_party::proxy::missing_key_and_the_key_never_shows,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),
@@ -367,7 +398,12 @@ fn set_up() -> Result<World, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let (origin, origin_addr) = build_and_start_demo_origin(&root, Some(&origin_log))?;
+    let partner = e2e::raw_origin::RawOrigin::start().map_err(|e| format!("partner: {e}"))?;
     let timeout = [
+        (
+            "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+            first_party::proxy::resolve(partner.addr()),
+        ),
         (
             "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
             FIRST_BYTE_TIMEOUT_MS.to_string(),
@@ -432,6 +468,7 @@ fn set_up() -> Result<World, String> {
         streaming: pair.streaming,
         buffered: pair.buffered,
         no_secret,
+        partner,
         edge,
         _servers: servers,
     })

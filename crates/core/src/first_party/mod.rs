@@ -17,6 +17,7 @@
 use std::fmt;
 
 pub mod creative;
+pub mod proxy;
 mod query;
 pub mod target;
 pub mod token;

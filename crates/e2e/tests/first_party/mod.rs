@@ -13,6 +13,8 @@ use trusted_server_core::first_party::{UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNA
 
 use super::{check, fetch, Outcome, World, RESPONSE_HEADER};
 
+pub mod proxy;
+
 const KEY_FILE: &str = "fixtures/dev-only/first-party-url-key.DEVELOPMENT-ONLY.txt";
 const TABLE_FILE: &str = "fixtures/ssrf-targets.txt";
 const TARGET: &str = "https://ads.demo-partner.example/creative.html?slot=top&size=300x250";

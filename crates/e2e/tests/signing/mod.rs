@@ -37,7 +37,7 @@ fn python(w: &World) -> Command {
 }
 
 /// Runs the verifier with `args`, `stdin` as its input; `(exit code, stdout + stderr)`.
-fn verifier(w: &World, args: &[&str], stdin: &[u8]) -> Result<(i32, String), String> {
+pub fn verifier(w: &World, args: &[&str], stdin: &[u8]) -> Result<(i32, String), String> {
     let mut child = python(w)
         .arg("scripts/verify_signature.py")
         .args(args)

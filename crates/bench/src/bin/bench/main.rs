@@ -14,7 +14,10 @@
 //! 2. **streamed fraction**: the share of each proxied page that reached the client before the
 //!    origin sent its last byte (the origin logs that moment on the shared wall clock);
 //! 3. **throughput**: pipeline vs bare lol_html, native vs wasm (`viceroy run`), interleaved;
-//! 4. **load**: `wrk` against the proxy and the origin at two concurrency levels.
+//! 4. **load**: `wrk` against the proxy and the origin at two concurrency levels;
+//! 5. **first-party proxy**: a 100 KB image and an HTML creative through
+//!    `/first-party/proxy` against the same straight from the partner ([`first_party`]).
+//!    `--first-party-only` runs just this part.
 //!
 //! The latency cases include the captured Next.js app the demo origin replays with its
 //! recorded chunk timing (`/next/...`, and a Flight navigation with `RSC: 1`). For those, the
@@ -27,6 +30,7 @@
 
 mod cases;
 mod chart;
+mod first_party;
 mod latency;
 mod load;
 mod remote;
@@ -54,6 +58,8 @@ pub struct Options {
     pub out: PathBuf,
     /// `--target URL`: measure a running service instead of the local builds.
     pub remote: Option<remote::RemoteOptions>,
+    /// `--first-party-only`: only the first-party proxy cases.
+    pub first_party_only: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -64,6 +70,7 @@ fn parse_args() -> Result<Options, String> {
         compare: None,
         out: root.join("bench-results"),
         remote: None,
+        first_party_only: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -73,12 +80,13 @@ fn parse_args() -> Result<Options, String> {
         }
         match arg.as_str() {
             "--quick" => options.quick = true,
+            "--first-party-only" => options.first_party_only = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -123,6 +131,8 @@ pub struct Servers {
     pub buffered: [std::net::SocketAddr; PROCESSES],
     /// The origin's request log.
     pub origin_log: PathBuf,
+    /// The first-party proxy's partner (`first_party.resolve` points the builds at it).
+    pub partner: first_party::Partner,
     _guards: Vec<ChildGuard>,
 }
 
@@ -133,7 +143,12 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let (origin_guard, origin) = build_and_start_demo_origin(&root, Some(&origin_log))?;
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
     let dir = root.join("target/bench");
-    let pair = start_service_pair(&root, &dir, origin, &[])?;
+    let partner = first_party::start_partner()?;
+    let resolve = [(
+        "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+        first_party::resolve(partner.addr()),
+    )];
+    let pair = start_service_pair(&root, &dir, origin, &resolve)?;
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
     // The same modules again, each in a second process.
@@ -154,6 +169,7 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
         streaming,
         buffered,
         origin_log,
+        partner,
         _guards: guards,
     })
 }
@@ -179,6 +195,18 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         let results = remote::run(remote, &options.out)?;
         return finish(options, started, &results);
     }
+    if options.first_party_only {
+        let servers = start_servers(&options.out)?;
+        let fp = first_party::run(
+            &workspace_root(),
+            &servers.partner,
+            &servers.streaming,
+            options.quick,
+        )?;
+        drop(servers);
+        first_party::print(&fp);
+        return finish(options, started, &first_party::results(&fp));
+    }
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
     let root = workspace_root();
@@ -190,9 +218,12 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     latency::verify_outputs(&servers, &cases, &replay, &pipeline_options)?;
     let latency = latency::measure(&servers, &cases)?;
     let load = load::run(&servers, options)?;
+    let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
     drop(servers);
-    let results = report::results(&latency, &throughput, &load, &captures);
+    let mut results = report::results(&latency, &throughput, &load, &captures);
+    results.extend(first_party::results(&fp));
     report::print_tables(&latency, &throughput, &load, &captures);
+    first_party::print(&fp);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());

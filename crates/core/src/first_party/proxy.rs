@@ -1,0 +1,338 @@
+//! `GET /first-party/proxy`: what the route decides, given what the partner sent. The adapter
+//! (`src/first_party_proxy.rs`) verifies the signed URL, sends each hop and streams the body;
+//! every decision about what crosses between the client and the partner is here, testable
+//! without the platform:
+//!
+//! * [`partner_request_headers`]: the few client headers a partner gets (no cookies, no
+//!   credentials, no forwarding claims);
+//! * [`next_hop`]: whether a partner response is a redirect to follow, and where, re-checked
+//!   by the SSRF policy at every hop and bounded by [`MAX_REDIRECTS`];
+//! * [`client_response_headers`]: the partner's headers the client gets (no cookies, no CORS,
+//!   no headers that would change state for the publisher's whole origin), bounded;
+//! * [`body_plan`]: whether the body is rewritten by the creative stage or streamed unchanged;
+//! * [`signer`]: the creative stage's signer, making `/first-party/proxy` URLs.
+//!
+//! See `docs/first-party.md`, "The proxy route".
+
+use std::fmt;
+
+use http::{HeaderName, HeaderValue};
+use url::Url;
+
+use super::creative::{Creative, Signer};
+use super::target::{Refusal, Target, TargetPolicy};
+use super::token::{UrlKey, PROXY_PATH};
+use crate::body::codec::Codec;
+use crate::forward::supported_accept_encoding;
+
+/// Redirects followed for one proxied request: the signed target and then at most this many
+/// `Location`s, so at most `MAX_REDIRECTS + 1` requests reach partners. A redirect after that
+/// is refused ([`HopError::TooMany`]).
+pub const MAX_REDIRECTS: usize = 4;
+
+/// Most header lines a partner response may carry; more and the response is refused (`502`).
+pub const MAX_RESPONSE_HEADERS: usize = 100;
+
+/// Most bytes (names and values) a partner response's headers may carry; more and the
+/// response is refused (`502`). Headers are held in the guest, so they are bounded like bodies.
+pub const MAX_RESPONSE_HEADER_BYTES: usize = 32 * 1024;
+
+/// Client request headers a partner gets, besides the `Accept-Encoding` the proxy decides:
+/// what a browser's fetch of the resource needs to be answered in the right form. Everything
+/// else (cookies, `Authorization`, `Referer`, forwarding headers, client hints) stays with
+/// the publisher.
+const PASSED_REQUEST: [&str; 3] = ["accept", "accept-language", "user-agent"];
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1 and common cousins), never relayed.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Partner response headers that would act on the publisher's whole origin, since the client
+/// sees them on the publisher's host: cookies, cache and storage wiping, HSTS, alternative
+/// services and service-worker scope.
+const ORIGIN_WIDE: [&str; 6] = [
+    "set-cookie",
+    "set-cookie2",
+    "clear-site-data",
+    "strict-transport-security",
+    "alt-svc",
+    "service-worker-allowed",
+];
+
+/// Response headers describing the exact bytes, dropped when the body is rewritten.
+const BODY_BOUND: [&str; 3] = ["content-length", "content-md5", "digest"];
+
+/// The headers sent to the partner with each hop: `Accept`, `Accept-Language` and
+/// `User-Agent` from the client, one
+/// `Accept-Encoding` limited to the codings the creative stage decodes (so whatever comes
+/// back can be rewritten, and the client can read it since it offered them), and the edge ID
+/// in `X-TS-EC` when the caller gives one. `Host` and the signature are the adapter's.
+pub fn partner_request_headers<'h>(
+    client_headers: impl IntoIterator<Item = (&'h HeaderName, &'h HeaderValue)>,
+    edge_id: Option<&str>,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut out = Vec::new();
+    let mut accepted: Vec<&HeaderValue> = Vec::new();
+    for (name, value) in client_headers {
+        let n = name.as_str();
+        if n == "accept-encoding" {
+            accepted.push(value);
+        } else if PASSED_REQUEST.contains(&n) {
+            out.push((name.clone(), value.clone()));
+        }
+    }
+    let encoding =
+        supported_accept_encoding(&accepted).unwrap_or(HeaderValue::from_static("identity"));
+    out.push((HeaderName::from_static("accept-encoding"), encoding));
+    if let Some(value) = edge_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        out.push((
+            HeaderName::from_static(crate::publisher::identity::ORIGIN_HEADER),
+            value,
+        ));
+    }
+    out
+}
+
+/// What to do with a partner response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hop {
+    /// Not a redirect: this response goes to the client.
+    Final,
+    /// A redirect to an allowed target: fetch it next.
+    Follow(Target),
+}
+
+/// Why a redirect is not followed. The client gets `502` whatever the reason (the signed URL
+/// was good; the partner answered with something the service will not relay).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HopError {
+    /// A redirect status without a `Location`, or with one that is not text.
+    NoLocation(u16),
+    /// A `Location` that does not resolve against the current URL.
+    BadLocation(String),
+    /// The policy refuses where it points.
+    Refused(Refusal),
+    /// More than [`MAX_REDIRECTS`] redirects.
+    TooMany,
+}
+
+impl fmt::Display for HopError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HopError::NoLocation(status) => write!(f, "redirect {status} without a Location"),
+            HopError::BadLocation(e) => write!(f, "redirect Location does not resolve: {e}"),
+            HopError::Refused(e) => write!(f, "redirect refused: {e}"),
+            HopError::TooMany => write!(f, "more than {MAX_REDIRECTS} redirects"),
+        }
+    }
+}
+
+impl std::error::Error for HopError {}
+
+/// Whether `status` is a redirect the proxy follows (the ones with a `Location` to a single
+/// new URL: 301, 302, 303, 307, 308).
+pub fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// The next step after a partner answered `status` (with `location`, if any) for `current`,
+/// when `followed` redirects were already followed. A redirect's `Location` is resolved
+/// against `current` as a browser resolves it, its fragment dropped (never sent), and checked
+/// by the same policy as the signed target.
+///
+/// # Errors
+/// [`HopError`], for the log.
+pub fn next_hop(
+    status: u16,
+    location: Option<&str>,
+    current: &str,
+    followed: usize,
+    policy: &TargetPolicy,
+) -> Result<Hop, HopError> {
+    if !is_redirect(status) {
+        return Ok(Hop::Final);
+    }
+    let location = location.ok_or(HopError::NoLocation(status))?;
+    if followed >= MAX_REDIRECTS {
+        return Err(HopError::TooMany);
+    }
+    let base = Url::parse(current).map_err(|e| HopError::BadLocation(e.to_string()))?;
+    let mut next = base
+        .join(location)
+        .map_err(|e| HopError::BadLocation(e.to_string()))?;
+    next.set_fragment(None);
+    policy
+        .check(next.as_str())
+        .map(Hop::Follow)
+        .map_err(HopError::Refused)
+}
+
+/// Why a partner's headers are refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderError {
+    /// More than [`MAX_RESPONSE_HEADERS`] lines.
+    TooMany(usize),
+    /// More than [`MAX_RESPONSE_HEADER_BYTES`] bytes.
+    TooLarge(usize),
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderError::TooMany(n) => write!(
+                f,
+                "partner sent {n} header lines (at most {MAX_RESPONSE_HEADERS})"
+            ),
+            HeaderError::TooLarge(n) => write!(
+                f,
+                "partner sent {n} bytes of headers (at most {MAX_RESPONSE_HEADER_BYTES})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HeaderError {}
+
+/// The partner's response headers as the client gets them: without hop-by-hop headers (and
+/// those `Connection` names), cookies, CORS (`Access-Control-*`) and headers that act on the
+/// whole origin (`Clear-Site-Data`, `Strict-Transport-Security`, `Alt-Svc`,
+/// `Service-Worker-Allowed`);
+/// when the body is `rewritten`, without the headers bound to its exact bytes, and with a
+/// strong `ETag` made weak (the bytes differ; the meaning does not). `Cache-Control`,
+/// `Content-Type` and the rest pass unchanged.
+///
+/// # Errors
+/// [`HeaderError`] when the partner sent more than the bounds allow.
+pub fn client_response_headers(
+    headers: Vec<(HeaderName, HeaderValue)>,
+    rewritten: bool,
+) -> Result<Vec<(HeaderName, HeaderValue)>, HeaderError> {
+    if headers.len() > MAX_RESPONSE_HEADERS {
+        return Err(HeaderError::TooMany(headers.len()));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    if bytes > MAX_RESPONSE_HEADER_BYTES {
+        return Err(HeaderError::TooLarge(bytes));
+    }
+    let connection_listed: Vec<String> = headers
+        .iter()
+        .filter(|(n, _)| n.as_str() == "connection")
+        .filter_map(|(_, v)| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
+        .collect();
+    let mut out = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        let n = name.as_str();
+        let dropped = HOP_BY_HOP.contains(&n)
+            || ORIGIN_WIDE.contains(&n)
+            || n.starts_with("access-control-")
+            || connection_listed.iter().any(|c| c == n)
+            || (rewritten && BODY_BOUND.contains(&n));
+        if dropped {
+            continue;
+        }
+        if rewritten && n == "etag" && !value.as_bytes().starts_with(b"W/") {
+            let mut weak = b"W/".to_vec();
+            weak.extend_from_slice(value.as_bytes());
+            if let Ok(weak) = HeaderValue::from_bytes(&weak) {
+                out.push((name, weak));
+            }
+            continue;
+        }
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// What happens to a final partner response's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyBody {
+    /// Decoded from `codec`, rewritten as `creative`, re-encoded: an HTML or CSS creative.
+    Rewrite {
+        /// The body's `Content-Encoding`.
+        codec: Codec,
+        /// HTML (with its charset) or CSS.
+        creative: Creative,
+    },
+    /// Streamed to the client byte for byte, and why.
+    PassThrough(PassWhy),
+}
+
+/// Why a body streams unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassWhy {
+    /// Not a `200`: error pages, partial content and bodiless statuses are relayed as sent.
+    Status,
+    /// Not an HTML or CSS creative in a charset the stage rewrites (images, scripts, …).
+    NotCreative,
+    /// A `Content-Encoding` the pipeline does not decode.
+    Encoding,
+}
+
+impl ProxyBody {
+    /// Whether the body the client gets differs from the partner's bytes.
+    pub fn rewritten(&self) -> bool {
+        matches!(self, ProxyBody::Rewrite { .. })
+    }
+
+    /// `rewrite:html+gzip`, `pass:NotCreative`: the plan as the access line shows it.
+    pub fn label(&self) -> String {
+        match self {
+            ProxyBody::Rewrite { codec, creative } => {
+                let stage = match creative {
+                    Creative::Html(_) => "html",
+                    Creative::Css => "css",
+                };
+                format!(
+                    "first-party-proxy:rewrite:{stage}+{}",
+                    format!("{codec:?}").to_ascii_lowercase()
+                )
+            }
+            ProxyBody::PassThrough(why) => format!("first-party-proxy:pass:{why:?}"),
+        }
+    }
+}
+
+/// The plan for a final response of `status` with these `Content-Type` and
+/// `Content-Encoding` values (several lines joined with `, `, as the adapter reads them).
+pub fn body_plan(
+    status: u16,
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+) -> ProxyBody {
+    if status != 200 {
+        return ProxyBody::PassThrough(PassWhy::Status);
+    }
+    let Some(creative) = Creative::for_content_type(content_type) else {
+        return ProxyBody::PassThrough(PassWhy::NotCreative);
+    };
+    match Codec::from_header(content_encoding) {
+        Some(codec) => ProxyBody::Rewrite { codec, creative },
+        None => ProxyBody::PassThrough(PassWhy::Encoding),
+    }
+}
+
+/// The creative stage's signer: an absolute URL the policy allows becomes its
+/// `/first-party/proxy` URL, good until `expires`, signed over the normalised form that the
+/// proxy verifies; any other URL is left as written (`None`).
+pub fn signer(key: UrlKey, policy: TargetPolicy, expires: u64) -> Signer {
+    Box::new(move |url: &str| {
+        let target = policy.check(url).ok()?;
+        Some(key.signed_url(PROXY_PATH, &target.url, expires))
+    })
+}
+
+#[cfg(test)]
+mod tests;
