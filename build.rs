@@ -51,9 +51,15 @@ fn settings() {
     };
     let out =
         PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");
+    let expr = settings.to_rust_expr();
+    // What the cache key's fingerprint covers: every setting, and the service version (the
+    // code), so a deploy that could rewrite differently never reads the previous one's pages.
+    let version = env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
+    let fingerprint = Sha256::digest(format!("{version}\n{expr}").as_bytes());
     let source = format!(
-        "/// The validated settings, embedded at build time.\npub static SETTINGS: ::trusted_server_settings::Settings = {};\n",
-        settings.to_rust_expr()
+        "/// The validated settings, embedded at build time.\npub static SETTINGS: ::trusted_server_settings::Settings = {expr};\n\
+         /// SHA-256 of the service version and the embedded settings: part of every cache key.\npub const SETTINGS_FINGERPRINT: [u8; 32] = {:?};\n",
+        fingerprint.as_slice()
     );
     if let Err(e) = fs::write(&out, source) {
         fail(&format!("cannot write {}: {e}", out.display()));

@@ -110,6 +110,8 @@ pub struct Access {
     pub html_structured: Option<bool>,
     /// How it ended.
     pub outcome: Outcome,
+    /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
+    pub cache: Option<String>,
 }
 
 impl Access {
@@ -132,6 +134,7 @@ impl Access {
             rewrite: None,
             html_structured: None,
             outcome: Outcome::Finished,
+            cache: None,
         }
     }
 
@@ -190,7 +193,7 @@ impl Access {
         let _ = write!(
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={}",
+             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={}",
             self.trace_id,
             self.method,
             self.path,
@@ -205,7 +208,8 @@ impl Access {
             ms(self.first_body_at),
             dur(self.rewrite),
             ms(self.last_byte_at),
-            outcome
+            outcome,
+            self.cache.as_deref().unwrap_or("-")
         );
         line
     }
@@ -250,6 +254,7 @@ mod tests {
             "origin_ms=-",
             "rewrite_ms=-",
             "outcome=finished",
+            "cache=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }
@@ -260,6 +265,7 @@ mod tests {
         access.body_written(&stats);
         access.outcome = Outcome::PassedThrough("not-text".into());
         access.html_structured = Some(true);
+        access.cache = Some("PASS(no-ttl)".into());
         access.origin_wait = Some(Duration::from_micros(12_340));
         access.rewrite = Some(Duration::from_micros(2_500));
         let line = access.line();
@@ -271,6 +277,7 @@ mod tests {
             "origin_ms=12.3",
             "rewrite_ms=2.5",
             "outcome=passed-through(not-text)",
+            "cache=PASS(no-ttl)",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -118,7 +118,13 @@ fn decide(request: &Request, settings: &Settings) -> Reply {
 
 /// Answers an admin request (any method, any path under `/_ts/admin`).
 pub fn respond(request: &Request, settings: &Settings) -> Response {
-    let reply = decide(request, settings);
+    let mut reply = decide(request, settings);
+    if reply.action == Some(admin::Action::Purge) {
+        reply = admin::purge::answer(request.get_query_str(), crate::cache::purge);
+    }
+    if let Some(line) = &reply.log {
+        log::error!("admin: {line}");
+    }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = reply::with_standard_headers(
         Response::from_status(status).with_body(reply.body),

@@ -31,6 +31,8 @@ pub enum Failure {
     HtmlBailOut,
     /// The Next.js payload could not be rewritten from some point; original bytes passed on.
     RscDegraded,
+    /// The cache entry being filled could not be finished (the insert is abandoned).
+    CacheWrite,
 }
 
 impl fmt::Display for Failure {
@@ -45,6 +47,7 @@ impl fmt::Display for Failure {
             Failure::TooLargeToBuffer => "page too large for buffered mode",
             Failure::HtmlBailOut => "HTML rewriter bailed out; the rest passed through unchanged",
             Failure::RscDegraded => "Next.js payload passed through unrewritten from some point",
+            Failure::CacheWrite => "the cache entry could not be finished; not stored",
         })
     }
 }

@@ -14,6 +14,7 @@
 mod access;
 mod admin;
 mod body;
+mod cache;
 mod client;
 mod discovery;
 mod failure;
@@ -30,6 +31,7 @@ mod signing_keys;
 mod timing;
 
 use fastly::Request;
+use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Route;
 
 use access::{Access, Outcome};
@@ -77,19 +79,31 @@ fn proxy(request: Request, access: &mut Access) {
     let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let forward = edge_id.forward.as_deref();
+    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
+    let lookup = cache::lookup(&request, &client);
+    let lookup = match cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) {
+        cache::AfterHit::Served => return,
+        cache::AfterHit::Refresh(fill) => {
+            return cache::refresh(request, fill, client, &SETTINGS, access)
+        }
+        cache::AfterHit::Origin(lookup) => lookup,
+    };
     let asked = std::time::Instant::now();
     let fetched = origin::fetch(request, &client, forward, &SETTINGS);
     access.origin_wait = Some(asked.elapsed());
     let origin_response = match fetched {
         Ok(response) => response,
         Err(failure) => {
+            let state = cache::origin_failed(lookup);
             let kind = match failure {
                 origin::OriginFailure::Timeout(_) => Failure::OriginTimeout,
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
             upstream_failed(access, kind, failure.detail());
             let mut response = reply::origin_failure(&failure, &SETTINGS);
-            timing::stamp(&mut response, access, None, &SETTINGS);
+            cache::outgoing(&mut response, None, &state, &SETTINGS);
+            access.cache = Some(state.to_string());
+            timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
             access.headers_sent(response.get_status().as_u16());
             return response.send_to_client();
         }
@@ -101,15 +115,37 @@ fn proxy(request: Request, access: &mut Access) {
         let cause = format!("status {}", origin_response.get_status());
         upstream_failed(access, Failure::InterimAsFinal, &cause);
         let failure = origin::OriginFailure::Unavailable(cause);
+        let state = cache::origin_failed(lookup);
         let mut response = reply::origin_failure(&failure, &SETTINGS);
-        timing::stamp(&mut response, access, None, &SETTINGS);
+        cache::outgoing(&mut response, None, &state, &SETTINGS);
+        access.cache = Some(state.to_string());
+        timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
         access.headers_sent(response.get_status().as_u16());
         return response.send_to_client();
     }
-    let mut prepared = response::prepare(origin_response, client, &edge_id, is_head, &SETTINGS);
-    // No cache yet: its verdict goes here (`Some("HIT")`, ...) once there is one.
-    timing::stamp(&mut prepared.response, access, None, &SETTINGS);
-    body::send(prepared, &SETTINGS, access);
+    // A response that may be stored is prepared without the reader's parts (the edge-ID
+    // cookie), which `cache` adds on the way out; any other gets them here, as before.
+    let assessed = cache::assess(lookup, &origin_response);
+    let identity = match assessed {
+        Ok(_) => &IdentityPlan::NONE,
+        Err(_) => &edge_id,
+    };
+    let mut prepared = response::prepare(origin_response, client, identity, is_head, &SETTINGS);
+    let (state, storing) = match assessed {
+        Ok(storing) => storing.begin(&mut prepared.response, &prepared.plan, &edge_id, &SETTINGS),
+        Err(state) => {
+            cache::outgoing(&mut prepared.response, None, &state, &SETTINGS);
+            (state, None)
+        }
+    };
+    access.cache = Some(state.to_string());
+    timing::stamp(
+        &mut prepared.response,
+        access,
+        access.cache.as_deref(),
+        &SETTINGS,
+    );
+    body::send(prepared, storing, &SETTINGS, access);
 }
 
 /// Reports a failure before any response header was sent; the caller answers with an error.
@@ -132,5 +168,25 @@ mod tests {
         )
         .expect("trusted-server.toml is valid");
         assert_eq!(loaded, super::SETTINGS);
+    }
+
+    /// The cache key's fingerprint covers the version and every setting: a build whose
+    /// settings differ (here only `script.inject`) gets another fingerprint, so another key
+    /// space (`trusted_server_core::cache::key` shows the fingerprint changes the key).
+    #[test]
+    fn the_cache_fingerprint_changes_with_the_settings() {
+        use sha2::{Digest, Sha256};
+        let fingerprint = |settings: &trusted_server_settings::Settings| {
+            let text = format!("{}\n{}", env!("CARGO_PKG_VERSION"), settings.to_rust_expr());
+            Sha256::digest(text.as_bytes()).to_vec()
+        };
+        assert_eq!(fingerprint(&super::SETTINGS), super::SETTINGS_FINGERPRINT);
+        let other = trusted_server_settings::load(
+            include_str!("../trusted-server.toml"),
+            [("TRUSTED_SERVER__SCRIPT__INJECT", "false")],
+        )
+        .expect("a valid override");
+        assert_ne!(other, super::SETTINGS);
+        assert_ne!(fingerprint(&other), super::SETTINGS_FINGERPRINT);
     }
 }

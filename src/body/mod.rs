@@ -5,6 +5,7 @@
 
 mod buffer;
 pub mod downstream;
+mod fill;
 pub(crate) mod stream;
 
 use trusted_server_core::{
@@ -17,7 +18,14 @@ use crate::origin;
 use crate::response::Prepared;
 
 /// The body phase. Everything it learns goes into `access`; failures are reported once.
-pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
+/// `storing`: the cache entry this response fills, and the body the client reads back from it
+/// unless the client already has its answer (`crate::cache`); for a rewritten body only.
+pub fn send(
+    prepared: Prepared,
+    storing: Option<crate::cache::Filling>,
+    settings: &Settings,
+    access: &mut Access,
+) {
     let Prepared {
         mut response,
         plan,
@@ -43,6 +51,9 @@ pub fn send(prepared: Prepared, settings: &Settings, access: &mut Access) {
         rule,
         options,
     };
+    if let Some(filling) = storing {
+        return fill::fill(response, origin_body, job, filling, settings, access);
+    }
     if settings.publisher.streaming {
         stream::stream(response, origin_body, job, settings, access);
     } else {

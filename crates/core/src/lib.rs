@@ -13,6 +13,7 @@
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
 //! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
 //! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
+//! * [`cache`]: cached rewrites: what may be stored, the key, surrogate keys, the stored headers.
 //! * [`timing`]: the `Server-Timing` header; [`compression`]: compression at the edge.
 //! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
 //!   decisions.
@@ -23,6 +24,7 @@
 
 pub mod admin;
 mod body;
+pub mod cache;
 pub mod compression;
 mod content;
 pub mod first_party;

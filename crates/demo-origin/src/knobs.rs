@@ -51,6 +51,9 @@ pub struct Knobs {
     /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
     /// of at their recorded times.
     pub nextjs_instant: bool,
+    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`: caching headers to
+    /// add (percent-decoded), for the proxy's cache tests.
+    pub cache_headers: Vec<(&'static str, String)>,
 }
 
 impl Knobs {
@@ -102,6 +105,18 @@ impl Knobs {
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
                 "set_cookie" => knobs.set_cookie = flag(key, v)?,
+                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" => {
+                    if v.bytes().any(|b| !(b == b' ' || b.is_ascii_graphic())) {
+                        return Err(format!("{key}: not a header value: {v:?}"));
+                    }
+                    let name = match key {
+                        "cache_control" => "Cache-Control",
+                        "surrogate_control" => "Surrogate-Control",
+                        "surrogate_key" => "Surrogate-Key",
+                        _ => "Vary",
+                    };
+                    knobs.cache_headers.push((name, value.clone()));
+                }
                 "nextjs_timing" => knobs.nextjs_instant = !flag(key, v)?,
                 "redirect" => {
                     let ok = v.starts_with('/')
@@ -180,9 +195,20 @@ mod tests {
         let k = Knobs::parse(Some(
             "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
              &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
-             &nextjs_timing=0",
+             &nextjs_timing=0&cache_control=public%2C%20max-age%3D60&vary=Cookie\
+             &surrogate_key=a%20b&surrogate_control=max-age%3D5",
         ))
         .unwrap();
+        assert_eq!(
+            k.cache_headers,
+            [
+                ("Cache-Control", "public, max-age=60".to_owned()),
+                ("Vary", "Cookie".to_owned()),
+                ("Surrogate-Key", "a b".to_owned()),
+                ("Surrogate-Control", "max-age=5".to_owned()),
+            ]
+        );
+        assert!(Knobs::parse(Some("vary=a%0Ab")).is_err());
         assert_eq!(
             k.drip,
             Some(Drip {

@@ -388,6 +388,9 @@ fn prepare(
     for (name, value) in &resource.headers {
         add(headers, name, value);
     }
+    for (name, value) in &knobs.cache_headers {
+        add(headers, name, value);
+    }
     if knobs.set_cookie {
         let session = format!("session=abc123; Domain={ORIGIN_HOST}; Path=/; HttpOnly");
         add(headers, "Set-Cookie", &session);

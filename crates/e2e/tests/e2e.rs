@@ -18,6 +18,7 @@ use e2e::{
 use trusted_server_core::UrlRule;
 
 mod admin;
+mod cache;
 mod delivery;
 mod edge_id;
 mod first_party;
@@ -285,6 +286,38 @@ fn main() {
         (
             "first party: the rest of /first-party/ is answered by the service, never proxied",
             first_party::the_namespace_is_never_proxied,
+        ),
+        (
+            "cache: MISS then HIT with identical bytes, one origin request",
+            cache::miss_then_hit_with_identical_bytes,
+        ),
+        (
+            "cache: concurrent misses wait for one fill (one origin request)",
+            cache::concurrent_misses_make_one_origin_request,
+        ),
+        (
+            "cache: Set-Cookie, Vary: Cookie, private, no-store, Authorization, no TTL pass with the reason",
+            cache::per_user_responses_pass_with_the_reason,
+        ),
+        (
+            "cache: the edge-ID cookie is never served from cache to another client",
+            cache::the_edge_id_cookie_is_never_served_from_cache,
+        ),
+        (
+            "cache: purge by surrogate key (origin's, page, all) makes the next request a MISS",
+            cache::purge_by_surrogate_key,
+        ),
+        (
+            "cache: an origin that dies mid-body is never stored",
+            cache::a_death_mid_body_is_not_stored,
+        ),
+        (
+            "cache: stale-while-revalidate serves the stale copy and refreshes it",
+            cache::stale_while_revalidate_serves_stale_and_refreshes,
+        ),
+        (
+            "cache: concurrent requests for a page that passes do not queue (pass remembered)",
+            cache::concurrent_requests_for_a_page_that_passes_do_not_queue,
         ),
         (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",

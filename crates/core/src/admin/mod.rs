@@ -10,6 +10,7 @@
 //! * `redact`: the settings as JSON, with every value that could be a secret redacted.
 
 pub mod basic_auth;
+pub mod purge;
 mod redact;
 
 use std::fmt;
@@ -25,6 +26,16 @@ pub const ADMIN_PREFIX: &str = "/_ts/admin";
 
 /// The settings page.
 pub const SETTINGS_PATH: &str = "/_ts/admin/settings";
+
+/// Purging cached pages by surrogate key (`POST`, `?key=`): see [`purge`].
+pub const PURGE_PATH: &str = "/_ts/admin/purge";
+
+/// What the adapter must do for a request the admin let in, beyond sending the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A purge: the adapter answers with [`purge::answer`] and the platform's purge.
+    Purge,
+}
 
 /// Why a request was not let in. Says which rule refused it, never what was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +94,10 @@ pub struct Reply {
     pub body: String,
     /// Why the request was refused, for the log; `None` when it was let in (or never asked).
     pub refusal: Option<Refusal>,
+    /// What the adapter must do instead of sending this reply as it is.
+    pub action: Option<Action>,
+    /// A line for the adapter's log (a failure's cause, never in the body).
+    pub log: Option<String>,
 }
 
 impl Reply {
@@ -98,6 +113,8 @@ impl Reply {
             ],
             body,
             refusal: None,
+            action: None,
+            log: None,
         }
     }
 
@@ -143,6 +160,16 @@ pub fn answer<'h>(
     let page = match path {
         "/_ts/admin" | "/_ts/admin/" => Page::Index,
         SETTINGS_PATH => Page::Settings,
+        PURGE_PATH if method == "POST" => {
+            let mut reply = Reply::error(500, "purge not carried out");
+            reply.action = Some(Action::Purge);
+            return reply;
+        }
+        PURGE_PATH => {
+            let mut reply = Reply::error(405, "method not allowed");
+            reply.headers.push(("allow", "POST"));
+            return reply.for_method(method);
+        }
         _ => return Reply::error(404, "not found").for_method(method),
     };
     if method != "GET" && method != "HEAD" {
@@ -152,7 +179,7 @@ pub fn answer<'h>(
     }
     let body = match page {
         Page::Index => json_line(&serde_json::json!({
-            "endpoints": { "settings": SETTINGS_PATH }
+            "endpoints": { "settings": SETTINGS_PATH, "purge": PURGE_PATH }
         })),
         Page::Settings => settings_json(settings),
     };
@@ -297,6 +324,17 @@ mod tests {
         let r = ask("POST", SETTINGS_PATH, &auth);
         assert_eq!(r.status, 405);
         assert_eq!(header(&r, "allow"), Some("GET, HEAD"));
+        // The purge page: POST only, and the adapter carries it out.
+        let r = ask("POST", PURGE_PATH, &auth);
+        assert_eq!((r.status, r.action), (500, Some(Action::Purge)));
+        for method in ["GET", "HEAD", "PUT"] {
+            let r = ask(method, PURGE_PATH, &auth);
+            assert_eq!((r.status, r.action), (405, None), "{method}");
+            assert_eq!(header(&r, "allow"), Some("POST"));
+        }
+        // Strangers never reach it.
+        let r = ask("POST", PURGE_PATH, &[]);
+        assert_eq!((r.status, r.action), (401, None));
     }
 
     #[test]

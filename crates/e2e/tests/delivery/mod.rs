@@ -135,9 +135,18 @@ pub fn server_timing_on_every_response(w: &World) -> Outcome {
             let value = server_timing(&r).ok_or_else(|| format!("{path}: no Server-Timing"))?;
             let m = metrics(&value)?;
             // Only the service's vocabulary: nothing taken from the request or the reader.
-            check(m.iter().all(|(n, _)| n == "origin" || n == "edge"), || {
-                format!("{path}: unexpected metrics in {value}")
-            })?;
+            check(
+                m.iter()
+                    .all(|(n, _)| n == "origin" || n == "edge" || n == "cache"),
+                || format!("{path}: unexpected metrics in {value}"),
+            )?;
+            // The cache's verdict, as `x-ts-cache` says it (quoted when not a token).
+            let verdict = r.header("x-ts-cache").unwrap_or("(none)");
+            check(
+                value.contains(&format!("cache;desc={verdict}"))
+                    || value.contains(&format!("cache;desc=\"{verdict}\"")),
+                || format!("{path}: x-ts-cache {verdict} but {value}"),
+            )?;
             let origin = dur_of(&m, "origin").ok_or_else(|| format!("{path}: {value}"))?;
             let edge = dur_of(&m, "edge").ok_or_else(|| format!("{path}: {value}"))?;
             check(origin <= edge + 0.1, || {

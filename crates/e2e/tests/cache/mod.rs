@@ -1,0 +1,382 @@
+//! End-to-end scenarios of cached rewrites (docs/caching.md) against the streaming build:
+//! Viceroy's core cache lives as long as its process, so every scenario uses a query value
+//! of its own (`t=`) and counts the origin's requests for it in the demo origin's log.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use super::{assert_incomplete, check, fetch, fetch_complete, identity, Outcome, World, TIMEOUT};
+
+const PAGE: &str = "/news/article.html";
+const NAV: (&str, &str) = ("sec-fetch-dest", "document");
+/// `public, max-age=300`, percent-encoded for the demo origin's `cache_control` knob.
+const CACHEABLE: &str = "cache_control=public%2C%20max-age%3D300";
+
+/// A query value no other request of this run has.
+fn unique() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("c{nanos}x{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// How many requests with `token` in their URL the demo origin answered (its log has a line
+/// per request once the response ended; waits until it has at least `at_least`, up to 3 s).
+fn origin_requests(w: &World, token: &str, at_least: usize) -> usize {
+    let path = w.root.join(super::ORIGIN_LOG);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let n = text.lines().filter(|l| l.contains(token)).count();
+        if n >= at_least || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn state(r: &e2e::Timed) -> &str {
+    r.header("x-ts-cache").unwrap_or("(none)")
+}
+
+fn our_cookies(r: &e2e::Timed) -> Vec<String> {
+    r.header_values("set-cookie")
+        .into_iter()
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .filter(|v| v.starts_with("ts-ec="))
+        .collect()
+}
+
+pub fn miss_then_hit_with_identical_bytes(w: &World) -> Outcome {
+    for coding in ["identity", "gzip"] {
+        let t = unique();
+        let path = format!("{PAGE}?{CACHEABLE}&t={t}");
+        let headers = [("accept-encoding", coding)];
+        let first = fetch_complete(w.streaming, &path, &headers)?;
+        let second = fetch_complete(w.streaming, &path, &headers)?;
+        check(state(&first) == "MISS" && state(&second) == "HIT", || {
+            format!("{coding}: {} then {}", state(&first), state(&second))
+        })?;
+        super::same_bytes(coding, &second.body, &first.body)?;
+        for (r, want) in [(&first, "cache;desc=MISS"), (&second, "cache;desc=HIT")] {
+            let timing = r.header("server-timing").unwrap_or("");
+            check(timing.contains(want), || {
+                format!("{coding}: Server-Timing {timing:?}")
+            })?;
+        }
+        for name in ["content-type", "content-encoding", "etag", "vary"] {
+            check(first.header(name) == second.header(name), || {
+                format!(
+                    "{coding}: {name} differs: {:?} / {:?}",
+                    first.header(name),
+                    second.header(name)
+                )
+            })?;
+        }
+        let n = origin_requests(w, &t, 1);
+        check(n == 1, || {
+            format!("{coding}: the origin was asked {n} times")
+        })?;
+        // The stored copy is the rewrite, not the origin's bytes.
+        if coding == "identity" {
+            let want = super::expected(
+                &super::fixture(w, "news/article.html"),
+                &w.streaming.to_string(),
+            );
+            super::same_bytes("hit vs rewrite oracle", &second.body, &want)?;
+        }
+    }
+    let line = super::log_line(w, &["access", "cache=HIT"])?;
+    check(line.contains("path=\"/news/article.html\""), || {
+        line.clone()
+    })
+}
+
+pub fn concurrent_misses_make_one_origin_request(w: &World) -> Outcome {
+    const N: usize = 6;
+    let t = unique();
+    // The origin waits before its headers, so every request arrives during the one fill.
+    let path = format!("{PAGE}?{CACHEABLE}&headers_delay_ms=700&t={t}");
+    let addr = w.streaming;
+    let handles: Vec<_> = (0..N)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                e2e::get(addr, &path, &[("accept-encoding", "identity")], TIMEOUT)
+            })
+        })
+        .collect();
+    let mut bodies = Vec::new();
+    let mut states = Vec::new();
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| "client thread panicked".to_owned())?
+            .map_err(|e| e.to_string())?;
+        check(r.status == 200 && r.complete, || {
+            format!("status {} complete {}", r.status, r.complete)
+        })?;
+        states.push(state(&r).to_owned());
+        bodies.push(r.body);
+    }
+    let n = origin_requests(w, &t, 1);
+    check(n == 1, || {
+        format!("{N} concurrent requests, {n} origin requests ({states:?})")
+    })?;
+    check(states.iter().filter(|s| *s == "MISS").count() == 1, || {
+        format!("{states:?}")
+    })?;
+    check(bodies.iter().all(|b| *b == bodies[0]), || {
+        "bodies differ".into()
+    })
+}
+
+pub fn per_user_responses_pass_with_the_reason(w: &World) -> Outcome {
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
+        ("set_cookie=1", &[], "PASS(set-cookie)"),
+        ("vary=Cookie", &[], "PASS(vary-cookie)"),
+        (
+            "cache_control=private%2C%20max-age%3D300",
+            &[],
+            "PASS(private)",
+        ),
+        ("cache_control=no-store", &[], "PASS(no-store)"),
+        (
+            "",
+            &[("authorization", "Bearer e2e")],
+            "PASS(authorization)",
+        ),
+        ("cache_control=public", &[], "PASS(no-ttl)"),
+    ];
+    for (knob, extra, want) in cases {
+        let t = unique();
+        let cc = if knob.starts_with("cache_control") {
+            String::new()
+        } else {
+            format!("{CACHEABLE}&")
+        };
+        let path = format!("{PAGE}?{cc}{knob}&t={t}");
+        let mut headers = vec![identity()];
+        headers.extend_from_slice(extra);
+        for round in 0..2 {
+            let r = fetch_complete(w.streaming, &path, &headers)?;
+            check(state(&r) == want, || {
+                format!("{path} round {round}: {} not {want}", state(&r))
+            })?;
+        }
+        let n = origin_requests(w, &t, 2);
+        check(n == 2, || {
+            format!("{path}: the origin was asked {n} times, not twice")
+        })?;
+    }
+    super::log_line(w, &["access", "cache=PASS(set-cookie)"]).map(|_| ())
+}
+
+pub fn the_edge_id_cookie_is_never_served_from_cache(w: &World) -> Outcome {
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&t={t}");
+    let first = fetch_complete(w.streaming, &path, &[identity(), NAV])?;
+    let second = fetch_complete(w.streaming, &path, &[identity(), NAV])?;
+    check(state(&first) == "MISS" && state(&second) == "HIT", || {
+        format!("{} then {}", state(&first), state(&second))
+    })?;
+    let (a, b) = (our_cookies(&first), our_cookies(&second));
+    check(a.len() == 1 && b.len() == 1 && a != b, || {
+        format!("each client gets its own new ID: {a:?} / {b:?}")
+    })?;
+    // A client with its ID keeps it: a hit sets no cookie for it.
+    let id = a[0]
+        .trim_start_matches("ts-ec=")
+        .split(';')
+        .next()
+        .unwrap_or("");
+    let cookie = format!("ts-ec={id}");
+    let third = fetch_complete(w.streaming, &path, &[identity(), NAV, ("cookie", &cookie)])?;
+    check(
+        state(&third) == "HIT" && our_cookies(&third).is_empty(),
+        || format!("{}: {:?}", state(&third), our_cookies(&third)),
+    )?;
+    // The stored headers are the shared ones: no `private` from the first reader's cookie.
+    check(
+        third.header("cache-control") == Some("public, max-age=300"),
+        || format!("cache-control {:?}", third.header("cache-control")),
+    )?;
+    check(super::contains(&second.body, b"<script"), || {
+        "the navigation copy has the script".into()
+    })
+}
+
+fn admin_basic(w: &World) -> Result<String, String> {
+    let path = w
+        .root
+        .join("fixtures/dev-only/admin-credentials.DEVELOPMENT-ONLY.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let (user, password) = (
+        json["admin_user"].as_str().unwrap_or(""),
+        json["admin_password"].as_str().unwrap_or(""),
+    );
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    Ok(format!("Basic {token}"))
+}
+
+fn purge(w: &World, key: &str, auth: &str) -> Result<e2e::Timed, String> {
+    let path = format!("/_ts/admin/purge?key={key}");
+    let headers: Vec<(&str, &str)> = if auth.is_empty() {
+        vec![]
+    } else {
+        vec![("authorization", auth)]
+    };
+    e2e::request(w.streaming, "POST", &path, &headers, TIMEOUT)
+        .map_err(|e| format!("POST {path}: {e}"))
+}
+
+/// `ts-page-` and the first 32 hex digits of SHA-256 of `authority\npath` (docs/caching.md).
+fn page_key(authority: &str, path: &str) -> String {
+    let digest = Sha256::digest(format!("{authority}\n{path}").as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("ts-page-{}", &hex[..32])
+}
+
+pub fn purge_by_surrogate_key(w: &World) -> Outcome {
+    let auth = admin_basic(w)?;
+    let origin_key = unique();
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&surrogate_key=e2e-a%20{origin_key}&t={t}");
+    let authority = w.streaming.to_string();
+    let keys = [
+        origin_key.clone(),
+        page_key(&authority, PAGE),
+        "ts-rewritten".to_owned(),
+    ];
+    for key in &keys {
+        let first = fetch_complete(w.streaming, &path, &[identity()])?;
+        let again = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&again) == "HIT", || {
+            format!("before purging {key}: {}", state(&again))
+        })?;
+        check(
+            first.header("surrogate-key").is_none() && again.header("surrogate-key").is_none(),
+            || "Surrogate-Key reached the client".into(),
+        )?;
+        let stranger = purge(w, key, "")?;
+        check(stranger.status == 401, || {
+            format!("purge without credentials: {}", stranger.status)
+        })?;
+        let still = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&still) == "HIT", || {
+            format!("a refused purge purged: {}", state(&still))
+        })?;
+        let done = purge(w, key, &auth)?;
+        check(done.status == 200, || {
+            format!(
+                "purge {key}: {} {}",
+                done.status,
+                String::from_utf8_lossy(&done.body)
+            )
+        })?;
+        let after = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&after) == "MISS", || {
+            format!("after purging {key}: {}", state(&after))
+        })?;
+    }
+    let bad = purge(w, "a%20b", &auth)?;
+    check(bad.status == 400, || {
+        format!("an invalid key: {}", bad.status)
+    })
+}
+
+pub fn a_death_mid_body_is_not_stored(w: &World) -> Outcome {
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&die_after=3000&t={t}");
+    for _ in 0..2 {
+        assert_incomplete(w.streaming, &path, &[identity()])?;
+    }
+    let n = origin_requests(w, &t, 2);
+    check(n == 2, || {
+        format!("the origin was asked {n} times: a short copy was served")
+    })?;
+    // The same page without the death is stored, so it was the death that kept it out.
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&t={t}");
+    fetch_complete(w.streaming, &path, &[identity()])?;
+    let r = fetch(w.streaming, &path, &[identity()])?;
+    check(state(&r) == "HIT", || format!("control: {}", state(&r)))
+}
+
+pub fn stale_while_revalidate_serves_stale_and_refreshes(w: &World) -> Outcome {
+    let t = unique();
+    // One second fresh, then a minute in which a stale copy may be served while refreshed.
+    let path = format!(
+        "{PAGE}?cache_control=public%2C%20max-age%3D1%2C%20stale-while-revalidate%3D60&t={t}"
+    );
+    let first = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&first) == "MISS", || {
+        format!("first: {}", state(&first))
+    })?;
+    std::thread::sleep(Duration::from_millis(1600));
+    let stale = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&stale) == "HIT", || {
+        format!("stale: {}", state(&stale))
+    })?;
+    super::same_bytes("stale copy", &stale.body, &first.body)?;
+    let n = origin_requests(w, &t, 2);
+    check(n == 2, || {
+        format!("the stale hit's refresh: {n} origin requests, not 2")
+    })?;
+    super::log_line(w, &["cache: stale entry refreshed: true"])?;
+    let fresh = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&fresh) == "HIT", || {
+        format!("after the refresh: {}", state(&fresh))
+    })?;
+    let n = origin_requests(w, &t, 3);
+    check(n == 2, || format!("after the refresh: {n} origin requests"))?;
+    // Control: without stale-while-revalidate an expired entry is a MISS.
+    let t = unique();
+    let path = format!("{PAGE}?cache_control=public%2C%20max-age%3D1&t={t}");
+    fetch_complete(w.streaming, &path, &[identity()])?;
+    std::thread::sleep(Duration::from_millis(1600));
+    let expired = fetch_complete(w.streaming, &path, &[identity()])?;
+    check(state(&expired) == "MISS", || {
+        format!("expired: {}", state(&expired))
+    })
+}
+
+pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Outcome {
+    const N: usize = 5;
+    const DELAY_MS: u64 = 700;
+    let t = unique();
+    // No lifetime: PASS(no-ttl). Every request reaches the origin, which waits 700 ms.
+    let path = format!("{PAGE}?headers_delay_ms={DELAY_MS}&t={t}");
+    let addr = w.streaming;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..N)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                e2e::get(addr, &path, &[("accept-encoding", "identity")], TIMEOUT)
+            })
+        })
+        .collect();
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| "client thread panicked".to_owned())?
+            .map_err(|e| e.to_string())?;
+        check(state(&r) == "PASS(no-ttl)", || state(&r).to_string())?;
+    }
+    let took = started.elapsed();
+    // Queued one behind the other they would take N × 700 ms; the first answer is remembered,
+    // so the rest go to the origin together: about two delays.
+    check(
+        took < Duration::from_millis(DELAY_MS * (N as u64 - 1)),
+        || format!("{N} requests took {took:?}: they queued"),
+    )?;
+    let n = origin_requests(w, &t, N);
+    check(n == N, || format!("{n} origin requests, not {N}"))
+}

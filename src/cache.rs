@@ -1,0 +1,478 @@
+//! Cached rewrites, adapter side: the core cache's transactions, stream-back and purge. Every
+//! decision is the core's (`trusted_server_core::cache`); this file only talks to the platform.
+//!
+//! Per request: [`lookup`] before the origin is asked (a hit is answered from the cache without
+//! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
+//! one request that fills it); [`assess`] on the origin's response headers; then
+//! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
+//! the body the client reads (the stored bytes, streamed back as they are written). A failure
+//! of the cache is logged at `warn` and the request served around it.
+//!
+//! Per-reader headers are never stored: the response to store is prepared without the edge-ID
+//! step, its header block encoded, and only then the reader's own `Set-Cookie` added to the
+//! response that leaves ([`outgoing`]), on a hit as on a miss.
+
+use fastly::cache::core::{CacheKey, Found, Transaction};
+use fastly::http::{HeaderName, HeaderValue};
+use fastly::{Body, Request, Response};
+use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
+use trusted_server_core::publisher::identity::IdentityPlan;
+use trusted_server_core::{BodyPlan, Settings};
+
+use crate::access::{Access, Outcome};
+use crate::client::Client;
+
+/// What the lookup found for this request.
+pub enum Lookup {
+    /// The cache is not used for this request.
+    Pass(PassWhy),
+    /// A usable copy: served as it is.
+    Hit(Found),
+    /// A stale copy within `stale-while-revalidate`, and the obligation to refresh it: served
+    /// as it is, then refreshed in the same request, after the response left.
+    Stale(Found, Fill),
+    /// This request fills the entry; other requests for it wait in the transaction.
+    Fill(Fill),
+}
+
+/// The obligation to fill one entry, and what its surrogate keys are made from.
+pub struct Fill {
+    tx: Transaction,
+    key: [u8; 32],
+    authority: String,
+    path: String,
+}
+
+impl Fill {
+    /// Gives up the obligation. A pass the origin's answer decided is remembered for
+    /// `REMEMBER_PASS` (an entry with no body whose metadata names the reason, under the
+    /// page's surrogate key), so requests for the key stop queueing behind each other; any
+    /// other gives the obligation to the next waiting request.
+    fn cancel(self, why: PassWhy) -> CacheState {
+        if why.remembered() {
+            let page = surrogate::page_key(&self.authority, &self.path);
+            let marker = self
+                .tx
+                .insert(policy::REMEMBER_PASS)
+                .surrogate_keys([page.as_str(), surrogate::ALL_REWRITTEN])
+                .user_metadata(CacheKey::from(stored::pass_marker(why)))
+                .known_length(0)
+                .execute();
+            let finished = match marker {
+                Ok(body) => body.finish().map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = finished {
+                log::warn!("cache: cannot remember the pass: {e}");
+            }
+            return CacheState::Pass(why);
+        }
+        if let Err(e) = self.tx.cancel_insert_or_update() {
+            log::warn!("cache: cannot cancel the insert: {e}");
+        }
+        CacheState::Pass(why)
+    }
+}
+
+/// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks.
+pub fn lookup(request: &Request, client: &Client) -> Lookup {
+    let has_authorization = request.get_header("authorization").is_some();
+    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
+        return Lookup::Pass(why);
+    }
+    let path_and_query = match request.get_query_str() {
+        Some(q) => format!("{}?{q}", request.get_path()),
+        None => request.get_path().to_owned(),
+    };
+    let accept_encoding: Vec<&[u8]> = request
+        .get_header_all("accept-encoding")
+        .map(HeaderValue::as_bytes)
+        .collect();
+    let accept_encoding = String::from_utf8_lossy(&accept_encoding.join(&b","[..])).into_owned();
+    let key = KeyInputs {
+        fingerprint: &crate::SETTINGS_FINGERPRINT,
+        scheme: client.scheme,
+        authority: &client.authority,
+        path_and_query: &path_and_query,
+        accept_encoding: &accept_encoding,
+        navigation: client.navigation,
+    }
+    .key();
+    // Every request header, for the origin's `Vary` (the cache uses only those it names).
+    let mut builder = Transaction::lookup(CacheKey::copy_from_slice(&key));
+    for name in request.get_header_names() {
+        builder = builder.header_values(name, request.get_header_all(name));
+    }
+    let tx = match builder.execute() {
+        Ok(tx) => tx,
+        Err(e) => {
+            log::warn!("cache: lookup failed, served around the cache: {e}");
+            return Lookup::Pass(PassWhy::CacheError);
+        }
+    };
+    let remembered = tx
+        .found()
+        .and_then(|found| stored::read_pass_marker(&found.user_metadata()));
+    if let Some(why) = remembered {
+        if tx.must_insert_or_update() {
+            let _ = tx.cancel_insert_or_update();
+        }
+        return Lookup::Pass(why);
+    }
+    match tx.found() {
+        // A stale copy within stale-while-revalidate: this request serves it and refreshes
+        // it; other requests meanwhile get the stale copy without the obligation.
+        Some(found) if tx.must_insert_or_update() => Lookup::Stale(
+            found,
+            Fill {
+                tx,
+                key,
+                authority: client.authority.clone(),
+                path: request.get_path().to_owned(),
+            },
+        ),
+        Some(found) => Lookup::Hit(found),
+        None if tx.must_insert() => Lookup::Fill(Fill {
+            tx,
+            key,
+            authority: client.authority.clone(),
+            path: request.get_path().to_owned(),
+        }),
+        None => Lookup::Pass(PassWhy::CacheError),
+    }
+}
+
+/// What is left to do after [`answer_hit`].
+pub enum AfterHit {
+    /// The response left; nothing else.
+    Served,
+    /// The response left (a stale copy); refresh the entry with [`refresh`].
+    Refresh(Fill),
+    /// Not answered: ask the origin with this lookup.
+    Origin(Lookup),
+}
+
+/// Answers a hit, fresh or stale, or gives the lookup back for the origin. An entry that cannot
+/// be read is served around: the origin is asked, nothing stored.
+pub fn answer_hit(
+    lookup: Lookup,
+    client: &Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+    access: &mut Access,
+) -> AfterHit {
+    let (found, refresh) = match lookup {
+        Lookup::Hit(found) => (found, None),
+        Lookup::Stale(found, fill) => (found, Some(fill)),
+        other => return AfterHit::Origin(other),
+    };
+    let Some(response) = hit(&found, client, edge_id, settings) else {
+        return AfterHit::Origin(match refresh {
+            Some(fill) => Lookup::Fill(fill),
+            None => Lookup::Pass(PassWhy::CacheError),
+        });
+    };
+    let mut response = response;
+    access.plan = "cache".into();
+    access.cache = Some(CacheState::Hit.to_string());
+    access.outcome = Outcome::PassedThrough("cache-hit".into());
+    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+    match refresh {
+        Some(fill) => AfterHit::Refresh(fill),
+        None => AfterHit::Served,
+    }
+}
+
+/// Refreshes a stale entry after its copy was served (stale-while-revalidate): asks the
+/// origin (without the reader's edge ID: the entry is everyone's), and stores the rewrite if
+/// the answer may be stored. Nothing here reaches the client; failures are logged and leave
+/// the stale entry to expire.
+pub fn refresh(
+    request: Request,
+    fill: Fill,
+    client: Client,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    access.cache = Some("HIT(stale, refreshing)".into());
+    let origin_response = match crate::origin::fetch(request, &client, None, settings) {
+        Ok(r) if !r.get_status().is_informational() => r,
+        Ok(r) => {
+            log::warn!(
+                "cache: refresh got status {}; not refreshed",
+                r.get_status()
+            );
+            let _ = fill.cancel(PassWhy::OriginError);
+            return;
+        }
+        Err(e) => {
+            log::warn!("cache: refresh failed, stale entry kept: {}", e.detail());
+            let _ = fill.cancel(PassWhy::OriginError);
+            return;
+        }
+    };
+    let storing = match assess(Lookup::Fill(fill), &origin_response) {
+        Ok(storing) => storing,
+        Err(state) => {
+            log::info!("cache: refreshed answer not stored: {state}");
+            return;
+        }
+    };
+    let mut prepared = crate::response::prepare(
+        origin_response,
+        client,
+        &IdentityPlan::NONE,
+        false,
+        settings,
+    );
+    match storing.start(&mut prepared.response, &prepared.plan, false) {
+        Ok(filling) => {
+            let outcome = std::mem::replace(&mut access.outcome, Outcome::Finished);
+            crate::body::send(prepared, Some(filling), settings, access);
+            let refreshed = access.outcome == Outcome::Finished;
+            log::info!("cache: stale entry refreshed: {refreshed}");
+            access.cache = Some(format!("HIT(stale, refreshed={refreshed})"));
+            access.outcome = outcome;
+        }
+        Err(state) => log::info!("cache: refreshed answer not stored: {state}"),
+    }
+}
+
+/// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request
+/// tries. Returns the state to report.
+pub fn origin_failed(lookup: Lookup) -> CacheState {
+    match lookup {
+        Lookup::Fill(fill) => fill.cancel(PassWhy::OriginError),
+        Lookup::Pass(why) => CacheState::Pass(why),
+        Lookup::Hit(_) => CacheState::Pass(PassWhy::OriginError),
+        Lookup::Stale(_, fill) => fill.cancel(PassWhy::OriginError),
+    }
+}
+
+/// The response to a hit: the stored status and headers, the reader's own parts added, the
+/// stored body streamed by the host. `None` (logged) when the entry cannot be read: the caller
+/// asks the origin instead.
+fn hit(
+    found: &Found,
+    client: &Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+) -> Option<Response> {
+    let Some((status, headers)) = stored::decode(&found.user_metadata()) else {
+        log::warn!("cache: stored header block unreadable, served around the cache");
+        return None;
+    };
+    let body = match found.to_stream() {
+        Ok(body) => body,
+        Err(e) => {
+            log::warn!("cache: stored body unreadable, served around the cache: {e}");
+            return None;
+        }
+    };
+    let mut response = Response::from_status(status).with_body(body);
+    crate::reply::replace_headers(&mut response, headers);
+    response.set_version(client.version);
+    outgoing(&mut response, Some(edge_id), &CacheState::Hit, settings);
+    Some(response)
+}
+
+/// The origin's response may be stored: what to store it with.
+pub struct Storing {
+    fill: Fill,
+    freshness: policy::Freshness,
+    surrogate_keys: Vec<String>,
+}
+
+/// Whether the origin's response may be stored (checked on its own headers, before the
+/// response phase changes them); if not, the fill is cancelled and the reason returned.
+pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> {
+    let fill = match lookup {
+        Lookup::Fill(fill) => fill,
+        Lookup::Pass(why) => return Err(CacheState::Pass(why)),
+        Lookup::Hit(_) => return Err(CacheState::Pass(PassWhy::CacheError)),
+        Lookup::Stale(_, fill) => return Err(fill.cancel(PassWhy::CacheError)),
+    };
+    let headers = origin
+        .get_headers()
+        .map(|(n, v)| (n.as_str(), v.as_bytes()));
+    let freshness = match policy::response_allows(origin.get_status().as_u16(), headers) {
+        Ok(freshness) => freshness,
+        Err(why) => return Err(fill.cancel(why)),
+    };
+    let origin_keys = origin
+        .get_header_all("surrogate-key")
+        .map(HeaderValue::as_bytes);
+    let (surrogate_keys, dropped) = surrogate::keys(origin_keys, &fill.authority, &fill.path);
+    if dropped > 0 {
+        log::info!("cache: {dropped} surrogate keys from the origin not usable, dropped");
+    }
+    Ok(Storing {
+        fill,
+        freshness,
+        surrogate_keys,
+    })
+}
+
+/// A stored response being written: the insert body, finished by the body phase after the
+/// whole body, abandoned when dropped.
+pub struct Filling {
+    /// Where the rewritten bytes go: the cache entry.
+    pub insert: fastly::http::body::StreamingBody,
+    /// The entry read back, for the client; `None` when refreshing after a stale hit.
+    pub client_body: Option<Body>,
+    /// A surrogate key only this entry has, to purge it if the fill fails.
+    fill_key: String,
+}
+
+impl Filling {
+    /// After a failed fill (the insert already dropped, so abandoned): purges this entry by
+    /// its own key, so no reader ever gets a short copy. (Viceroy 0.22 keeps an abandoned
+    /// entry, and serves it as a hit whose body ends in an error; on Fastly an abandoned insert
+    /// is not committed, and the purge finds nothing.)
+    pub fn discard(fill_key: &str) {
+        match purge(fill_key) {
+            Ok(()) => log::info!("cache: failed fill discarded ({fill_key})"),
+            Err(e) => log::warn!("cache: failed fill could not be purged ({fill_key}): {e}"),
+        }
+    }
+
+    /// The entry's own key, for [`Filling::discard`].
+    pub fn fill_key(&self) -> String {
+        self.fill_key.clone()
+    }
+}
+
+/// A key for one fill: `ts-fill-` and 12 random bytes in hex, so that no other entry shares
+/// it. Without randomness, the cache key and the time (still unique enough for one fill).
+fn fill_key(key: &[u8; 32]) -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = key[i] ^ nanos.to_le_bytes()[i];
+        }
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("ts-fill-{hex}")
+}
+
+impl Storing {
+    /// The response prepared without the reader's parts: checks the plan and the header
+    /// block, starts the insert, and gives the client the body streamed back from it, with
+    /// the reader's parts added. On any refusal or failure, the response leaves as it would
+    /// without a cache; the state says which.
+    pub fn begin(
+        self,
+        response: &mut Response,
+        plan: &BodyPlan,
+        edge_id: &IdentityPlan,
+        settings: &Settings,
+    ) -> (CacheState, Option<Filling>) {
+        let (state, storing) = match self.start(response, plan, true) {
+            Ok(storing) => (CacheState::Miss, Some(storing)),
+            Err(state) => (state, None),
+        };
+        outgoing(response, Some(edge_id), &state, settings);
+        (state, storing)
+    }
+
+    /// Starts the insert; with `stream_back`, the body the client reads back from it.
+    fn start(
+        self,
+        response: &mut Response,
+        plan: &BodyPlan,
+        stream_back: bool,
+    ) -> Result<Filling, CacheState> {
+        if !plan.changes_body() {
+            return Err(self.fill.cancel(PassWhy::NotRewritten));
+        }
+        let headers: Vec<(HeaderName, HeaderValue)> = response
+            .get_headers()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        let Some(block) = stored::encode(response.get_status().as_u16(), &headers) else {
+            return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
+        };
+        let f = &self.freshness;
+        let own_key = fill_key(&self.fill.key);
+        let vary: Vec<HeaderName> = f
+            .vary
+            .iter()
+            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+            .collect();
+        let builder = self
+            .fill
+            .tx
+            .insert(f.max_age)
+            .initial_age(f.initial_age)
+            .stale_while_revalidate(f.stale_while_revalidate)
+            .vary_by(&vary)
+            .surrogate_keys(
+                self.surrogate_keys
+                    .iter()
+                    .map(String::as_str)
+                    .chain([own_key.as_str()]),
+            )
+            .user_metadata(CacheKey::from(block));
+        let started = if stream_back {
+            builder
+                .execute_and_stream_back()
+                .map(|(insert, found)| (insert, Some(found)))
+        } else {
+            builder.execute().map(|insert| (insert, None))
+        };
+        let (insert, found) = match started {
+            Ok(pair) => pair,
+            Err(e) => {
+                log::warn!("cache: insert failed, served around the cache: {e}");
+                return Err(CacheState::Pass(PassWhy::CacheError));
+            }
+        };
+        match found.map(|found| found.to_stream()).transpose() {
+            Ok(client_body) => Ok(Filling {
+                insert,
+                client_body,
+                fill_key: own_key,
+            }),
+            Err(e) => {
+                log::warn!("cache: stream-back failed, served around the cache: {e}");
+                // `insert` is dropped unfinished: abandoned.
+                Err(CacheState::Pass(PassWhy::CacheError))
+            }
+        }
+    }
+}
+
+/// The reader's parts, added to a response on its way out: the edge-ID `Set-Cookie` (when
+/// the response was prepared without it), no surrogate header, and `x-ts-cache`.
+pub fn outgoing(
+    response: &mut Response,
+    edge_id: Option<&IdentityPlan>,
+    state: &CacheState,
+    settings: &Settings,
+) {
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .filter(|(n, _)| !matches!(n.as_str(), "surrogate-key" | "surrogate-control"))
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    if let Some(plan) = edge_id {
+        crate::identity::add_cookie(&mut headers, response.get_status().as_u16(), plan, settings);
+    }
+    if let Ok(value) = HeaderValue::from_str(&state.to_string()) {
+        headers.push((
+            HeaderName::from_static(trusted_server_core::cache::CACHE_STATE_HEADER),
+            value,
+        ));
+    }
+    crate::reply::replace_headers(response, headers);
+}
+
+/// Purges every entry stored under `key` (the admin route; Fastly's purge API in production).
+pub fn purge(key: &str) -> Result<(), String> {
+    fastly::http::purge::purge_surrogate_key(key).map_err(|e| e.to_string())
+}
