@@ -17,7 +17,9 @@
 //! 4. **load**: `wrk` against the proxy and the origin at two concurrency levels;
 //! 5. **first-party proxy**: a 100 KB image and an HTML creative through
 //!    `/first-party/proxy` against the same straight from the partner ([`first_party`]).
-//!    `--first-party-only` runs just this part.
+//!    `--first-party-only` runs just this part;
+//! 6. **cache**: a cacheable page as a hit, a miss and straight from the origin ([`cache`]).
+//!    `--cache-only` runs just this part.
 //!
 //! The latency cases include the captured Next.js app the demo origin replays with its
 //! recorded chunk timing (`/next/...`, and a Flight navigation with `RSC: 1`). For those, the
@@ -28,6 +30,7 @@
 //! It prints a table, writes an SVG chart of the latency distributions, and ends with a
 //! `---RESULTS---` block of `key=value` lines.
 
+mod cache;
 mod cases;
 mod chart;
 mod first_party;
@@ -60,6 +63,8 @@ pub struct Options {
     pub remote: Option<remote::RemoteOptions>,
     /// `--first-party-only`: only the first-party proxy cases.
     pub first_party_only: bool,
+    /// `--cache-only`: only the cache cases.
+    pub cache_only: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -71,6 +76,7 @@ fn parse_args() -> Result<Options, String> {
         out: root.join("bench-results"),
         remote: None,
         first_party_only: false,
+        cache_only: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -81,12 +87,13 @@ fn parse_args() -> Result<Options, String> {
         match arg.as_str() {
             "--quick" => options.quick = true,
             "--first-party-only" => options.first_party_only = true,
+            "--cache-only" => options.cache_only = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -207,6 +214,13 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         first_party::print(&fp);
         return finish(options, started, &first_party::results(&fp));
     }
+    if options.cache_only {
+        let servers = start_servers(&options.out)?;
+        let c = cache::run(servers.origin, &servers.streaming, options.quick)?;
+        drop(servers);
+        cache::print(&c);
+        return finish(options, started, &cache::results(&c));
+    }
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
     let root = workspace_root();
@@ -219,11 +233,14 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let latency = latency::measure(&servers, &cases)?;
     let load = load::run(&servers, options)?;
     let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
+    let cached = cache::run(servers.origin, &servers.streaming, options.quick)?;
     drop(servers);
     let mut results = report::results(&latency, &throughput, &load, &captures);
     results.extend(first_party::results(&fp));
+    results.extend(cache::results(&cached));
     report::print_tables(&latency, &throughput, &load, &captures);
     first_party::print(&fp);
+    cache::print(&cached);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());

@@ -537,7 +537,8 @@ pub struct RoundRatio {
 }
 
 impl RoundRatio {
-    fn of(per_round: Vec<f64>) -> RoundRatio {
+    /// The median, min and max of `per_round`.
+    pub fn of(per_round: Vec<f64>) -> RoundRatio {
         RoundRatio {
             lo: per_round.iter().copied().fold(f64::NAN, f64::min),
             hi: per_round.iter().copied().fold(f64::NAN, f64::max),
