@@ -202,3 +202,44 @@ pub fn results(c: &CacheResult) -> Vec<(String, String)> {
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(hit: f64, again: f64, miss: f64, origin: f64) -> CacheResult {
+        CacheResult {
+            hit_ms: hit,
+            hit_again_ms: again,
+            miss_ms: miss,
+            origin_ms: origin,
+            over_miss: RoundRatio::of(vec![0.4, 0.5, 0.7]),
+            over_origin: RoundRatio::of(vec![0.9, 1.1, 1.3]),
+            rounds: 3,
+        }
+    }
+
+    #[test]
+    fn results_are_ratios_of_medians_with_the_round_spread() {
+        let out = results(&result(2.0, 2.5, 4.0, 1.6));
+        let get = |k: &str| {
+            out.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("cache_hit_over_miss_ttlb"), Some("0.500"));
+        assert_eq!(get("cache_hit_over_miss_ttlb_min"), Some("0.400"));
+        assert_eq!(get("cache_hit_over_miss_ttlb_max"), Some("0.700"));
+        assert_eq!(get("cache_hit_over_origin_ttlb"), Some("1.250"));
+        assert_eq!(get("cache_hit_over_origin_ttlb_min"), Some("0.900"));
+        assert_eq!(get("cache_hit_over_origin_ttlb_max"), Some("1.300"));
+        assert_eq!(get("cache_hit_aa_ttlb"), Some("1.250"));
+        assert_eq!(get("cache_miss_ms"), Some("4.000"));
+    }
+
+    #[test]
+    fn the_control_is_a_factor_either_way() {
+        assert_eq!(format!("{:.3}", result(2.0, 1.6, 4.0, 1.0).aa()), "1.250");
+        assert_eq!(format!("{:.3}", result(2.0, 2.0, 4.0, 1.0).aa()), "1.000");
+    }
+}
