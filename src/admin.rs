@@ -12,22 +12,19 @@ use std::fmt;
 
 use fastly::http::header::AUTHORIZATION;
 use fastly::http::StatusCode;
-use fastly::{Request, Response, SecretStore};
+use fastly::{Request, Response};
 use trusted_server_core::admin::{self, AdminCredentials, CredentialError, Reply};
 use trusted_server_core::Settings;
 use trusted_server_settings::Admin;
 
 use crate::reply;
+use crate::secrets::{SecretError, Store};
 
 /// Why the admin credentials are not available.
 #[derive(Debug)]
 enum Unavailable {
-    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
-    Store(String, String),
-    /// The store has no such key; the setting that names it.
-    MissingKey(String, String, &'static str),
-    /// The key is there but cannot be read.
-    Unreadable(String, String, String),
+    /// The credentials' store or a key (named, never a value).
+    Secret(SecretError),
     /// The values are there but unusable (empty user, short password, …).
     Unusable(CredentialError),
 }
@@ -35,18 +32,7 @@ enum Unavailable {
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Store(store, e) => {
-                write!(
-                    f,
-                    "cannot open secret store `{store}` (admin.secret_store): {e}"
-                )
-            }
-            Unavailable::MissingKey(store, key, setting) => {
-                write!(f, "secret store `{store}` has no key `{key}` ({setting})")
-            }
-            Unavailable::Unreadable(store, key, e) => {
-                write!(f, "secret `{key}` in store `{store}` cannot be read: {e}")
-            }
+            Unavailable::Secret(e) => e.fmt(f),
             Unavailable::Unusable(e) => write!(
                 f,
                 "the admin credentials (admin.user_key, admin.password_key) are unusable: {e}"
@@ -55,31 +41,18 @@ impl fmt::Display for Unavailable {
     }
 }
 
-/// Reads one secret's bytes.
-fn read_secret(
-    store: &SecretStore,
-    name: &str,
-    key: &str,
-    setting: &'static str,
-) -> Result<Vec<u8>, Unavailable> {
-    let secret = store
-        .try_get(key)
-        .map_err(|e| Unavailable::Unreadable(name.into(), key.into(), e.to_string()))?
-        .ok_or_else(|| Unavailable::MissingKey(name.into(), key.into(), setting))?;
-    let bytes = secret
-        .try_plaintext()
-        .map_err(|e| Unavailable::Unreadable(name.into(), key.into(), e.to_string()))?;
-    Ok(bytes.to_vec())
-}
-
 /// Reads the admin user and password. Each request runs in a fresh instance, so this is per
 /// admin request (and only for admin requests).
 fn read_credentials(settings: &Admin) -> Result<AdminCredentials, Unavailable> {
-    let name = &*settings.secret_store;
     let store =
-        SecretStore::open(name).map_err(|e| Unavailable::Store(name.into(), e.to_string()))?;
-    let user = read_secret(&store, name, &settings.user_key, "admin.user_key")?;
-    let password = read_secret(&store, name, &settings.password_key, "admin.password_key")?;
+        Store::open(&settings.secret_store, "admin.secret_store").map_err(Unavailable::Secret)?;
+    let bytes = |b: &[u8]| Ok::<_, std::convert::Infallible>(b.to_vec());
+    let user = store
+        .read(&settings.user_key, "admin.user_key", bytes)
+        .map_err(Unavailable::Secret)?;
+    let password = store
+        .read(&settings.password_key, "admin.password_key", bytes)
+        .map_err(Unavailable::Secret)?;
     AdminCredentials::new(&user, &password).map_err(Unavailable::Unusable)
 }
 

@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fastly::http::StatusCode;
-use fastly::{Request, Response, SecretStore};
+use fastly::{Request, Response};
 use trusted_server_core::first_party::{
     self, token, SignedParams, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNAVAILABLE_BODY,
 };
@@ -18,16 +18,13 @@ use trusted_server_core::Settings;
 use trusted_server_settings::FirstParty;
 
 use crate::reply;
+use crate::secrets::{self, SecretError};
 
 /// Why no URL can be signed or checked.
 #[derive(Debug)]
 pub(crate) enum Unavailable {
-    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
-    Store(String, String),
-    /// The store has no such key.
-    MissingKey(String, String),
-    /// The key is there but cannot be read, or is too short.
-    Unusable(String, String, String),
+    /// The URL-signing key's store or key (named, never its value).
+    Secret(SecretError),
     /// The clock reads before 1970.
     Clock,
 }
@@ -35,17 +32,7 @@ pub(crate) enum Unavailable {
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Store(store, e) => write!(
-                f,
-                "cannot open secret store `{store}` (first_party.secret_store): {e}"
-            ),
-            Unavailable::MissingKey(store, key) => write!(
-                f,
-                "secret store `{store}` has no key `{key}` (first_party.token_key)"
-            ),
-            Unavailable::Unusable(store, key, e) => {
-                write!(f, "secret `{key}` in store `{store}` is unusable: {e}")
-            }
+            Unavailable::Secret(e) => e.fmt(f),
             Unavailable::Clock => f.write_str("the clock reads before the Unix epoch"),
         }
     }
@@ -54,17 +41,13 @@ impl fmt::Display for Unavailable {
 /// Reads the URL-signing key. Each request runs in a fresh instance, so this is per request,
 /// and only for requests that get as far as signing or verifying.
 pub(crate) fn read_key(settings: &FirstParty) -> Result<UrlKey, Unavailable> {
-    let (store, key) = (&*settings.secret_store, &*settings.token_key);
-    let opened =
-        SecretStore::open(store).map_err(|e| Unavailable::Store(store.into(), e.to_string()))?;
-    let secret = opened
-        .try_get(key)
-        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?
-        .ok_or_else(|| Unavailable::MissingKey(store.into(), key.into()))?;
-    let bytes = secret
-        .try_plaintext()
-        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?;
-    UrlKey::new(&bytes).map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
+    secrets::read(
+        &settings.secret_store,
+        &settings.token_key,
+        ("first_party.secret_store", "first_party.token_key"),
+        UrlKey::new,
+    )
+    .map_err(Unavailable::Secret)
 }
 
 /// Seconds since the Unix epoch, from the platform's clock.

@@ -10,7 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
-use fastly::{Request, Response, SecretStore};
+use fastly::{Request, Response};
 use trusted_server_core::publisher::identity::{
     endpoint_body, expire_cookie, is_page_response, keep_out_of_shared_caches, plan, set_cookie,
     CookieAction, EdgeIdKey, IdentityPlan, RequestFacts,
@@ -19,16 +19,13 @@ use trusted_server_core::Settings;
 use trusted_server_settings::Identity;
 
 use crate::reply;
+use crate::secrets::{self, SecretError};
 
 /// Why no ID could be made or checked.
 #[derive(Debug)]
 enum Unavailable {
-    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
-    Store(String, String),
-    /// The store has no such key.
-    MissingKey(String, String),
-    /// The key is there but cannot be read, or is too short.
-    Unusable(String, String, String),
+    /// The HMAC key's store or key (named, never its value).
+    Secret(SecretError),
     /// The platform's random source failed.
     Random(String),
 }
@@ -36,17 +33,7 @@ enum Unavailable {
 impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Store(store, e) => write!(
-                f,
-                "cannot open secret store `{store}` (identity.secret_store): {e}"
-            ),
-            Unavailable::MissingKey(store, key) => write!(
-                f,
-                "secret store `{store}` has no key `{key}` (identity.secret_key)"
-            ),
-            Unavailable::Unusable(store, key, e) => {
-                write!(f, "secret `{key}` in store `{store}` is unusable: {e}")
-            }
+            Unavailable::Secret(e) => e.fmt(f),
             Unavailable::Random(e) => write!(f, "the platform's random source failed: {e}"),
         }
     }
@@ -55,18 +42,13 @@ impl fmt::Display for Unavailable {
 /// Reads the HMAC key. Each request runs in a fresh instance, so this is per request, and only
 /// when a cookie must be checked or an ID made.
 fn read_key(settings: &Identity) -> Result<EdgeIdKey, Unavailable> {
-    let (store, key) = (&*settings.secret_store, &*settings.secret_key);
-    let opened =
-        SecretStore::open(store).map_err(|e| Unavailable::Store(store.into(), e.to_string()))?;
-    let secret = opened
-        .try_get(key)
-        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?
-        .ok_or_else(|| Unavailable::MissingKey(store.into(), key.into()))?;
-    let bytes = secret
-        .try_plaintext()
-        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))?;
-    EdgeIdKey::new(&bytes)
-        .map_err(|e| Unavailable::Unusable(store.into(), key.into(), e.to_string()))
+    secrets::read(
+        &settings.secret_store,
+        &settings.secret_key,
+        ("identity.secret_store", "identity.secret_key"),
+        EdgeIdKey::new,
+    )
+    .map_err(Unavailable::Secret)
 }
 
 /// Eight bytes from the platform's random source (WASI `random_get` on Fastly).

@@ -27,6 +27,7 @@ mod partner;
 mod reply;
 mod response;
 mod script;
+mod secrets;
 mod signing_keys;
 mod timing;
 

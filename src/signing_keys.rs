@@ -6,56 +6,25 @@
 //! rotation that removed it from the store but not from `signing.previous_kids` only stops
 //! publishing it.
 
-use std::fmt;
-
-use fastly::SecretStore;
+use crate::secrets::{SecretError, Store};
 use trusted_server_core::signing::{Keypair, PublicKey};
 use trusted_server_settings::Signing;
 
-/// Why a key could not be read.
-#[derive(Debug)]
-pub enum Unavailable {
-    /// The store cannot be opened (not linked to the service, or not declared for Viceroy).
-    Store(String, String),
-    /// The store has no such kid.
-    MissingKey(String, String),
-    /// The secret is there but cannot be read or is not a key.
-    Unusable(String, String, String),
-}
+/// Why a key could not be read: its store or kid (named, never its value).
+pub type Unavailable = SecretError;
 
-impl fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Unavailable::Store(store, e) => {
-                write!(f, "cannot open secret store `{store}` (signing.secret_store): {e}")
-            }
-            Unavailable::MissingKey(store, kid) => write!(
-                f,
-                "secret store `{store}` has no key `{kid}` (signing.current_kid or signing.previous_kids)"
-            ),
-            Unavailable::Unusable(store, kid, e) => {
-                write!(f, "secret `{kid}` in store `{store}` is unusable: {e}")
-            }
-        }
-    }
-}
+/// The setting that names the store.
+const STORE_SETTING: &str = "signing.secret_store";
+/// The settings that name the kids (each kid is its key's name in the store).
+const KID_SETTING: &str = "signing.current_kid or signing.previous_kids";
 
 /// Reads the key `kid`.
-fn read(store: &SecretStore, name: &str, kid: &str) -> Result<Keypair, Unavailable> {
-    let unusable = |e: String| Unavailable::Unusable(name.into(), kid.into(), e);
-    let secret = store
-        .try_get(kid)
-        .map_err(|e| unusable(e.to_string()))?
-        .ok_or_else(|| Unavailable::MissingKey(name.into(), kid.into()))?;
-    let bytes = secret
-        .try_plaintext()
-        .map_err(|e| unusable(e.to_string()))?;
-    Keypair::from_secret(kid, &bytes).map_err(|e| unusable(e.to_string()))
+fn read(store: &Store, kid: &str) -> Result<Keypair, Unavailable> {
+    store.read(kid, KID_SETTING, |bytes| Keypair::from_secret(kid, bytes))
 }
 
-fn open(settings: &Signing) -> Result<SecretStore, Unavailable> {
-    let name = &*settings.secret_store;
-    SecretStore::open(name).map_err(|e| Unavailable::Store(name.into(), e.to_string()))
+fn open(settings: &Signing) -> Result<Store, Unavailable> {
+    Store::open(&settings.secret_store, STORE_SETTING)
 }
 
 /// The key that signs.
@@ -63,11 +32,7 @@ fn open(settings: &Signing) -> Result<SecretStore, Unavailable> {
 /// # Errors
 /// When the store or the key is missing or unusable.
 pub fn current(settings: &Signing) -> Result<Keypair, Unavailable> {
-    read(
-        &open(settings)?,
-        &settings.secret_store,
-        &settings.current_kid,
-    )
+    read(&open(settings)?, &settings.current_kid)
 }
 
 /// The public keys: the current one first, then each previous one that can be read (the
@@ -77,9 +42,9 @@ pub fn current(settings: &Signing) -> Result<Keypair, Unavailable> {
 /// When the store or the current key is missing or unusable.
 pub fn public_keys(settings: &Signing) -> Result<Vec<PublicKey>, Unavailable> {
     let store = open(settings)?;
-    let mut keys = vec![read(&store, &settings.secret_store, &settings.current_kid)?.public()];
+    let mut keys = vec![read(&store, &settings.current_kid)?.public()];
     for kid in settings.previous_kids.iter() {
-        match read(&store, &settings.secret_store, kid) {
+        match read(&store, kid) {
             Ok(key) => keys.push(key.public()),
             Err(e) => log::warn!("previous signing key left out of the discovery document: {e}"),
         }
