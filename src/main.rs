@@ -2,8 +2,9 @@
 //!
 //! A thin layer over `trusted-server-core`, read top to bottom as the request's phases, one
 //! file (or folder) each: **route** (here) → **identity** (`identity`: the edge ID) →
-//! **upstream** (`origin`, with `client` for what the platform observed) → **response** (`response`: every header decided before any is
-//! sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
+//! **cache** (`cache`: a hit is answered without the origin) → **upstream** (`origin`, with
+//! `client` for what the platform observed) → **response** (`response`: every header decided
+//! before any is sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
 //! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
 //! pipeline for the access line (`access`).
 //! Settings were validated at build time and are embedded as a `static`.
@@ -95,18 +96,12 @@ fn proxy(request: Request, access: &mut Access) {
     let origin_response = match fetched {
         Ok(response) => response,
         Err(failure) => {
-            let state = cache::origin_failed(lookup);
             let kind = match failure {
                 origin::OriginFailure::Timeout(_) => Failure::OriginTimeout,
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
-            upstream_failed(access, kind, failure.detail());
-            let mut response = reply::origin_failure(&failure, &SETTINGS);
-            cache::outgoing(&mut response, None, &state, &SETTINGS);
-            access.cache = Some(state.to_string());
-            timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            return response.send_to_client();
+            let cause = failure.detail().to_owned();
+            return answer_origin_failure(access, lookup, failure, kind, &cause);
         }
     };
     if origin_response.get_status().is_informational() {
@@ -114,15 +109,8 @@ fn proxy(request: Request, access: &mut Access) {
         // final answer (101 Switching Protocols, 102) cannot be relayed: the platform refuses
         // to send it and there is no body to stream.
         let cause = format!("status {}", origin_response.get_status());
-        upstream_failed(access, Failure::InterimAsFinal, &cause);
-        let failure = origin::OriginFailure::Unavailable(cause);
-        let state = cache::origin_failed(lookup);
-        let mut response = reply::origin_failure(&failure, &SETTINGS);
-        cache::outgoing(&mut response, None, &state, &SETTINGS);
-        access.cache = Some(state.to_string());
-        timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
-        access.headers_sent(response.get_status().as_u16());
-        return response.send_to_client();
+        let failure = origin::OriginFailure::Unavailable(cause.clone());
+        return answer_origin_failure(access, lookup, failure, Failure::InterimAsFinal, &cause);
     }
     // A response that may be stored is prepared without the reader's parts (the edge-ID
     // cookie), which `cache` adds on the way out; any other gets them here, as before.
@@ -149,12 +137,26 @@ fn proxy(request: Request, access: &mut Access) {
     body::send(prepared, storing, &SETTINGS, access);
 }
 
-/// Reports a failure before any response header was sent; the caller answers with an error.
+/// The origin gave no response to relay: the failure is reported (before any header was
+/// sent) and the client gets the service's `502` or `504`, with the cache's state and timings.
 #[track_caller]
-fn upstream_failed(access: &mut Access, kind: Failure, cause: &str) {
+fn answer_origin_failure(
+    access: &mut Access,
+    lookup: cache::Lookup,
+    failure: origin::OriginFailure,
+    kind: Failure,
+    cause: &str,
+) {
     let progress = access.progress(Phase::Upstream, 0, 0);
     failure::record(kind, cause, &origin::backend_info(&SETTINGS), progress);
     access.outcome = Outcome::Error;
+    let state = cache::origin_failed(lookup);
+    let mut response = reply::origin_failure(&failure, &SETTINGS);
+    cache::outgoing(&mut response, None, &state, &SETTINGS);
+    access.cache = Some(state.to_string());
+    timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
 }
 
 #[cfg(test)]
