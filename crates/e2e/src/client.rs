@@ -481,9 +481,11 @@ mod tests {
                 b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n",
                 b"0\r\n\r\n",
             ],
-            Duration::from_millis(300),
+            // The head at 1.5 s, the end at 3 s: a 2.5 s timeout falls between, with a second
+            // to spare for the head on a loaded machine.
+            Duration::from_millis(1500),
         );
-        let t = get(addr, "/", &[], Duration::from_millis(500)).unwrap();
+        let t = get(addr, "/", &[], Duration::from_millis(2500)).unwrap();
         assert!(!t.complete && t.body == b"hello", "{t:?}");
     }
 
