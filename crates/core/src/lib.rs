@@ -25,6 +25,7 @@
 pub mod admin;
 mod body;
 pub mod cache;
+pub mod hints;
 pub mod compression;
 mod content;
 pub mod first_party;
