@@ -39,8 +39,7 @@ pub fn before_origin(
     settings: &Settings,
     access: &mut Access,
 ) -> Option<Learning> {
-    if !settings.delivery.early_hints || request.get_method_str() != "GET" || !client.navigation
-    {
+    if !settings.delivery.early_hints || request.get_method_str() != "GET" || !client.navigation {
         return None;
     }
     let key = hints::hints_key(&crate::cache::page_key(request, client));
@@ -93,7 +92,10 @@ pub fn from_response(response: &Response) -> Option<Vec<String>> {
 /// After the page was sent: stores the hints it carried (its `Link` headers first, then its
 /// head's), bounded, when the page finished properly and they differ from the stored ones.
 pub fn after_page(learning: Learning, headers: Option<Vec<String>>, access: &Access) {
-    let finished = matches!(access.outcome, Outcome::Finished | Outcome::PassedThrough(_));
+    let finished = matches!(
+        access.outcome,
+        Outcome::Finished | Outcome::PassedThrough(_)
+    );
     let (Some(headers), true) = (headers, finished) else {
         return;
     };
@@ -104,7 +106,9 @@ pub fn after_page(learning: Learning, headers: Option<Vec<String>>, access: &Acc
     {
         learned.push(value);
     }
-    if learning.stored.as_ref() == Some(&learned) || (learning.stored.is_none() && learned.is_empty()) {
+    if learning.stored.as_ref() == Some(&learned)
+        || (learning.stored.is_none() && learned.is_empty())
+    {
         return;
     }
     let page = surrogate::page_key(&learning.authority, &learning.path);
@@ -113,7 +117,8 @@ pub fn after_page(learning: Learning, headers: Option<Vec<String>>, access: &Acc
         .user_metadata(CacheKey::from(learned.encode()))
         .known_length(0)
         .execute()
-        .and_then(|body| body.finish().map_err(Into::into));
+        .map_err(|e| e.to_string())
+        .and_then(|body| body.finish().map_err(|e| e.to_string()));
     match written {
         Ok(()) => log::info!("hints: learned {} links", learned.values().len()),
         Err(e) => log::warn!("hints: cannot store: {e}"),

@@ -121,7 +121,10 @@ pub fn is_safe_value(value: &str) -> bool {
 
 /// Whether a URL may go between `<` and `>` in a `Link` value.
 fn is_safe_url(url: &str) -> bool {
-    !url.is_empty() && url.bytes().all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>')
+    !url.is_empty()
+        && url
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>')
 }
 
 /// Whether a parameter value may be written as a token (unquoted).
@@ -228,9 +231,7 @@ pub fn from_link_header(value: &str) -> Vec<String> {
                 break;
             };
             rest = after.trim_start_matches([' ', '\t']);
-            let name_end = rest
-                .find(|c: char| c == '=' || c == ';' || c == ',' || c == ' ' || c == '\t')
-                .unwrap_or(rest.len());
+            let name_end = rest.find(['=', ';', ',', ' ', '\t']).unwrap_or(rest.len());
             let name = &rest[..name_end];
             rest = rest[name_end..].trim_start_matches([' ', '\t']);
             let mut param = String::new();

@@ -25,11 +25,11 @@
 pub mod admin;
 mod body;
 pub mod cache;
-pub mod hints;
 pub mod compression;
 mod content;
 pub mod first_party;
 mod forward;
+pub mod hints;
 pub mod publisher;
 mod qvalue;
 mod response;

@@ -9,7 +9,10 @@ fn rule() -> UrlRule {
 /// http://example.net/relation/other"` link are not hints.
 #[test]
 fn link_header_keeps_only_hint_relations() {
-    assert!(from_link_header("<http://example.com/TheBook/chapter2>; rel=\"previous\"; title=\"previous chapter\"").is_empty());
+    assert!(from_link_header(
+        "<http://example.com/TheBook/chapter2>; rel=\"previous\"; title=\"previous chapter\""
+    )
+    .is_empty());
     assert!(from_link_header("</>; rel=\"http://example.net/foo\"").is_empty());
     assert_eq!(
         from_link_header("</a.css>; rel=preload; as=style, </n>; rel=next, <https://cdn.test>; rel=preconnect; crossorigin"),
@@ -23,7 +26,14 @@ fn link_header_keeps_only_hint_relations() {
 
 #[test]
 fn link_header_rejects_malformed_and_unsafe() {
-    for bad in ["", "junk", "</a.css", "</a.css>; rel=\"preload", "<a b>; rel=preload", "</a>; rel=preload; as=\"sty le\""] {
+    for bad in [
+        "",
+        "junk",
+        "</a.css",
+        "</a.css>; rel=\"preload",
+        "<a b>; rel=preload",
+        "</a>; rel=preload; as=\"sty le\"",
+    ] {
         assert!(from_link_header(bad).is_empty(), "{bad}");
     }
 }
@@ -72,10 +82,19 @@ fn stored_form_round_trips_and_rejects_others() {
     let mut h = Hints::new();
     h.push("</a.css>; rel=preload; as=style".into());
     h.push("<https://cdn.test>; rel=preconnect".into());
-    assert_eq!(h.encode(), b"TSHINTS1\n</a.css>; rel=preload; as=style\n<https://cdn.test>; rel=preconnect\n");
+    assert_eq!(
+        h.encode(),
+        b"TSHINTS1\n</a.css>; rel=preload; as=style\n<https://cdn.test>; rel=preconnect\n"
+    );
     assert_eq!(Hints::decode(&h.encode()), Some(h));
     assert_eq!(Hints::decode(b"TSHINTS1\n"), Some(Hints::new()));
-    for bad in [&b""[..], b"TSHINTS2\n</a>\n", b"TSHINTS1\n</a>", b"TSHINTS1\n\n", b"TSHINTS1\n\x01\n"] {
+    for bad in [
+        &b""[..],
+        b"TSHINTS2\n</a>\n",
+        b"TSHINTS1\n</a>",
+        b"TSHINTS1\n\n",
+        b"TSHINTS1\n\x01\n",
+    ] {
         assert_eq!(Hints::decode(bad), None);
     }
 }
@@ -84,7 +103,10 @@ fn stored_form_round_trips_and_rejects_others() {
 /// + bytes(32)).hexdigest()`), and differs from the page key.
 #[test]
 fn key_matches_the_reference() {
-    let hex: String = hints_key(&[0; 32]).iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = hints_key(&[0; 32])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     assert_eq!(hex, REFERENCE_KEY);
 }
 
@@ -149,8 +171,13 @@ fn through_pipeline(page: &[u8], cuts: &[usize], learn: bool) -> (Vec<u8>, Vec<S
 fn the_pipeline_reports_the_head_hints() {
     let page = b"<html><head><link rel=preload href=http://origin.pub.test/a.css as=style></head><body>x</body></html>";
     let (out, hints) = through_pipeline(page, &[], true);
-    assert_eq!(hints, ["<https://www.pub.test/a.css>; rel=preload; as=style"]);
-    assert!(String::from_utf8(out).unwrap().contains("href=https://www.pub.test/a.css"));
+    assert_eq!(
+        hints,
+        ["<https://www.pub.test/a.css>; rel=preload; as=style"]
+    );
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("href=https://www.pub.test/a.css"));
     assert!(through_pipeline(page, &[], false).1.is_empty());
 }
 
