@@ -1,7 +1,8 @@
 //! End-to-end scenario of learned `103 Early Hints` (issue 19, item 3) against the streaming
 //! build. Viceroy does not forward a guest's `103`: it logs `Guest returned informational
-//! response (103 Early Hints) which will not be sent to the client` (warn), then the response
-//! with its headers (info). The scenario reads that log.
+//! response (103 <unknown status code>) which will not be sent to the client` (warn), then the
+//! response with its headers (info; `start_viceroy` sets `RUST_LOG` for its `execute` module).
+//! The scenario reads that log.
 
 use std::time::{Duration, Instant};
 
