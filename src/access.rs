@@ -112,6 +112,9 @@ pub struct Access {
     pub outcome: Outcome,
     /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
     pub cache: Option<String>,
+    /// `Some` while this page's early hints are being learned (`crate::hints`): the hints its
+    /// head carried, as the pipeline reported them (URLs already first-party).
+    pub hints: Option<Vec<String>>,
 }
 
 impl Access {
@@ -135,6 +138,7 @@ impl Access {
             html_structured: None,
             outcome: Outcome::Finished,
             cache: None,
+            hints: None,
         }
     }
 

@@ -80,24 +80,7 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
     if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
         return Lookup::Pass(why);
     }
-    let path_and_query = match request.get_query_str() {
-        Some(q) => format!("{}?{q}", request.get_path()),
-        None => request.get_path().to_owned(),
-    };
-    let accept_encoding: Vec<&[u8]> = request
-        .get_header_all("accept-encoding")
-        .map(HeaderValue::as_bytes)
-        .collect();
-    let accept_encoding = String::from_utf8_lossy(&accept_encoding.join(&b","[..])).into_owned();
-    let key = KeyInputs {
-        fingerprint: &crate::SETTINGS_FINGERPRINT,
-        scheme: client.scheme,
-        authority: &client.authority,
-        path_and_query: &path_and_query,
-        accept_encoding: &accept_encoding,
-        navigation: client.navigation,
-    }
-    .key();
+    let key = page_key(request, client);
     // Every request header, for the origin's `Vary` (the cache uses only those it names).
     let mut builder = Transaction::lookup(CacheKey::copy_from_slice(&key));
     for name in request.get_header_names() {
@@ -140,6 +123,29 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         }),
         None => Lookup::Pass(PassWhy::CacheError),
     }
+}
+
+/// The cache key of the rewritten answer to `request` (also the base of its learned early
+/// hints' key, `crate::hints`).
+pub fn page_key(request: &Request, client: &Client) -> [u8; 32] {
+    let path_and_query = match request.get_query_str() {
+        Some(q) => format!("{}?{q}", request.get_path()),
+        None => request.get_path().to_owned(),
+    };
+    let accept_encoding: Vec<&[u8]> = request
+        .get_header_all("accept-encoding")
+        .map(HeaderValue::as_bytes)
+        .collect();
+    let accept_encoding = String::from_utf8_lossy(&accept_encoding.join(&b","[..])).into_owned();
+    KeyInputs {
+        fingerprint: &crate::SETTINGS_FINGERPRINT,
+        scheme: client.scheme,
+        authority: &client.authority,
+        path_and_query: &path_and_query,
+        accept_encoding: &accept_encoding,
+        navigation: client.navigation,
+    }
+    .key()
 }
 
 /// What is left to do after [`answer_hit`].

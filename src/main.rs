@@ -21,6 +21,7 @@ mod discovery;
 mod failure;
 mod first_party;
 mod first_party_proxy;
+mod hints;
 mod identity;
 mod inject;
 mod origin;
@@ -81,6 +82,8 @@ fn proxy(request: Request, access: &mut Access) {
     let edge_id = identity::request_phase(&request, &SETTINGS);
     let is_head = request.get_method_str() == "HEAD";
     let forward = edge_id.forward.as_deref();
+    // Learned early hints leave first, before the page cache or the origin is asked.
+    let learning = hints::before_origin(&request, &client, &SETTINGS, access);
     // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
     let lookup = cache::lookup(&request, &client);
     let lookup = match cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) {
@@ -134,7 +137,13 @@ fn proxy(request: Request, access: &mut Access) {
         access.cache.as_deref(),
         &SETTINGS,
     );
+    let link_hints = learning
+        .as_ref()
+        .and_then(|_| hints::from_response(&prepared.response));
     body::send(prepared, storing, &SETTINGS, access);
+    if let Some(learning) = learning {
+        hints::after_page(learning, link_hints, access);
+    }
 }
 
 /// The origin gave no response to relay: the failure is reported (before any header was

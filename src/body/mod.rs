@@ -43,6 +43,7 @@ pub fn send(
     let options = PipelineOptions {
         nextjs: settings.integrations.nextjs,
         inject,
+        learn_hints: access.hints.is_some(),
         ..PipelineOptions::default()
     };
     let job = Job {
@@ -137,6 +138,9 @@ pub(crate) fn record_report(
     access: &mut Access,
 ) {
     access.html_structured = pipeline_report.html_structured;
+    if let Some(hints) = access.hints.as_mut() {
+        hints.clone_from(&pipeline_report.hints);
+    }
     if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.injected {
         log::info!("script not injected: {why}");
     }

@@ -29,6 +29,7 @@ pub mod compression;
 mod content;
 pub mod first_party;
 mod forward;
+pub mod hints;
 pub mod publisher;
 mod qvalue;
 mod response;

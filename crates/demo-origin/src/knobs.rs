@@ -51,8 +51,8 @@ pub struct Knobs {
     /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
     /// of at their recorded times.
     pub nextjs_instant: bool,
-    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`: caching headers to
-    /// add (percent-decoded), for the proxy's cache tests.
+    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`, `link`: headers to add
+    /// (percent-decoded), for the proxy's cache and early-hints tests.
     pub cache_headers: Vec<(&'static str, String)>,
 }
 
@@ -105,7 +105,7 @@ impl Knobs {
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
                 "set_cookie" => knobs.set_cookie = flag(key, v)?,
-                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" => {
+                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link" => {
                     if v.bytes().any(|b| !(b == b' ' || b.is_ascii_graphic())) {
                         return Err(format!("{key}: not a header value: {v:?}"));
                     }
@@ -113,6 +113,7 @@ impl Knobs {
                         "cache_control" => "Cache-Control",
                         "surrogate_control" => "Surrogate-Control",
                         "surrogate_key" => "Surrogate-Key",
+                        "link" => "Link",
                         _ => "Vary",
                     };
                     knobs.cache_headers.push((name, value.clone()));

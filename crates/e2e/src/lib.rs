@@ -146,7 +146,13 @@ pub fn start_viceroy(
     // Viceroy reads the manifest's local files (the development secret store) relative to its
     // working directory: the manifest's own.
     let manifest_dir = manifest.parent().filter(|d| !d.as_os_str().is_empty());
+    // Viceroy's own log: errors, and its `execute` module's info, which records a guest's
+    // `103 Early Hints` (dropped, not forwarded) with its headers (the hints scenario).
     let child = Command::new("viceroy")
+        .env(
+            "RUST_LOG",
+            "viceroy=error,viceroy_lib=error,viceroy_lib::execute=info",
+        )
         .current_dir(manifest_dir.unwrap_or(Path::new(".")))
         .arg("serve")
         .arg("-C")

@@ -22,6 +22,7 @@ mod cache;
 mod delivery;
 mod edge_id;
 mod first_party;
+mod hints;
 mod signing;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -286,6 +287,10 @@ fn main() {
         (
             "first party: the rest of /first-party/ is answered by the service, never proxied",
             first_party::the_namespace_is_never_proxied,
+        ),
+        (
+            "hints: the second navigation gets a 103 with the learned hints before the origin answers",
+            hints::second_navigation_gets_a_103_before_the_origin,
         ),
         (
             "cache: MISS then HIT with identical bytes, one origin request",

@@ -298,6 +298,10 @@ pub struct Delivery {
     /// `delivery.compression`: `wasm` (default) re-encodes rewritten bodies in the guest;
     /// `edge` asks the origin for `identity` and leaves compression to Fastly's delivery.
     pub compression: Compression,
+    /// `delivery.early_hints`: on a page navigation, send `103 Early Hints` with the preload
+    /// and preconnect hints the page carried last time (default `true`), so the browser
+    /// starts fetching while the origin is still thinking. `false` sends none and learns none.
+    pub early_hints: bool,
 }
 
 /// Logging (`[logging]` section).
@@ -391,6 +395,7 @@ impl Settings {
         delivery: Delivery {
             server_timing: true,
             compression: Compression::Wasm,
+            early_hints: true,
         },
         response_headers: Cow::Borrowed(&[]),
     };
@@ -486,6 +491,7 @@ impl Settings {
     delivery: ::trusted_server_settings::Delivery {{
         server_timing: {server_timing},
         compression: ::trusted_server_settings::Compression::{compression:?},
+        early_hints: {early_hints},
     }},
     response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
 }}",
@@ -523,6 +529,7 @@ impl Settings {
             log_level = self.logging.level,
             server_timing = self.delivery.server_timing,
             compression = self.delivery.compression,
+            early_hints = self.delivery.early_hints,
             headers = headers.join(", "),
         )
     }

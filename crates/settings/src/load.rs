@@ -170,6 +170,7 @@ struct LoggingFile {
 struct DeliveryFile {
     server_timing: Option<Flag>,
     compression: Option<Coding>,
+    early_hints: Option<Flag>,
 }
 
 /// A value as written. Environment values are always strings.
@@ -786,6 +787,10 @@ fn convert(
                 .delivery
                 .compression
                 .map_or(Settings::DEFAULT.delivery.compression, |c| c.0),
+            early_hints: flag(
+                file.delivery.early_hints,
+                Settings::DEFAULT.delivery.early_hints,
+            ),
         },
         response_headers: Cow::Owned(response_headers),
     };
@@ -1007,9 +1012,15 @@ mod tests {
         assert_eq!(d, Settings::DEFAULT.delivery);
         assert!(d.server_timing);
         assert_eq!(d.compression, Compression::Wasm);
-        let text =
-            format!("{MINIMAL}\n[delivery]\nserver_timing = false\ncompression = \"edge\"\n");
+        assert!(d.early_hints);
+        let text = format!(
+            "{MINIMAL}\n[delivery]\nserver_timing = false\ncompression = \"edge\"\nearly_hints = false\n"
+        );
         let s = load(&text, no_env()).unwrap();
+        assert!(!s.delivery.early_hints);
+        assert!(s.to_rust_expr().contains("early_hints: false"));
+        let s2 = load(&text, [("TRUSTED_SERVER__DELIVERY__EARLY_HINTS", "true")]).unwrap();
+        assert!(s2.delivery.early_hints);
         assert!(!s.delivery.server_timing);
         assert_eq!(s.delivery.compression, Compression::Edge);
         let expr = s.to_rust_expr();
@@ -1037,6 +1048,7 @@ mod tests {
             ("compression = 1", "delivery.compression"),
             ("compression = true", "delivery.compression"),
             ("server_timing = \"yes\"", "delivery.server_timing"),
+            ("early_hints = \"on\"", "delivery.early_hints"),
             ("server-timing = false", "delivery.server-timing"),
         ] {
             let text = format!("{MINIMAL}\n[delivery]\n{bad}\n");
@@ -1218,7 +1230,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 32, "{vars:?}");
+        assert_eq!(vars.len(), 33, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1550,7 +1562,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: the README says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 28, "rows with a literal default");
+        assert_eq!(checked, 29, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -133,9 +133,11 @@ pub fn settings_json(settings: &Settings) -> String {
             let Delivery {
                 server_timing,
                 compression,
+                early_hints,
             } = delivery;
             v.flag("server_timing", *server_timing);
             v.word("compression", compression.as_str());
+            v.flag("early_hints", *early_hints);
         });
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
@@ -315,6 +317,7 @@ mod tests {
         assert_eq!(s["identity"]["secret_store"], "ts_identity");
         assert_eq!(s["delivery"]["compression"], "edge");
         assert_eq!(s["delivery"]["server_timing"], true);
+        assert_eq!(s["delivery"]["early_hints"], true);
     }
 
     /// Free text is redacted: a response header's value never shows, its name does.

@@ -40,6 +40,10 @@ pub struct PipelineOptions {
     /// The script tag to put at the start of an HTML page's `<head>` (see the `inject`
     /// module); `None` for a response that must not get it. Only HTML bodies get it.
     pub inject: Option<Injection>,
+    /// Collect the page's `<link rel=preload|modulepreload|preconnect>` hints from its head
+    /// (`crate::hints`), reported in [`PipelineReport::hints`]. HTML only; it reads the decoded
+    /// bytes and never changes the output. Default `false`.
+    pub learn_hints: bool,
 }
 
 impl Default for PipelineOptions {
@@ -50,6 +54,7 @@ impl Default for PipelineOptions {
                 .nextjs,
             html_lookback: crate::body::lazy_html::LOOKBACK_MAX,
             inject: None,
+            learn_hints: false,
         }
     }
 }
@@ -136,6 +141,9 @@ pub struct PipelineReport {
     /// For a first-party creative ([`crate::first_party::creative::pipeline`]): what was
     /// rewritten, and whether memory limits made part of it pass through.
     pub creative: Option<crate::first_party::creative::CreativeReport>,
+    /// With [`PipelineOptions::learn_hints`], for an HTML body: the early hints found in its
+    /// head, URLs rewritten first-party (unbounded here; `crate::hints::Hints` bounds them).
+    pub hints: Vec<String>,
 }
 
 /// Everything after the decoder: rewrite → encode → batched writes. The decoder writes
@@ -153,10 +161,18 @@ struct Downstream<W: Write> {
     /// A typed failure parked here when a `Write` call from inside a decoder fails, so the
     /// pipeline can report it as what it is rather than as undecodable input.
     failure: Option<PipelineError>,
+    /// The head scanner and the rule for its URLs, when learning hints.
+    hints: Option<(crate::hints::HeadScanner, UrlRule)>,
 }
 
 impl<W: Write> Downstream<W> {
     fn stage_write(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
+        if let Some((scanner, _)) = self.hints.as_mut() {
+            // One comparison per chunk once the head is complete.
+            if !scanner.is_done() {
+                scanner.feed(plain_input);
+            }
+        }
         if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
             match self.encoder.identity_output() {
                 Some(direct) => stage.write(plain_input, direct),
@@ -201,6 +217,9 @@ impl<W: Write> Downstream<W> {
             self.report.utf16 = stage_report.passed_through == Some(UTF16_PASSED_THROUGH);
             self.report.injected = stage_report.injected;
             self.report.creative = stage_report.creative;
+        }
+        if let Some((scanner, rule)) = self.hints.take() {
+            self.report.hints = scanner.finish(&rule);
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;
@@ -267,7 +286,11 @@ impl<W: Write> BodyPipeline<W> {
         options: &PipelineOptions,
         sink: W,
     ) -> Self {
-        Self::with_stages(codec, compose(rewrite, rule, options), sink)
+        let learn = options.learn_hints && matches!(rewrite, Rewrite::Html(_));
+        let hints = learn.then(|| (crate::hints::HeadScanner::new(), rule.clone()));
+        let mut pipeline = Self::with_stages(codec, compose(rewrite, rule, options), sink);
+        pipeline.decoder.inner_mut().hints = hints;
+        pipeline
     }
 
     /// A pipeline through `stages` (see [`compose`]).
@@ -280,6 +303,7 @@ impl<W: Write> BodyPipeline<W> {
             sink,
             report: PipelineReport::default(),
             failure: None,
+            hints: None,
         };
         BodyPipeline {
             decoder: Decoder::new(codec, downstream),

@@ -1,0 +1,96 @@
+//! End-to-end scenario of learned `103 Early Hints` (issue 19, item 3) against the streaming
+//! build. Viceroy does not forward a guest's `103`: it logs `Guest returned informational
+//! response (103 <unknown status code>) which will not be sent to the client` (warn), then the
+//! response with its headers (info; `start_viceroy` sets `RUST_LOG` for its `execute` module).
+//! The scenario reads that log.
+
+use std::time::{Duration, Instant};
+
+use super::{check, fetch_complete, Outcome, World, ORIGIN_HOST};
+
+const NAV: (&str, &str) = ("sec-fetch-dest", "document");
+const WARN_103: &str = "Guest returned informational response (103";
+
+/// The streaming build's Viceroy log.
+fn viceroy_log(w: &World) -> String {
+    std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log")).unwrap_or_default()
+}
+
+/// Lines of the demo origin's log naming `token` (one per request, once its response ended).
+fn origin_lines(w: &World, token: &str) -> usize {
+    std::fs::read_to_string(w.root.join(super::ORIGIN_LOG))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(token))
+        .count()
+}
+
+/// First navigation: no `103`. Second: the `103` is in Viceroy's log, with the page's `Link`
+/// header and head hints rewritten to the request's authority, while the origin (told to
+/// wait 1.5 s before its headers) has not yet answered the second request.
+pub fn second_navigation_gets_a_103_before_the_origin(w: &World) -> Outcome {
+    let t = format!(
+        "h{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    // A Link header naming the origin (percent-encoded for the demo origin's `link` knob).
+    let link =
+        format!("<https://{ORIGIN_HOST}/static/font.woff2?{t}>; rel=preload; as=font; crossorigin");
+    let knob: String = link
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let path = format!("/news/article.html?headers_delay_ms=1500&t={t}&link={knob}");
+    let before = viceroy_log(w).matches(WARN_103).count();
+    fetch_complete(w.streaming, &path, &[NAV])?;
+    // The access line of the first request is logged after its body: by then any 103 of it
+    // would be in the log before it.
+    let log = viceroy_log(w);
+    check(!log.contains(&format!("font.woff2?{t}")), || {
+        "a 103 on the first navigation".into()
+    })?;
+    let addr = w.streaming;
+    let path2 = path.clone();
+    let second = std::thread::spawn(move || fetch_complete(addr, &path2, &[NAV]));
+    // Wait for the 103 (at most 1.2 s: the origin answers after 1.5 s).
+    let asked = Instant::now();
+    let want_header = format!("//{addr}/static/font.woff2?{t}>; rel=preload; as=font; crossorigin");
+    let found = loop {
+        let log = viceroy_log(w);
+        if log.matches(WARN_103).count() > before && log.contains(&want_header) {
+            break Some(log);
+        }
+        if asked.elapsed() > Duration::from_millis(1200) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let origin_answered_second = origin_lines(w, &t) > 1;
+    second
+        .join()
+        .map_err(|_| "second request panicked".to_string())??;
+    let log = found.ok_or_else(|| format!("no 103 with {want_header:?} in the Viceroy log"))?;
+    check(!origin_answered_second, || {
+        "the origin answered the second request before the 103 was logged".into()
+    })?;
+    for head_hint in [
+        format!("<//{addr}>; rel=preconnect; crossorigin"),
+        format!("<//{addr}/static/site.css>; rel=preload; as=style"),
+        format!("<//{addr}/static/app.js>; rel=preload; as=script"),
+    ] {
+        check(log.contains(&head_hint), || {
+            format!("the 103 lacks {head_hint:?}")
+        })?;
+    }
+    check(
+        !log.contains(&format!("{ORIGIN_HOST}/static/font.woff2?{t}")),
+        || "a hint names the origin".into(),
+    )
+}

@@ -1,0 +1,126 @@
+//! Learned `103 Early Hints`, adapter side: the cache read and the `103` before the origin is
+//! asked, and the cache write after the page finished. What a hint is, the bounds and the
+//! stored form are the core's (`trusted_server_core::hints`).
+//!
+//! Only `GET` page navigations, with `delivery.early_hints` on. The hints are stored in the
+//! core cache under a key of their own derived from the page's cache key, with the page's
+//! surrogate key (a purge of the page forgets them too), and rewritten only when they changed.
+//! A cache failure is logged at `warn`; the page is served as if there were no hints.
+
+use std::time::Duration;
+
+use fastly::cache::core::{self as cache_core, CacheKey};
+use fastly::{Request, Response};
+use trusted_server_core::cache::surrogate;
+use trusted_server_core::hints::{self, Hints};
+use trusted_server_core::Settings;
+
+use crate::access::{Access, Outcome};
+use crate::client::Client;
+
+/// How long learned hints are kept. A day: they are re-learned on each miss that finds them
+/// changed, and an outdated hint costs one wasted fetch, never a wrong page.
+const KEEP: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A navigation whose hints are being learned.
+pub struct Learning {
+    key: [u8; 32],
+    stored: Option<Hints>,
+    authority: String,
+    path: String,
+}
+
+/// Before the origin (and the page cache) is asked: for a `GET` navigation, sends the stored
+/// hints as a `103 Early Hints`, and starts learning them (`access.hints`). `None` when the
+/// request gets no hints.
+pub fn before_origin(
+    request: &Request,
+    client: &Client,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Learning> {
+    if !settings.delivery.early_hints || request.get_method_str() != "GET" || !client.navigation {
+        return None;
+    }
+    let key = hints::hints_key(&crate::cache::page_key(request, client));
+    let stored = match cache_core::lookup(CacheKey::copy_from_slice(&key)).execute() {
+        Ok(Some(found)) => {
+            let decoded = Hints::decode(&found.user_metadata());
+            if decoded.is_none() {
+                log::warn!("hints: stored hints unreadable, ignored");
+            }
+            decoded
+        }
+        Ok(None) => None,
+        Err(e) => {
+            log::warn!("hints: lookup failed: {e}");
+            None
+        }
+    };
+    if let Some(found) = stored.as_ref().filter(|h| !h.is_empty()) {
+        let mut interim = Response::from_status(103);
+        for value in found.values() {
+            interim.append_header("link", value.as_str());
+        }
+        log::info!("hints: 103 sent with {} links", found.values().len());
+        interim.send_to_client();
+    }
+    access.hints = Some(Vec::new());
+    Some(Learning {
+        key,
+        stored,
+        authority: client.authority.clone(),
+        path: request.get_path().to_owned(),
+    })
+}
+
+/// The `Link` header values of the page's response (already rewritten first-party by the
+/// response phase); `None` unless the page is a `200`, the only answer worth hinting for.
+pub fn from_response(response: &Response) -> Option<Vec<String>> {
+    if response.get_status().as_u16() != 200 {
+        return None;
+    }
+    Some(
+        response
+            .get_header_all_str("link")
+            .into_iter()
+            .flat_map(hints::from_link_header)
+            .collect(),
+    )
+}
+
+/// After the page was sent: stores the hints it carried (its `Link` headers first, then its
+/// head's), bounded, when the page finished properly and they differ from the stored ones.
+pub fn after_page(learning: Learning, headers: Option<Vec<String>>, access: &Access) {
+    let finished = matches!(
+        access.outcome,
+        Outcome::Finished | Outcome::PassedThrough(_)
+    );
+    let (Some(headers), true) = (headers, finished) else {
+        return;
+    };
+    let mut learned = Hints::new();
+    for value in headers
+        .into_iter()
+        .chain(access.hints.iter().flatten().cloned())
+    {
+        learned.push(value);
+    }
+    if learning.stored.as_ref() == Some(&learned)
+        || (learning.stored.is_none() && learned.is_empty())
+    {
+        return;
+    }
+    let page = surrogate::page_key(&learning.authority, &learning.path);
+    let written = cache_core::insert(CacheKey::copy_from_slice(&learning.key), KEEP)
+        .surrogate_keys([page.as_str(), surrogate::ALL_REWRITTEN])
+        .user_metadata(CacheKey::from(learned.encode()))
+        .known_length(0)
+        .execute()
+        .map_err(|e| e.to_string())
+        .and_then(|body| body.finish().map_err(|e| e.to_string()));
+    match written {
+        Ok(()) => log::info!("hints: learned {} links", learned.values().len()),
+        Err(e) => log::warn!("hints: cannot store: {e}"),
+    }
+}
