@@ -77,7 +77,9 @@ impl Fill {
 /// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks.
 pub fn lookup(request: &Request, client: &Client) -> Lookup {
     let has_authorization = request.get_header("authorization").is_some();
-    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
+    let streaming = crate::SETTINGS.publisher.streaming;
+    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization, streaming)
+    {
         return Lookup::Pass(why);
     }
     let key = page_key(request, client);

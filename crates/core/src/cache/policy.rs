@@ -55,6 +55,10 @@ pub enum PassWhy {
     CacheError,
     /// The origin gave no usable response.
     OriginError,
+    /// `publisher.streaming = false`: buffered mode answers every rewritten page whole with a
+    /// `Content-Length`, while a fill streams back from the entry as it is written, so
+    /// buffered builds do not use the cache.
+    Buffered,
 }
 
 /// How long a response-side pass is remembered for its key ("hit-for-pass"): while it is,
@@ -64,7 +68,7 @@ pub const REMEMBER_PASS: Duration = Duration::from_secs(60);
 
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 16] = [
+    pub const ALL: [PassWhy; 17] = [
         PassWhy::Method,
         PassWhy::Authorization,
         PassWhy::Status,
@@ -81,6 +85,7 @@ impl PassWhy {
         PassWhy::HeadersTooLarge,
         PassWhy::CacheError,
         PassWhy::OriginError,
+        PassWhy::Buffered,
     ];
 
     /// Whether the origin's answer decided it, so it is remembered for [`REMEMBER_PASS`]; a
@@ -88,7 +93,11 @@ impl PassWhy {
     pub fn remembered(self) -> bool {
         !matches!(
             self,
-            PassWhy::Method | PassWhy::Authorization | PassWhy::CacheError | PassWhy::OriginError
+            PassWhy::Method
+                | PassWhy::Authorization
+                | PassWhy::CacheError
+                | PassWhy::OriginError
+                | PassWhy::Buffered
         )
     }
 
@@ -116,6 +125,7 @@ impl PassWhy {
             PassWhy::HeadersTooLarge => "headers-too-large",
             PassWhy::CacheError => "cache-error",
             PassWhy::OriginError => "origin-error",
+            PassWhy::Buffered => "buffered",
         }
     }
 }
@@ -126,9 +136,17 @@ impl fmt::Display for PassWhy {
     }
 }
 
-/// Whether a request may use the cache at all (looked up before the origin is asked).
-/// `Err` with the reason when it must go to the origin and its answer must not be stored.
-pub fn request_allows(method: &str, has_authorization: bool) -> Result<(), PassWhy> {
+/// Whether a request may use the cache at all (looked up before the origin is asked), in a
+/// build that streams (`streaming`: `publisher.streaming`). `Err` with the reason when it must
+/// go to the origin and its answer must not be stored.
+pub fn request_allows(
+    method: &str,
+    has_authorization: bool,
+    streaming: bool,
+) -> Result<(), PassWhy> {
+    if !streaming {
+        return Err(PassWhy::Buffered);
+    }
     if method != "GET" {
         return Err(PassWhy::Method);
     }
@@ -325,11 +343,16 @@ mod tests {
 
     #[test]
     fn requests_with_credentials_or_other_methods_pass() {
-        assert_eq!(request_allows("GET", false), Ok(()));
-        assert_eq!(request_allows("GET", true), Err(PassWhy::Authorization));
+        assert_eq!(request_allows("GET", false, true), Ok(()));
+        assert_eq!(
+            request_allows("GET", true, true),
+            Err(PassWhy::Authorization)
+        );
+        assert_eq!(request_allows("GET", false, false), Err(PassWhy::Buffered));
+        assert!(!PassWhy::Buffered.remembered());
         for method in ["HEAD", "POST", "PUT", "get"] {
             assert_eq!(
-                request_allows(method, false),
+                request_allows(method, false, true),
                 Err(PassWhy::Method),
                 "{method}"
             );
