@@ -10,8 +10,9 @@ use http::header::{HeaderName, HeaderValue};
 
 use crate::body::codec::Codec;
 
-/// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins.
-const HOP_BY_HOP: [&str; 9] = [
+/// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins: never relayed
+/// to an upstream (the origin here, a partner in `first_party::proxy`).
+pub(crate) const HOP_BY_HOP: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -22,6 +23,18 @@ const HOP_BY_HOP: [&str; 9] = [
     "transfer-encoding",
     "upgrade",
 ];
+
+/// The header names a `Connection` header lists (lowercase): hop-by-hop for this message too.
+pub(crate) fn connection_listed<'h>(
+    headers: impl IntoIterator<Item = (&'h HeaderName, &'h HeaderValue)>,
+) -> Vec<String> {
+    headers
+        .into_iter()
+        .filter(|(n, _)| n.as_str() == "connection")
+        .filter_map(|(_, v)| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
+        .collect()
+}
 
 /// Headers through which a client could claim an identity, or steer how the origin builds
 /// URLs or which method it runs, or claim an edge ID; dropped (the proxy rebuilds the ones it vouches for). Every
@@ -80,12 +93,7 @@ pub fn origin_request_headers<'h>(
     origin_host: &str,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let client_headers: Vec<_> = client_headers.into_iter().collect();
-    let connection_listed: Vec<String> = client_headers
-        .iter()
-        .filter(|(n, _)| n.as_str() == "connection")
-        .filter_map(|(_, v)| v.to_str().ok())
-        .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
-        .collect();
+    let connection_listed = connection_listed(client_headers.iter().copied());
     let mut out = Vec::with_capacity(client_headers.len() + 6);
     let mut accepted: Vec<&HeaderValue> = Vec::new();
     for (name, value) in client_headers {

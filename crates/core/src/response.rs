@@ -173,7 +173,8 @@ fn set(headers: &mut Vec<(HeaderName, HeaderValue)>, name: HeaderName, value: He
     headers.push((name, value));
 }
 
-fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
+/// `value` as a weak validator (`W/…`), or `None` when it is not text.
+pub(crate) fn weaken_etag(value: &HeaderValue) -> Option<HeaderValue> {
     let v = value.to_str().ok()?;
     if v.starts_with("W/") {
         Some(value.clone())

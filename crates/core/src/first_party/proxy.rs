@@ -23,7 +23,8 @@ use super::creative::{Creative, Signer};
 use super::target::{Refusal, Target, TargetPolicy};
 use super::token::{UrlKey, PROXY_PATH};
 use crate::body::codec::Codec;
-use crate::forward::supported_accept_encoding;
+use crate::forward::{connection_listed, supported_accept_encoding, HOP_BY_HOP};
+use crate::response::weaken_etag;
 
 /// Redirects followed for one proxied request: the signed target and then at most this many
 /// `Location`s, so at most `MAX_REDIRECTS + 1` requests reach partners. A redirect after that
@@ -42,19 +43,6 @@ pub const MAX_RESPONSE_HEADER_BYTES: usize = 32 * 1024;
 /// else (cookies, `Authorization`, `Referer`, forwarding headers, client hints) stays with
 /// the publisher.
 const PASSED_REQUEST: [&str; 3] = ["accept", "accept-language", "user-agent"];
-
-/// Hop-by-hop headers (RFC 9110 §7.6.1 and common cousins), never relayed.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
 
 /// Partner response headers that would act on the publisher's whole origin, since the client
 /// sees them on the publisher's host: cookies, cache and storage wiping, HSTS, alternative
@@ -226,12 +214,7 @@ pub fn client_response_headers(
     if bytes > MAX_RESPONSE_HEADER_BYTES {
         return Err(HeaderError::TooLarge(bytes));
     }
-    let connection_listed: Vec<String> = headers
-        .iter()
-        .filter(|(n, _)| n.as_str() == "connection")
-        .filter_map(|(_, v)| v.to_str().ok())
-        .flat_map(|v| v.split(',').map(|t| t.trim().to_ascii_lowercase()))
-        .collect();
+    let connection_listed = connection_listed(headers.iter().map(|(n, v)| (n, v)));
     let mut out = Vec::with_capacity(headers.len());
     for (name, value) in headers {
         let n = name.as_str();
@@ -243,10 +226,9 @@ pub fn client_response_headers(
         if dropped {
             continue;
         }
-        if rewritten && n == "etag" && !value.as_bytes().starts_with(b"W/") {
-            let mut weak = b"W/".to_vec();
-            weak.extend_from_slice(value.as_bytes());
-            if let Ok(weak) = HeaderValue::from_bytes(&weak) {
+        if rewritten && n == "etag" {
+            // The bytes differ from the partner's: only a weak validator still holds.
+            if let Some(weak) = weaken_etag(&value) {
                 out.push((name, weak));
             }
             continue;
