@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
-use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
+use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
 
 use crate::body::charset::declared_charset;
 use crate::body::rsc::{InlineFlight, RscReport};
@@ -58,39 +58,12 @@ enum Segment {
     Raw,
 }
 
-/// Shared between lol_html's handlers and sink, and this stage.
-///
-/// Offsets are absolute positions in the document. Nothing here modifies a token, so lol_html's
-/// output is its input byte for byte and a token's source location is also where its bytes
-/// sit in the output. (Text handlers are deliberately not used: lol_html re-serializes a
-/// handled text chunk from its decoded form, which would turn invalid UTF-8 into U+FFFD.)
-#[derive(Debug, Default)]
-struct Staging {
-    /// Output not yet drained.
-    bytes: Vec<u8>,
-    /// Absolute offset of `bytes[0]`.
-    base: usize,
-    /// `(absolute offset, kind of the bytes from there)`, in offset order.
-    marks: Vec<(usize, Segment)>,
-}
-
-impl Staging {
-    fn mark(&mut self, offset: usize, segment: Segment) {
-        self.marks.push((offset, segment));
-    }
-
-    fn end(&self) -> usize {
-        self.base + self.bytes.len()
-    }
-}
-
-struct Sink(Rc<RefCell<Staging>>);
-
-impl OutputSink for Sink {
-    fn handle_chunk(&mut self, chunk: &[u8]) {
-        self.0.borrow_mut().bytes.extend_from_slice(chunk);
-    }
-}
+/// The staged output, marked by `(absolute offset, kind of the bytes from there)` in offset
+/// order (see [`super::staging`]). Text handlers are deliberately not used: lol_html
+/// re-serializes a handled text chunk from its decoded form, which would turn invalid UTF-8
+/// into U+FFFD.
+type Staging = super::staging::Staging<(usize, Segment)>;
+type Sink = super::staging::Sink<(usize, Segment)>;
 
 /// Whether the current script is a Flight payload, once known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,11 +132,13 @@ impl HtmlStage {
                     let text_start = el.source_location().bytes().end;
                     let staging = Rc::clone(&on_script);
                     if let Some(handlers) = el.end_tag_handlers() {
-                        on_script.borrow_mut().mark(text_start, Segment::ScriptText);
+                        on_script
+                            .borrow_mut()
+                            .mark((text_start, Segment::ScriptText));
                         handlers.push(Box::new(move |end: &mut EndTag| {
                             staging
                                 .borrow_mut()
-                                .mark(end.source_location().bytes().start, Segment::Markup);
+                                .mark((end.source_location().bytes().start, Segment::Markup));
                             Ok(())
                         }));
                     }
@@ -177,7 +152,7 @@ impl HtmlStage {
                 if meta_charset(el).is_some_and(|c| !charset_allows_rewrite(&c)) {
                     on_meta
                         .borrow_mut()
-                        .mark(el.source_location().bytes().start, Segment::Raw);
+                        .mark((el.source_location().bytes().start, Segment::Raw));
                 }
                 Ok(())
             }))
@@ -186,11 +161,14 @@ impl HtmlStage {
                     // Handlers run before lol_html flushes the input it holds, raw.
                     let mut s = on_bail.borrow_mut();
                     let at = s.end();
-                    s.mark(at, Segment::Raw);
+                    s.mark((at, Segment::Raw));
                 }
             ));
         HtmlStage {
-            rewriter: Some(HtmlRewriter::new(settings, Sink(Rc::clone(&staging)))),
+            rewriter: Some(HtmlRewriter::new(
+                settings,
+                super::staging::Sink(Rc::clone(&staging)),
+            )),
             staging,
             replacer: StreamReplacer::new(rule),
             current: Segment::Markup,

@@ -31,5 +31,6 @@ pub(crate) mod pipeline;
 pub(crate) mod release;
 pub(crate) mod rsc;
 pub(crate) mod stage;
+pub(crate) mod staging;
 pub(crate) mod text;
 pub(crate) mod utf16;

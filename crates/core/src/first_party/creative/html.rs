@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
-use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, OutputSink, Settings};
+use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
 
 use super::attrs;
 use super::css::CssRewriter;
@@ -76,21 +76,9 @@ impl Mark {
     }
 }
 
-#[derive(Debug, Default)]
-struct Staging {
-    bytes: Vec<u8>,
-    /// Absolute offset of `bytes[0]`.
-    base: usize,
-    marks: Vec<Mark>,
-}
-
-struct Sink(Rc<RefCell<Staging>>);
-
-impl OutputSink for Sink {
-    fn handle_chunk(&mut self, chunk: &[u8]) {
-        self.0.borrow_mut().bytes.extend_from_slice(chunk);
-    }
-}
+/// The staged output and its marks (see `crate::body::staging`).
+type Staging = crate::body::staging::Staging<Mark>;
+type Sink = crate::body::staging::Sink<Mark>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -154,12 +142,15 @@ impl CreativeHtml {
                 move |_e: &RewritingError, _b: &mut BailOut<'_>| {
                     // Runs before lol_html flushes the input it holds, raw.
                     let mut s = on_bail.borrow_mut();
-                    let at = s.base + s.bytes.len();
-                    s.marks.push(Mark::Raw(at));
+                    let at = s.end();
+                    s.mark(Mark::Raw(at));
                 }
             ));
         CreativeHtml {
-            rewriter: Some(HtmlRewriter::new(settings, Sink(Rc::clone(&staging)))),
+            rewriter: Some(HtmlRewriter::new(
+                settings,
+                crate::body::staging::Sink(Rc::clone(&staging)),
+            )),
             staging,
             css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),
             signing,
