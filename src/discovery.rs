@@ -19,13 +19,7 @@ use crate::{reply, signing_keys};
 /// A JSON response of ours, with the standard headers.
 fn json(answer: JsonAnswer, cache_control: &str, settings: &Settings) -> Response {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    reply::with_standard_headers(
-        Response::from_status(status)
-            .with_header("content-type", "application/json")
-            .with_header("cache-control", cache_control)
-            .with_body(answer.body),
-        settings,
-    )
+    reply::json(status, answer.body, cache_control, settings)
 }
 
 /// The answer when the feature is off, or its keys cannot be read.

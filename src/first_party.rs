@@ -63,26 +63,10 @@ pub fn policy(settings: &FirstParty) -> TargetPolicy {
     TargetPolicy::new(settings.allowed_domains.iter(), &settings.allowed_ports)
 }
 
-/// A JSON answer of ours, never stored by any cache.
-pub(crate) fn json(
-    status: StatusCode,
-    body: String,
-    cache_control: &str,
-    settings: &Settings,
-) -> Response {
-    reply::with_standard_headers(
-        Response::from_status(status)
-            .with_header("content-type", "application/json")
-            .with_header("cache-control", cache_control)
-            .with_body(body),
-        settings,
-    )
-}
-
 /// `503` with the one body, the reason logged at `error`.
 pub(crate) fn unavailable(e: &Unavailable, route: &str, settings: &Settings) -> Response {
     log::error!("{route} unavailable: {e}");
-    json(
+    reply::json(
         StatusCode::SERVICE_UNAVAILABLE,
         UNAVAILABLE_BODY.to_owned(),
         "no-store",
@@ -98,7 +82,7 @@ pub fn sign(request: &Request, settings: &Settings) -> Response {
         Ok(target) => target,
         Err(e) => {
             log::info!("first-party sign refused: {e}");
-            return json(
+            return reply::json(
                 StatusCode::BAD_REQUEST,
                 REFUSED_BODY.to_owned(),
                 "no-store",
@@ -112,7 +96,7 @@ pub fn sign(request: &Request, settings: &Settings) -> Response {
     };
     let expires = now.saturating_add(u64::from(fp.sign_ttl_secs));
     let url = key.signed_url(token::PROXY_PATH, &target.url, expires);
-    json(
+    reply::json(
         StatusCode::OK,
         first_party::signed_body(&url, expires),
         "no-store",
@@ -132,7 +116,7 @@ pub fn other(request: &Request, settings: &Settings) -> Response {
     } else {
         (StatusCode::NOT_FOUND, "{\"error\":\"not found\"}\n")
     };
-    let mut response = json(status, body.to_owned(), "no-store", settings);
+    let mut response = reply::json(status, body.to_owned(), "no-store", settings);
     if status == StatusCode::METHOD_NOT_ALLOWED {
         response.set_header("allow", "GET");
     }
@@ -148,7 +132,7 @@ pub fn click(request: &Request, settings: &Settings) -> Response {
     let fp = &settings.first_party;
     let forbidden = |why: &dyn fmt::Display| {
         log::info!("first-party click refused: {why}");
-        json(
+        reply::json(
             StatusCode::FORBIDDEN,
             FORBIDDEN_BODY.to_owned(),
             "no-store, private",

@@ -27,7 +27,7 @@ use trusted_server_settings::FirstParty;
 
 use crate::access::{Access, Outcome};
 use crate::failure::{self, BackendInfo, Failure, Phase};
-use crate::first_party::{json, now, policy, read_key, unavailable};
+use crate::first_party::{now, policy, read_key, unavailable};
 use crate::origin::{self, OriginFailure};
 use crate::{body, identity, partner, reply, timing};
 
@@ -44,7 +44,7 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     };
     let forbidden = |why: &dyn std::fmt::Display| {
         log::info!("first-party proxy refused: {why}");
-        json(
+        crate::reply::json(
             StatusCode::FORBIDDEN,
             FORBIDDEN_BODY.to_owned(),
             "no-store, private",

@@ -123,13 +123,8 @@ pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &S
 /// `GET /_ts/ec`: the client's ID when its cookie verifies, else `null`; never stored.
 pub fn endpoint(request: &Request, settings: &Settings) -> Response {
     let plan = request_phase(request, settings);
-    let mut response = reply::with_standard_headers(
-        Response::from_status(StatusCode::OK)
-            .with_header("content-type", "application/json")
-            .with_header("cache-control", "no-store, private")
-            .with_body(endpoint_body(plan.valid_cookie.as_deref())),
-        settings,
-    );
+    let body = endpoint_body(plan.valid_cookie.as_deref());
+    let mut response = reply::json(StatusCode::OK, body, "no-store, private", settings);
     if plan.cookie == CookieAction::Expire {
         response_phase(&mut response, &plan, settings);
     }

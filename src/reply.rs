@@ -9,10 +9,21 @@ use crate::origin::OriginFailure;
 /// `GET /_ts/health`.
 pub fn health(settings: &Settings) -> Response {
     let body = format!("{{\"status\":\"ok\",\"version\":\"{VERSION}\"}}\n");
+    json(StatusCode::OK, body, "no-store", settings)
+}
+
+/// A JSON answer of the service's own endpoints, with `cache_control` and the standard
+/// headers.
+pub fn json(
+    status: StatusCode,
+    body: impl Into<fastly::Body>,
+    cache_control: &str,
+    settings: &Settings,
+) -> Response {
     with_standard_headers(
-        Response::from_status(StatusCode::OK)
+        Response::from_status(status)
             .with_header("content-type", "application/json")
-            .with_header("cache-control", "no-store")
+            .with_header("cache-control", cache_control)
             .with_body(body),
         settings,
     )
