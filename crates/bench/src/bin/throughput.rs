@@ -3,6 +3,10 @@
 //! attribute handlers) on the benchmark pages, printed as
 //! `key=value` lines (MB/s). Built natively and for wasm32-wasip1 (run with `viceroy run`), so
 //! scripts/benchmark.sh can compare the two on identical inputs.
+//!
+//! The benchmark runs it natively with glibc's malloc keeping freed memory
+//! (`MALLOC_TRIM_THRESHOLD_=4294967295 MALLOC_MMAP_THRESHOLD_=33554432`, see
+//! `NATIVE_MALLOC` in the `bench` tool); run it by hand the same way to get the same figures.
 
 fn main() {
     // `throughput loop SIDE PAGE MB`: the same, from arguments, for wasm (where the guest does

@@ -1,6 +1,17 @@
 //! Throughput: the `throughput` tool natively and as wasm under `viceroy run`, alternating
 //! (native, wasm, native, wasm, ...). Each run verifies both sides' outputs before timing; on
 //! the RSC pages every run's pipeline output must also have the same digest, native or wasm.
+//!
+//! Native runs keep freed memory in the process ([`NATIVE_MALLOC`]), as the wasm guest's
+//! linear memory does: otherwise glibc's trim heuristic decides the figure. A side whose
+//! transient allocations per page add up to more than glibc's 128 KiB trim threshold (the
+//! pipeline with injection on the homepage: its output, the decoded-text buffer, the chain's
+//! buffer between two stages and the lazy stage's 64 KiB look-back block, 138 KB in all)
+//! gives the heap top back with `brk` after every page and takes it again on the next, when
+//! the heap's layout happens to put those blocks at its top: 26,000 `brk` calls in two
+//! seconds and half the throughput, depending only on how many bytes earlier allocations took
+//! (the number of rounds alone switched it). With memory kept, every side runs without a
+//! system call per page and the figure measures the code.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -27,6 +38,14 @@ pub struct ThroughputResult {
     /// (`ts_bench::compression`), as the tool printed it (`compression.<page>.<what>`).
     pub compression: Vec<(String, String)>,
 }
+
+/// The environment of the native runs: glibc's malloc keeps freed memory (no trimming of the
+/// heap top, no `mmap` for large blocks), as wasm's never-shrinking linear memory does. See
+/// the module documentation for why.
+pub const NATIVE_MALLOC: [(&str, &str); 2] = [
+    ("MALLOC_TRIM_THRESHOLD_", "4294967295"),
+    ("MALLOC_MMAP_THRESHOLD_", "33554432"),
+];
 
 /// Pages measured by the tool, in report order.
 pub const PAGES: [&str; 3] = ["homepage", "article", "1mb"];
@@ -105,7 +124,9 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
     let mut wasm_runs = Vec::new();
     for i in 0..runs {
         eprintln!("bench: throughput run {}/{runs} (native, then wasm)", i + 1);
-        native_runs.push(capture(Command::new(&native_bin).arg(rounds))?);
+        native_runs.push(capture(
+            Command::new(&native_bin).envs(NATIVE_MALLOC).arg(rounds),
+        )?);
         wasm_runs.push(capture(
             Command::new("viceroy")
                 .current_dir(&root)
