@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::first_party::creative::{self, Creative, Signer};
+use trusted_server_core::first_party::creative::{self, Creative, Signer, UrlUse};
 use trusted_server_core::{Codec, PipelineReport};
 use trusted_server_fuzz::{assert_split_invariant, show, split_input};
 
@@ -23,9 +23,9 @@ const TYPES: [&str; 3] = [
 /// on the target (the output must not depend on anything else).
 fn signer(allow: bool, offered: &Rc<RefCell<Vec<String>>>) -> Signer {
     let offered = Rc::clone(offered);
-    Box::new(move |target: &str| {
+    Box::new(move |target: &str, use_: UrlUse| {
         offered.borrow_mut().push(target.to_owned());
-        allow.then(|| format!("/fp?n={}&q=\"'<)\\{}", target.len(), &target[..1]))
+        allow.then(|| format!("/fp?n={}&u={use_:?}&q=\"'<)\\{}", target.len(), &target[..1]))
     })
 }
 

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use html5ever::tendril::TendrilSink;
 use markup5ever_rcdom::{Handle, NodeData, RcDom};
 use proptest::prelude::*;
-use trusted_server_core::first_party::creative::{self, Creative, Signer};
+use trusted_server_core::first_party::creative::{self, Creative, Signer, UrlUse};
 use trusted_server_core::{Codec, PipelineReport};
 
 #[allow(unused_imports)] // the shared helpers this file does not need
@@ -38,28 +38,37 @@ fn allowed(target: &url::Url) -> bool {
 }
 
 /// The first-party URL for a target, from the `url` crate's normalised form. The `&` and
-/// `=` in it must be escaped in HTML.
-fn first_party(target: &url::Url) -> String {
+/// `=` in it must be escaped in HTML. A link the reader follows gets the click route.
+fn first_party(target: &url::Url, use_: UrlUse) -> String {
     let encoded: String =
         url::form_urlencoded::byte_serialize(target.as_str().as_bytes()).collect();
-    format!("/first-party/proxy?tsurl={encoded}&tsexp=9&tstoken=t")
+    let route = match use_ {
+        UrlUse::Load => "proxy",
+        UrlUse::Follow => "click",
+    };
+    format!("/first-party/{route}?tsurl={encoded}&tsexp=9&tstoken=t")
 }
 
 /// The test signer, recording what it was offered.
 fn signer(offered: &Rc<RefCell<Vec<String>>>) -> Signer {
     let offered = Rc::clone(offered);
-    Box::new(move |target: &str| {
+    Box::new(move |target: &str, use_: UrlUse| {
         offered.borrow_mut().push(target.to_owned());
         let parsed = url::Url::parse(target).ok()?;
-        allowed(&parsed).then(|| first_party(&parsed))
+        allowed(&parsed).then(|| first_party(&parsed, use_))
     })
 }
 
 /// What the browser ends up reading for a URL written as `value` (decoded): the signed URL
-/// for an allowed target, the value itself otherwise.
+/// for an allowed target, the value itself otherwise; for a URL the creative loads.
 fn after(value: &str) -> String {
+    after_as(value, UrlUse::Load)
+}
+
+/// [`after`] for a URL used as `use_`.
+fn after_as(value: &str, use_: UrlUse) -> String {
     match base().join(value) {
-        Ok(target) if allowed(&target) => first_party(&target),
+        Ok(target) if allowed(&target) => first_party(&target, use_),
         _ => value.to_owned(),
     }
 }
@@ -271,7 +280,7 @@ fn element(tag: &str, attrs: &[Attr], content: &str) -> Piece {
         s.push('>');
         s
     };
-    let void = matches!(tag, "img" | "meta" | "base");
+    let void = matches!(tag, "img" | "meta" | "base" | "area");
     let close = if void {
         String::new()
     } else {
@@ -297,6 +306,7 @@ fn piece() -> impl Strategy<Value = Piece> {
         prop::sample::select(vec![
             ("img", "src"),
             ("a", "href"),
+            ("area", "href"),
             ("video", "poster"),
             ("object", "data"),
             ("iframe", "src"),
@@ -313,7 +323,16 @@ fn piece() -> impl Strategy<Value = Piece> {
     )
         .prop_map(|((tag, name), u, spelling, quote)| {
             let rewritten = !matches!((tag, name), (_, "title") | ("embed", _) | ("base", _));
-            let a = if rewritten { after(&u) } else { u.clone() };
+            // Links are told apart by the HTML spec's element list, not by the stage's code.
+            let use_ = match tag {
+                "a" | "area" => UrlUse::Follow,
+                _ => UrlUse::Load,
+            };
+            let a = if rewritten {
+                after_as(&u, use_)
+            } else {
+                u.clone()
+            };
             element(tag, &[attr(name, u, a, spelling, quote)], "x")
         });
     let srcset = (url_text(), url_text(), any::<u8>(), any::<u8>()).prop_map(|(u1, u2, s, q)| {
@@ -466,7 +485,7 @@ proptest! {
     ) {
         let offered = Rc::new(RefCell::new(Vec::new()));
         let recorder = Rc::clone(&offered);
-        let refuse: Signer = Box::new(move |t: &str| {
+        let refuse: Signer = Box::new(move |t: &str, _| {
             recorder.borrow_mut().push(t.to_owned());
             None
         });
@@ -535,7 +554,7 @@ fn only_html_and_css_are_creatives_to_rewrite() {
 #[test]
 fn any_signed_url_is_escaped_so_the_browser_reads_it_exactly() {
     let nasty = "/fp?u=1&v=\"2\"&w='3'<x>(y)\\z\n";
-    let hostile: Signer = Box::new(move |_| Some(nasty.to_owned()));
+    let hostile: Signer = Box::new(move |_, _| Some(nasty.to_owned()));
     let input = "<img src=https://a.test/x><img src='https://a.test/x'>\
         <img src=\"https://a.test/x\"><img srcset=\"https://a.test/x 2x\">\
         <meta http-equiv=Refresh content='1;url=https://a.test/x'>\

@@ -2,8 +2,8 @@
 //! creative that point at allowed hosts become signed first-party URLs while the body streams,
 //! so the images, sheets and frames it loads come from the publisher's host too.
 //!
-//! The stage is given a [`Signer`]: absolute target URL in, first-party URL out, or `None`
-//! when the target is not allowed (the URL then stays as written). Which hosts are allowed
+//! The stage is given a [`Signer`]: absolute target URL and its use in, first-party URL out,
+//! or `None` when the target is not allowed (the URL then stays as written). Which hosts are allowed
 //! and how URLs are signed are the signer's business, so this module needs neither the token
 //! nor the SSRF policy, and the signer sees every URL before it is written: nothing here can
 //! make the service fetch what the signer refused.
@@ -11,7 +11,9 @@
 //! * HTML ([`Creative::Html`]): the values of `src`, `href` (not `<base>`'s), `xlink:href`,
 //!   `poster`, `action`, `formaction`, `background`, `data` on `<object>`, each `srcset` and
 //!   `imagesrcset` candidate, a refresh `<meta>`'s `content` URL, and the `url(…)`s of inline
-//!   `style` attributes and `<style>` sheets. Values are read as the browser reads them
+//!   `style` attributes and `<style>` sheets. The signer is told each URL's [`UrlUse`]: a
+//!   link the reader follows (`href` on `<a>` and `<area>`) or something the creative loads
+//!   (everything else). Values are read as the browser reads them
 //!   (character references decoded, see `entities`), and a rewritten value is written back
 //!   escaped for its quotes; a value holding a reference this stage does not decode is left
 //!   exactly as it was.
@@ -45,7 +47,7 @@ mod signing;
 #[cfg(test)]
 mod tests;
 
-pub use signing::Signer;
+pub use signing::{Signer, UrlUse};
 
 use css::CssRewriter;
 use html::CreativeHtml;

@@ -19,9 +19,9 @@ use std::fmt;
 use http::{HeaderName, HeaderValue};
 use url::Url;
 
-use super::creative::{Creative, Signer};
+use super::creative::{Creative, Signer, UrlUse};
 use super::target::{Refusal, Target, TargetPolicy};
-use super::token::{UrlKey, PROXY_PATH};
+use super::token::{UrlKey, CLICK_PATH, PROXY_PATH};
 use crate::body::codec::Codec;
 use crate::forward::{connection_listed, supported_accept_encoding, HOP_BY_HOP};
 use crate::response::weaken_etag;
@@ -307,12 +307,17 @@ pub fn body_plan(
 }
 
 /// The creative stage's signer: an absolute URL the policy allows becomes its
-/// `/first-party/proxy` URL, good until `expires`, signed over the normalised form that the
-/// proxy verifies; any other URL is left as written (`None`).
+/// `/first-party/proxy` URL (a URL the creative loads) or its `/first-party/click` URL (a link
+/// the reader follows), good until `expires`, signed over the normalised form that the proxy
+/// and the click route verify; any other URL is left as written (`None`).
 pub fn signer(key: UrlKey, policy: TargetPolicy, expires: u64) -> Signer {
-    Box::new(move |url: &str| {
+    Box::new(move |url: &str, use_: UrlUse| {
         let target = policy.check(url).ok()?;
-        Some(key.signed_url(PROXY_PATH, &target.url, expires))
+        let path = match use_ {
+            UrlUse::Load => PROXY_PATH,
+            UrlUse::Follow => CLICK_PATH,
+        };
+        Some(key.signed_url(path, &target.url, expires))
     })
 }
 

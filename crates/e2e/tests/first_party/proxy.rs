@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 
 use e2e::raw_origin::{RawOrigin, Step};
-use trusted_server_core::first_party::token::PROXY_PATH;
+use trusted_server_core::first_party::token::{CLICK_PATH, PROXY_PATH};
 use trusted_server_core::first_party::FORBIDDEN_BODY;
 
 use super::{dev_key, encode, now, param, params};
@@ -40,7 +40,8 @@ fn image() -> Vec<u8> {
 const HTML: &str = "<!doctype html><html><head>\
 <link rel=\"stylesheet\" href=\"http://cdn.demo-partner.example/style.css\"></head>\
 <body><img src=\"http://ads.demo-partner.example/img.png\" alt=\"ad\">\
-<a href=\"https://evil.example/landing\">x</a></body></html>\n";
+<a href=\"https://evil.example/landing\">x</a>\
+<a href=\"https://ads.demo-partner.example/landing?c=1\">go</a></body></html>\n";
 
 const CSS: &str = ".ad{background:url(\"http://ads.demo-partner.example/img.png\")}\n\
 .x{background:url(https://evil.example/x.png)}\n";
@@ -195,12 +196,17 @@ pub fn image_byte_identical(w: &World) -> Outcome {
 /// The first-party URL the service must write for `target`, given the expiry it used: built
 /// here with the `url` crate's form encoder and the development key.
 fn expected_url(w: &World, target: &str, exp: u64) -> Result<String, String> {
+    expected_url_on(w, PROXY_PATH, target, exp)
+}
+
+/// [`expected_url`] on `path` (the proxy, or the click route for a link).
+fn expected_url_on(w: &World, path: &str, target: &str, exp: u64) -> Result<String, String> {
     let query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("tsurl", target)
         .append_pair("tsexp", &exp.to_string())
         .append_pair("tstoken", &dev_key(w)?.token(target, exp))
         .finish();
-    Ok(format!("{PROXY_PATH}?{query}"))
+    Ok(format!("{path}?{query}"))
 }
 
 /// The expiry of the first first-party URL in `body`.
@@ -217,6 +223,7 @@ pub fn creatives_rewritten(w: &World) -> Outcome {
     install(&w.partner);
     let img = format!("http://{ADS}/img.png");
     let css = format!("http://{CDN}/style.css");
+    let landing = format!("https://{ADS}/landing?c=1");
     for (path, encoding) in [
         ("/creative.html", "identity"),
         ("/creative-gz.html", "gzip"),
@@ -257,7 +264,11 @@ pub fn creatives_rewritten(w: &World) -> Outcome {
         // In HTML the `&`s of a rewritten attribute are written as character references.
         let want = HTML
             .replace(&img, &expected_url(w, &img, exp)?.replace('&', "&amp;"))
-            .replace(&css, &expected_url(w, &css, exp)?.replace('&', "&amp;"));
+            .replace(&css, &expected_url(w, &css, exp)?.replace('&', "&amp;"))
+            .replace(
+                &landing,
+                &expected_url_on(w, CLICK_PATH, &landing, exp)?.replace('&', "&amp;"),
+            );
         check(body == want, || {
             format!("{path}: got\n{body}\nwant\n{want}")
         })?;
@@ -276,6 +287,18 @@ pub fn creatives_rewritten(w: &World) -> Outcome {
         .map(|s| s.replace("&amp;", "&"))
         .collect();
     check(urls.len() == 2, || format!("first-party URLs {urls:?}"))?;
+    // The link is a click URL: it redirects the reader to the landing page itself.
+    let clicks: Vec<String> = body
+        .split('"')
+        .filter(|s| s.starts_with(CLICK_PATH))
+        .map(|s| s.replace("&amp;", "&"))
+        .collect();
+    check(clicks.len() == 1, || format!("click URLs {clicks:?}"))?;
+    let r = fetch(w.streaming, &clicks[0], &[])?;
+    check(
+        r.status == 302 && r.header("location") == Some(landing.as_str()),
+        || format!("click: {} to {:?}", r.status, r.header("location")),
+    )?;
     for url in &urls {
         let target = param(&params(url), "tsurl").unwrap_or_default().to_owned();
         let got = fetch(w.streaming, url, &[])?;
@@ -299,7 +322,7 @@ pub fn creatives_rewritten(w: &World) -> Outcome {
     crate::build_log_line(
         w,
         "streaming",
-        &["first-party creative", "2 URLs rewritten, 1 not allowed"],
+        &["first-party creative", "3 URLs rewritten, 1 not allowed"],
     )
     .map(|_| ())
 }

@@ -13,7 +13,7 @@
 
 use std::rc::Rc;
 
-use super::signing::Signing;
+use super::signing::{Signing, UrlUse};
 
 /// Most bytes of one URL token held while deciding it (a `data:` URL can be megabytes, but is
 /// not held: its first byte already says it is not absolute).
@@ -443,7 +443,7 @@ impl CssRewriter {
             self.signing.unreadable();
             return None;
         };
-        self.signing.sign(&value)
+        self.signing.sign(&value, UrlUse::Load)
     }
 }
 

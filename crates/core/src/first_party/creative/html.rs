@@ -19,7 +19,7 @@ use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
 use super::attrs;
 use super::css::CssRewriter;
 use super::entities;
-use super::signing::Signing;
+use super::signing::{Signing, UrlUse};
 
 /// lol_html's limit for one token. Creatives inline images as `data:` URLs of some hundreds of
 /// kilobytes; a token larger than this passes through, with the rest of the creative.
@@ -33,8 +33,10 @@ const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 /// How an attribute's value holds URLs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Value {
-    /// The whole value is one URL.
+    /// The whole value is one URL the creative loads.
     Url,
+    /// The whole value is one URL the reader follows (`<a href>`, `<area href>`).
+    Link,
     /// `srcset` / `imagesrcset` candidates.
     Srcset,
     /// An inline style sheet (`style`).
@@ -104,6 +106,7 @@ fn url_value(tag: &str, name: &str, refresh: bool) -> Option<Value> {
     Some(match name {
         // `<base href>` sets how relative URLs resolve: a proxy URL there would break them.
         "href" if tag == "base" => return None,
+        "href" | "xlink:href" if tag == "a" || tag == "area" => Value::Link,
         "src" | "href" | "xlink:href" | "poster" | "action" | "formaction" | "background" => {
             Value::Url
         }
@@ -273,9 +276,10 @@ impl CreativeHtml {
             self.signing.unreadable();
             return None;
         };
-        let sign = |url: &str| self.signing.sign(url);
+        let sign = |url: &str| self.signing.sign(url, UrlUse::Load);
         let new = match value {
             Value::Url => sign(&decoded),
+            Value::Link => self.signing.sign(&decoded, UrlUse::Follow),
             Value::Srcset => attrs::srcset(&decoded, &sign),
             Value::Refresh => attrs::refresh(&decoded, &sign),
             Value::Style => {

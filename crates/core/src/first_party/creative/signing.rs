@@ -5,10 +5,22 @@ use std::cell::Cell;
 use super::resolve::absolute;
 use super::CreativeReport;
 
-/// Turns an absolute target URL into its first-party URL, or `None` when the target is not
-/// allowed (the URL is then left as written). Injected by the caller, so this stage knows
-/// nothing of tokens or of the SSRF policy.
-pub type Signer = Box<dyn Fn(&str) -> Option<String>>;
+/// Turns an absolute target URL into its first-party URL for the given use, or `None` when
+/// the target is not allowed (the URL is then left as written). Injected by the caller, so
+/// this stage knows nothing of tokens or of the SSRF policy.
+pub type Signer = Box<dyn Fn(&str, UrlUse) -> Option<String>>;
+
+/// What the browser does with a URL in a creative, which decides the first-party URL it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlUse {
+    /// The creative loads it (an image, a sheet, a frame, a script, a refresh): its bytes
+    /// come through the first-party proxy.
+    Load,
+    /// The reader follows it (`<a href>`, `<area href>`): a first-party click URL that
+    /// redirects the browser to the target, so the landing page is the advertiser's own and
+    /// not a proxied copy under the publisher's host.
+    Follow,
+}
 
 /// The signer and the counts for the report, shared by everything in one body.
 pub(crate) struct Signing {
@@ -34,7 +46,7 @@ impl Signing {
 
     /// The replacement for a URL written as `value` (already decoded from HTML or CSS), or
     /// `None` to leave it as written: not absolute, or not allowed by the signer.
-    pub(crate) fn sign(&self, value: &str) -> Option<String> {
+    pub(crate) fn sign(&self, value: &str, use_: UrlUse) -> Option<String> {
         let target = absolute(value)?;
         if self.ascii_only && !target.is_ascii() {
             // The browser would percent-encode the query in the document's charset, not
@@ -42,7 +54,7 @@ impl Signing {
             self.unreadable();
             return None;
         }
-        match (self.signer)(&target) {
+        match (self.signer)(&target, use_) {
             Some(url) if !self.ascii_only || url.is_ascii() => {
                 self.rewritten.set(self.rewritten.get() + 1);
                 Some(url)

@@ -5,14 +5,19 @@ use std::rc::Rc;
 
 use super::css::{escape_string, escape_unquoted, unescape, CssRewriter};
 use super::signing::Signing;
-use super::{Creative, CreativeStage, Signer};
+use super::{Creative, CreativeStage, Signer, UrlUse};
 use crate::body::stage::BodyStage;
 
-/// Signs every `https://ads.test/…` target (as offered, not normalised) as `/fp?u=<target>`.
+/// Signs every `https://ads.test/…` target (as offered, not normalised) as `/fp?u=<target>`,
+/// or `/fc?u=<target>` for a link the reader follows.
 fn signer() -> Signer {
-    Box::new(|t: &str| {
+    Box::new(|t: &str, use_: UrlUse| {
+        let route = match use_ {
+            UrlUse::Load => "fp",
+            UrlUse::Follow => "fc",
+        };
         t.strip_prefix("https://ads.test/")
-            .map(|p| format!("/fp?u={p}&s=1"))
+            .map(|p| format!("/{route}?u={p}&s=1"))
     })
 }
 
@@ -54,10 +59,23 @@ fn html_attributes_and_sheets_are_rewritten_at_every_split() {
         <script>x='<img src=https://ads.test/e>'</script><base href=https://ads.test/f>\
         <div style='background:url(\"https://ads.test/g\")'>é</div>";
     let want = "<p class=x><img SRC = '/fp?u=a.png?x=1&amp;y=2&amp;s=1' alt=\"https://ads.test/no\">\
-        <a href=\"/fp?u=b&amp;s=1\">b</a><img srcset=\"/fp?u=1.png&amp;s=1 1x,/fp?u=2.png&amp;s=1 2x\">\
+        <a href=\"/fc?u=b&amp;s=1\">b</a><img srcset=\"/fp?u=1.png&amp;s=1 1x,/fp?u=2.png&amp;s=1 2x\">\
         <style>a{background:url(/fp?u=c&s=1)}/* url(https://ads.test/d) */</style>\
         <script>x='<img src=https://ads.test/e>'</script><base href=https://ads.test/f>\
         <div style='background:url(\"/fp?u=g&amp;s=1\")'>é</div>";
+    assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
+fn links_the_reader_follows_get_click_urls_and_everything_else_loads() {
+    let input = "<link rel=stylesheet href=https://ads.test/s.css><A HREF='https://ads.test/l'>l</A>\
+        <map><area shape=rect href=https://ads.test/m></map><iframe src=https://ads.test/f></iframe>\
+        <svg><a xlink:href=https://ads.test/x><image href=https://ads.test/i /></a></svg>\
+        <form action=https://ads.test/p></form>";
+    let want = "<link rel=stylesheet href=\"/fp?u=s.css&amp;s=1\"><A HREF='/fc?u=l&amp;s=1'>l</A>\
+        <map><area shape=rect href=\"/fc?u=m&amp;s=1\"></map><iframe src=\"/fp?u=f&amp;s=1\"></iframe>\
+        <svg><a xlink:href=\"/fc?u=x&amp;s=1\"><image href=\"/fp?u=i&amp;s=1\" /></a></svg>\
+        <form action=\"/fp?u=p&amp;s=1\"></form>";
     assert_eq!(every_split(html(), input), want);
 }
 
@@ -242,7 +260,7 @@ mod properties {
             let (split, split_degraded) = run_limits(creative, signer(), bytes, &cuts, limits);
             prop_assert_eq!(&whole, &split);
             prop_assert_eq!(degraded, split_degraded);
-            let refuse: Signer = Box::new(|_| None);
+            let refuse: Signer = Box::new(|_, _| None);
             let (same, _) = run_limits(creative, refuse, bytes, &cuts, limits);
             prop_assert_eq!(same, bytes);
         }

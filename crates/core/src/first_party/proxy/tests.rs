@@ -265,7 +265,7 @@ fn the_signer_signs_allowed_normalised_targets_that_verify() {
     let key = UrlKey::new(b"proxy signer test key, 16+ bytes").unwrap();
     let check = UrlKey::new(b"proxy signer test key, 16+ bytes").unwrap();
     let sign = signer(key, policy(), 1000);
-    let url = sign("HTTPS://Img.Demo-Partner.example./a b.png").unwrap();
+    let url = sign("HTTPS://Img.Demo-Partner.example./a b.png", UrlUse::Load).unwrap();
     let (path, query) = url.split_once('?').unwrap();
     assert_eq!(path, PROXY_PATH);
     // Read back by the `url` crate's form decoder, not by the code under test.
@@ -278,8 +278,13 @@ fn the_signer_signs_allowed_normalised_targets_that_verify() {
     let params = SignedParams::parse(query).unwrap();
     assert!(check.verify(&params, 1000).is_ok());
     assert!(check.verify(&params, 1001).is_err());
-    assert_eq!(sign("https://evil.example/x"), None);
-    assert_eq!(sign("http://127.0.0.1/x"), None);
+    for use_ in [UrlUse::Load, UrlUse::Follow] {
+        assert_eq!(sign("https://evil.example/x", use_), None);
+        assert_eq!(sign("http://127.0.0.1/x", use_), None);
+    }
+    // A link gets the click route, with the same parameters (verified by the same key).
+    let link = sign("HTTPS://Img.Demo-Partner.example./a b.png", UrlUse::Follow).unwrap();
+    assert_eq!(link, url.replacen(PROXY_PATH, CLICK_PATH, 1));
 }
 
 proptest! {
