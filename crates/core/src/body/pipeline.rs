@@ -24,6 +24,7 @@ use crate::body::stage::{BodyStage, Chain};
 use crate::body::text::TextStage;
 use crate::body::utf16::{Utf16Guard, UTF16_PASSED_THROUGH};
 use crate::content::Rewrite;
+use crate::hints::HintsStage;
 use crate::url_rewrite::UrlRule;
 use trusted_server_settings::Nextjs;
 
@@ -97,15 +98,21 @@ pub(crate) fn compose(rewrite: Rewrite, rule: UrlRule, options: &PipelineOptions
     let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
     match rewrite {
         Rewrite::Html(encoding) => {
+            // Early hints are read from the origin's head before the rewrite (their URLs are
+            // rewritten when reported); the stage steps aside once the head is complete.
+            let hints = options.learn_hints.then(|| HintsStage::new(rule.clone()));
             let html = LazyHtml::new(rule, encoding, flight_limit, options.html_lookback);
-            match &options.inject {
-                // After the rewriter, on its output: the tag is never rewritten, and the plain
-                // path stays lol_html-free.
-                Some(injection) => Chain::new(Utf16Guard::new(
-                    Chain::new(html).then(InjectStage::new(injection)),
-                )),
-                None => Chain::new(Utf16Guard::new(html)),
-            }
+            let inner = match hints {
+                Some(hints) => Chain::new(hints).then(html),
+                None => Chain::new(html),
+            };
+            // After the rewriter, on its output: the tag is never rewritten, and the plain
+            // path stays lol_html-free.
+            let inner = match &options.inject {
+                Some(injection) => inner.then(InjectStage::new(injection)),
+                None => inner,
+            };
+            Chain::new(Utf16Guard::new(inner))
         }
         Rewrite::Text => Chain::new(Utf16Guard::new(TextStage::new(rule))),
         Rewrite::Flight => Chain::new(Utf16Guard::new(FlightStage::new(
@@ -161,18 +168,10 @@ struct Downstream<W: Write> {
     /// A typed failure parked here when a `Write` call from inside a decoder fails, so the
     /// pipeline can report it as what it is rather than as undecodable input.
     failure: Option<PipelineError>,
-    /// The head scanner and the rule for its URLs, when learning hints.
-    hints: Option<(crate::hints::HeadScanner, UrlRule)>,
 }
 
 impl<W: Write> Downstream<W> {
     fn stage_write(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
-        if let Some((scanner, _)) = self.hints.as_mut() {
-            // One comparison per chunk once the head is complete.
-            if !scanner.is_done() {
-                scanner.feed(plain_input);
-            }
-        }
         if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
             match self.encoder.identity_output() {
                 Some(direct) => stage.write(plain_input, direct),
@@ -217,9 +216,7 @@ impl<W: Write> Downstream<W> {
             self.report.utf16 = stage_report.passed_through == Some(UTF16_PASSED_THROUGH);
             self.report.injected = stage_report.injected;
             self.report.creative = stage_report.creative;
-        }
-        if let Some((scanner, rule)) = self.hints.take() {
-            self.report.hints = scanner.finish(&rule);
+            self.report.hints = stage_report.hints.unwrap_or_default();
         }
         self.encode_plain()?;
         self.encoder.finish().map_err(PipelineError::Internal)?;
@@ -286,11 +283,7 @@ impl<W: Write> BodyPipeline<W> {
         options: &PipelineOptions,
         sink: W,
     ) -> Self {
-        let learn = options.learn_hints && matches!(rewrite, Rewrite::Html(_));
-        let hints = learn.then(|| (crate::hints::HeadScanner::new(), rule.clone()));
-        let mut pipeline = Self::with_stages(codec, compose(rewrite, rule, options), sink);
-        pipeline.decoder.inner_mut().hints = hints;
-        pipeline
+        Self::with_stages(codec, compose(rewrite, rule, options), sink)
     }
 
     /// A pipeline through `stages` (see [`compose`]).
@@ -303,7 +296,6 @@ impl<W: Write> BodyPipeline<W> {
             sink,
             report: PipelineReport::default(),
             failure: None,
-            hints: None,
         };
         BodyPipeline {
             decoder: Decoder::new(codec, downstream),

@@ -25,8 +25,9 @@ pub(crate) trait BodyStage {
     fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport;
 
     /// Whether the stage holds nothing and will write every later input unchanged: a chain
-    /// then hands the stage before it `out` directly, so the rest of the body is not copied
-    /// through this one. Its `finish` is still called.
+    /// then hands the stage before it `out` directly (or, for a stage at the start, the stage
+    /// after it the input), so the rest of the body is not copied through this one. Once
+    /// `true`, it stays `true`. Its `finish` is still called.
     fn passes_through(&self) -> bool {
         false
     }
@@ -50,6 +51,8 @@ pub(crate) struct StageReport {
     pub injected: Option<Injected>,
     /// For a first-party creative: what its rewriting did.
     pub creative: Option<CreativeReport>,
+    /// For the early-hints stage: the hints in the page's head (`crate::hints`).
+    pub hints: Option<Vec<String>>,
 }
 
 impl StageReport {
@@ -66,6 +69,7 @@ impl StageReport {
             structured: self.structured.or(later.structured),
             injected: self.injected.or(later.injected),
             creative: self.creative.or(later.creative),
+            hints: self.hints.or(later.hints),
         }
     }
 }
@@ -97,17 +101,27 @@ impl Chain {
 
 impl BodyStage for Chain {
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        // Stages at the end that pass everything through are skipped: the one before them
-        // writes to `out`.
+        // Stages that pass everything through are skipped: at the end, the one before them
+        // writes to `out`; at the start, the one after them reads `input`.
         let mut last = self.between.len();
         while last > 0 && self.stages[last].passes_through() {
             last -= 1;
         }
-        for (i, stage) in self.stages.iter_mut().enumerate().take(last + 1) {
+        let mut first = 0;
+        while first < last && self.stages[first].passes_through() {
+            first += 1;
+        }
+        for (i, stage) in self
+            .stages
+            .iter_mut()
+            .enumerate()
+            .take(last + 1)
+            .skip(first)
+        {
             let (done, later) = self.between.split_at_mut(i);
             let input: &[u8] = match done.last() {
-                Some(previous) => previous,
-                None => input,
+                Some(previous) if i > first => previous,
+                _ => input,
             };
             match later.first_mut() {
                 Some(next) if i < last => {
@@ -153,5 +167,83 @@ impl BodyStage for Chain {
             };
         }
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// Passes bytes on unchanged, counting them, and passes through after `until` bytes.
+    struct Watcher {
+        seen: Rc<Cell<usize>>,
+        until: usize,
+    }
+
+    impl BodyStage for Watcher {
+        fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+            self.seen.set(self.seen.get() + input.len());
+            out.extend_from_slice(input);
+        }
+        fn finish(self: Box<Self>, _: &mut Vec<u8>) -> StageReport {
+            StageReport::default()
+        }
+        fn passes_through(&self) -> bool {
+            self.seen.get() >= self.until
+        }
+    }
+
+    /// Upper-cases, holding the last byte until the next write (so holding matters).
+    #[derive(Default)]
+    struct Upper {
+        held: Option<u8>,
+    }
+
+    impl BodyStage for Upper {
+        fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+            out.extend(self.held.take());
+            let (last, rest) = input.split_last().expect("never given an empty input");
+            out.extend(rest.iter().map(u8::to_ascii_uppercase));
+            self.held = Some(last.to_ascii_uppercase());
+        }
+        fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+            out.extend(self.held);
+            StageReport::default()
+        }
+    }
+
+    /// A watcher at the start and one at the end of a chain stop seeing the body once they
+    /// pass through, and the output is the same at every cut.
+    #[test]
+    fn stages_that_pass_through_are_skipped_at_both_ends() {
+        let body = b"abcdefghijklmnopqrstuvwxyz";
+        for cut in 0..=body.len() {
+            let (front, back) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+            let chain = Chain::new(Watcher {
+                seen: Rc::clone(&front),
+                until: 3,
+            })
+            .then(Upper::default())
+            .then(Watcher {
+                seen: Rc::clone(&back),
+                until: 2,
+            });
+            let mut stage: Box<dyn BodyStage> = Box::new(chain);
+            let mut out = Vec::new();
+            for piece in [&body[..cut], &body[cut..]] {
+                stage.write(piece, &mut out);
+            }
+            stage.finish(&mut out);
+            assert_eq!(out, body.to_ascii_uppercase(), "cut {cut}");
+            // The front watcher passes through once the first piece gave it 3 bytes; then the
+            // second piece goes straight to `Upper`. The back watcher sees `Upper`'s output
+            // (one byte behind) until it has 2, and the held byte at the end (a stage's
+            // `finish` always runs): `cut` bytes in all when the first piece was enough.
+            let want = if cut >= 3 { cut } else { body.len() };
+            assert_eq!(front.get(), want, "front, cut {cut}");
+            assert_eq!(back.get(), want, "back, cut {cut}");
+        }
     }
 }
