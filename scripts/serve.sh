@@ -2,7 +2,9 @@
 # Runs the service on http://127.0.0.1:7676 with `fastly compute serve` (Viceroy from PATH).
 #
 # Without TRUSTED_SERVER__PUBLISHER__ORIGIN_URL it first starts the bundled demo origin on
-# 127.0.0.1:8080 (pages from fixtures/site). With it, that origin is used instead, and the Host
+# 127.0.0.1:8080 (pages from fixtures/site), and a demo ad partner on 127.0.0.1:8081 (files
+# from fixtures/partner) that first_party.resolve maps ads. and cdn.demo-partner.example to,
+# unless TRUSTED_SERVER__FIRST_PARTY__RESOLVE is set. With it, that origin is used instead, and the Host
 # sent to it (publisher.origin_host) becomes its host[:port] unless
 # TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST is set too. Any other TRUSTED_SERVER__SECTION__KEY
 # variable overrides trusted-server.toml for this build. The effective origin URL and host are
@@ -26,15 +28,32 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+PARTNER_ADDR=127.0.0.1:8081
+demo=0
+if [[ -z "${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL:-}" ]]; then
+  demo=1
+  if [[ -z "${TRUSTED_SERVER__FIRST_PARTY__RESOLVE:-}" ]]; then
+    # Development only: the demo partner's names lead to the local demo partner.
+    export TRUSTED_SERVER__FIRST_PARTY__RESOLVE="{ \"ads.demo-partner.example\" = \"$PARTNER_ADDR\", \"cdn.demo-partner.example\" = \"$PARTNER_ADDR\" }"
+    partner=1
+  fi
+fi
+
 log "effective origin settings (trusted-server.toml + TRUSTED_SERVER__* variables)"
 cargo run --quiet -p trusted-server-settings --features load --bin effective-settings
 
-if [[ -z "${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL:-}" ]]; then
+if [[ $demo == 1 ]]; then
   log "building and starting the demo origin on 127.0.0.1:8080"
   cargo build --release -p demo-origin
   setsid "$ROOT/target/release/demo-origin" --addr 127.0.0.1:8080 --root "$ROOT/fixtures/site" &
   pids+=($!)
   wait_http 8080 / 30
+  if [[ ${partner:-0} == 1 ]]; then
+    log "starting the demo ad partner on $PARTNER_ADDR (ads. and cdn.demo-partner.example)"
+    setsid "$ROOT/target/release/demo-origin" --addr "$PARTNER_ADDR" --root "$ROOT/fixtures/partner" --quiet &
+    pids+=($!)
+    wait_http 8081 /creative.html 30
+  fi
 else
   log "using origin ${TRUSTED_SERVER__PUBLISHER__ORIGIN_URL}"
 fi
