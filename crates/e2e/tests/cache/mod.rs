@@ -380,3 +380,114 @@ pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Out
     let n = origin_requests(w, &t, N);
     check(n == N, || format!("{n} origin requests, not {N}"))
 }
+
+/// Milliseconds since the Unix epoch, `ahead` from now: a `faults_from` value for the demo
+/// origin (the same clock: both run on this machine).
+fn unix_ms_in(ahead: Duration) -> u128 {
+    (std::time::SystemTime::now() + ahead)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// `public, max-age=1, stale-if-error=<sie>`, percent-encoded.
+fn stale_if_error(sie: u32) -> String {
+    format!("cache_control=public%2C%20max-age%3D1%2C%20stale-if-error%3D{sie}")
+}
+
+pub fn stale_if_error_serves_the_stale_copy_when_the_origin_fails(w: &World) -> Outcome {
+    // Each fault starts a second after the fill (`faults_from`), when the one-second lifetime
+    // is over: the origin is asked first, fails, and the stale copy answers.
+    let faults = [
+        ("status=503", "origin answered 503"),
+        ("status=500", "origin answered 500"),
+        // Past the e2e builds' 2 s first-byte timeout: the service's 504 exit.
+        ("headers_delay_ms=3000", "origin timed out"),
+    ];
+    for (fault, named) in faults {
+        let t = unique();
+        let from = unix_ms_in(Duration::from_millis(1000));
+        let path = format!(
+            "{PAGE}?{}&{fault}&faults_from={from}&t={t}",
+            stale_if_error(60)
+        );
+        let first = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&first) == "MISS", || {
+            format!("{fault}: first {}", state(&first))
+        })?;
+        std::thread::sleep(Duration::from_millis(1600));
+        let stale = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&stale) == "HIT(stale-if-error)", || {
+            format!("{fault}: after the expiry {}", state(&stale))
+        })?;
+        super::same_bytes(fault, &stale.body, &first.body)?;
+        let timing = stale.header("server-timing").unwrap_or("");
+        // Quoted: parentheses are not token characters.
+        check(
+            timing.contains("cache;desc=\"HIT(stale-if-error)\""),
+            || format!("{fault}: Server-Timing {timing:?}"),
+        )?;
+        // The origin was asked before the stale copy answered: its log has the request
+        // (once answered), or for the timeout the head came after the service's wait (the
+        // origin logs nothing for a response whose client, the service, had gone).
+        if fault.starts_with("headers_delay") {
+            let waited = Duration::from_millis(super::FIRST_BYTE_TIMEOUT_MS);
+            check(stale.headers_at >= waited, || {
+                format!("{fault}: headers after {:?}", stale.headers_at)
+            })?;
+        } else {
+            let n = origin_requests(w, &t, 2);
+            check(n == 2, || {
+                format!("{fault}: the origin was asked {n} times, not twice")
+            })?;
+        }
+        super::log_line(w, &["cache: origin failed (", named, "stale-if-error"])?;
+    }
+    super::log_line(w, &["access", "cache=HIT(stale-if-error)"]).map(|_| ())
+}
+
+pub fn stale_if_error_refreshes_when_the_origin_answers(w: &World) -> Outcome {
+    let t = unique();
+    let path = format!("{PAGE}?{}&t={t}", stale_if_error(60));
+    let first = fetch_complete(w.streaming, &path, &[identity()])?;
+    std::thread::sleep(Duration::from_millis(1600));
+    // The origin answers: the normal fill path, a MISS that stores the new copy.
+    let refreshed = fetch_complete(w.streaming, &path, &[identity()])?;
+    let again = fetch_complete(w.streaming, &path, &[identity()])?;
+    let states = [state(&first), state(&refreshed), state(&again)];
+    check(states == ["MISS", "MISS", "HIT"], || format!("{states:?}"))?;
+    super::same_bytes("refreshed", &again.body, &first.body)?;
+    let n = origin_requests(w, &t, 3);
+    check(n == 2, || {
+        format!("the origin was asked {n} times, not twice")
+    })
+}
+
+pub fn past_stale_if_error_the_failure_reaches_the_client(w: &World) -> Outcome {
+    // One second fresh, one more kept for errors; asked 2.6 s after the fill.
+    let cases = [
+        ("status=502", 502, "PASS(status)"),
+        ("headers_delay_ms=3000", 504, "PASS(origin-error)"),
+    ];
+    for (fault, status, want) in cases {
+        let t = unique();
+        let from = unix_ms_in(Duration::from_millis(1000));
+        let path = format!(
+            "{PAGE}?{}&{fault}&faults_from={from}&t={t}",
+            stale_if_error(1)
+        );
+        let first = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&first) == "MISS", || {
+            format!("{fault}: first {}", state(&first))
+        })?;
+        std::thread::sleep(Duration::from_millis(2600));
+        let late = fetch(w.streaming, &path, &[identity()])?;
+        check(late.status == status && state(&late) == want, || {
+            format!(
+                "{fault}: past stale-if-error {} {}, not {status} {want}",
+                late.status,
+                state(&late)
+            )
+        })?;
+    }
+    Ok(())
+}
