@@ -20,8 +20,9 @@
 //! the copy answers only if the origin fails ([`serve_stale_if_error`]).
 
 use fastly::cache::core::{CacheKey, Found, Transaction};
-use fastly::http::{HeaderName, HeaderValue};
+use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Request, Response};
+use trusted_server_core::cache::conditional::{self, Preconditions};
 use trusted_server_core::cache::stale::{self, StaleWindows, Staleness};
 use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
 use trusted_server_core::publisher::identity::IdentityPlan;
@@ -160,6 +161,17 @@ fn entry_windows(found: &Found) -> StaleWindows {
     })
 }
 
+/// The request's preconditions (`If-None-Match`, `If-Modified-Since`), read before the request
+/// goes to the origin, for a hit to answer `304 Not Modified` ([`hit`]).
+pub fn preconditions(request: &Request) -> Preconditions {
+    Preconditions::of(
+        request.get_method_str(),
+        request
+            .get_headers()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    )
+}
+
 /// The cache key of the rewritten answer to `request` (also the base of its learned early
 /// hints' key, `crate::hints`).
 pub fn page_key(request: &Request, client: &Client) -> [u8; 32] {
@@ -197,6 +209,7 @@ pub enum AfterHit {
 /// be read is served around: the origin is asked, nothing stored.
 pub fn answer_hit(
     lookup: Lookup,
+    preconditions: &Preconditions,
     client: &Client,
     edge_id: &IdentityPlan,
     settings: &Settings,
@@ -207,7 +220,8 @@ pub fn answer_hit(
         Lookup::Stale(found, fill) => (found, Some(fill)),
         other => return AfterHit::Origin(other),
     };
-    let Some(response) = hit(&found, client, edge_id, &CacheState::Hit, settings) else {
+    let state = CacheState::Hit;
+    let Some(response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
         return AfterHit::Origin(match refresh {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -215,8 +229,8 @@ pub fn answer_hit(
     };
     let mut response = response;
     access.plan = "cache".into();
-    access.cache = Some(CacheState::Hit.to_string());
-    access.outcome = Outcome::PassedThrough("cache-hit".into());
+    access.cache = Some(state.to_string());
+    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-hit"));
     crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
@@ -289,6 +303,7 @@ pub fn refresh(
 pub fn serve_stale_if_error(
     lookup: Lookup,
     failure: &str,
+    preconditions: &Preconditions,
     client: &Client,
     edge_id: &IdentityPlan,
     settings: &Settings,
@@ -298,7 +313,7 @@ pub fn serve_stale_if_error(
         return Err(lookup);
     };
     let state = CacheState::StaleIfError;
-    let Some(mut response) = hit(&found, client, edge_id, &state, settings) else {
+    let Some(mut response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
         return Err(match fill {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -314,7 +329,7 @@ pub fn serve_stale_if_error(
     );
     access.plan = "cache".into();
     access.cache = Some(state.to_string());
-    access.outcome = Outcome::PassedThrough("cache-stale-if-error".into());
+    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-stale-if-error"));
     crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
@@ -334,11 +349,24 @@ pub fn origin_failed(lookup: Lookup) -> CacheState {
     }
 }
 
+/// The access line's outcome for a response from the cache: `label`, or
+/// `cache-not-modified` for a `304`.
+fn hit_label(response: &Response, label: &str) -> String {
+    if response.get_status() == StatusCode::NOT_MODIFIED {
+        "cache-not-modified".into()
+    } else {
+        label.into()
+    }
+}
+
 /// The response to a hit: the stored status and headers, the reader's own parts added (and
-/// `state` in `x-ts-cache`), the stored body streamed by the host. `None` (logged) when the
-/// entry cannot be read: the caller asks the origin instead.
+/// `state` in `x-ts-cache`), the stored body streamed by the host; or, when the request's
+/// preconditions say the reader's copy is current, a `304` without the body
+/// ([`not_modified`]). `None` (logged) when the entry cannot be read: the caller asks the
+/// origin instead.
 fn hit(
     found: &Found,
+    preconditions: &Preconditions,
     client: &Client,
     edge_id: &IdentityPlan,
     state: &CacheState,
@@ -351,18 +379,51 @@ fn hit(
         log::warn!("cache: stored header block unreadable, served around the cache");
         return None;
     };
-    let body = match found.to_stream() {
-        Ok(body) => body,
-        Err(e) => {
-            log::warn!("cache: stored body unreadable, served around the cache: {e}");
-            return None;
+    let unchanged = preconditions.not_modified(
+        status,
+        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
+    let body = if unchanged {
+        Body::new()
+    } else {
+        match found.to_stream() {
+            Ok(body) => body,
+            Err(e) => {
+                log::warn!("cache: stored body unreadable, served around the cache: {e}");
+                return None;
+            }
         }
     };
     let mut response = Response::from_status(status).with_body(body);
     crate::reply::replace_headers(&mut response, headers);
     response.set_version(client.version);
+    // The reader's parts are decided on the full response (the edge-ID cookie goes on a
+    // page), and a 304 keeps them.
     outgoing(&mut response, Some(edge_id), state, settings);
+    if unchanged {
+        not_modified(&mut response, settings);
+    }
     Some(response)
+}
+
+/// Turns a hit into its `304 Not Modified`: the headers a `304` carries
+/// (`conditional::kept_on_304`: `ETag`, `Cache-Control`, `Vary`, `Expires`, `Date`,
+/// `Content-Location`), the reader's parts (`Set-Cookie`, `x-ts-cache`), the service's standard
+/// headers, and no body.
+fn not_modified(response: &mut Response, settings: &Settings) {
+    let has_etag = response.get_header("etag").is_some();
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .filter(|(n, _)| {
+            conditional::kept_on_304(n.as_str(), has_etag)
+                || *n == "set-cookie"
+                || n.as_str() == trusted_server_core::cache::CACHE_STATE_HEADER
+        })
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    trusted_server_core::apply_standard_headers(&mut headers, &settings.response_headers);
+    crate::reply::replace_headers(response, headers);
+    response.set_status(StatusCode::NOT_MODIFIED);
 }
 
 /// The origin's response may be stored: what to store it with.

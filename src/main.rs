@@ -85,15 +85,18 @@ fn proxy(request: Request, access: &mut Access) {
     let forward = edge_id.forward.as_deref();
     // Learned early hints leave first, before the page cache or the origin is asked.
     let learning = hints::before_origin(&request, &client, &SETTINGS, access);
-    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
+    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs), with
+    // a 304 when the reader's copy is current.
+    let preconditions = cache::preconditions(&request);
     let lookup = cache::lookup(&request, &client);
-    let lookup = match cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) {
-        cache::AfterHit::Served => return,
-        cache::AfterHit::Refresh(fill) => {
-            return cache::refresh(request, fill, client, &SETTINGS, access)
-        }
-        cache::AfterHit::Origin(lookup) => lookup,
-    };
+    let lookup =
+        match cache::answer_hit(lookup, &preconditions, &client, &edge_id, &SETTINGS, access) {
+            cache::AfterHit::Served => return,
+            cache::AfterHit::Refresh(fill) => {
+                return cache::refresh(request, fill, client, &SETTINGS, access)
+            }
+            cache::AfterHit::Origin(lookup) => lookup,
+        };
     let asked = std::time::Instant::now();
     let fetched = origin::fetch(request, &client, forward, &SETTINGS);
     access.origin_wait = Some(asked.elapsed());
@@ -107,7 +110,9 @@ fn proxy(request: Request, access: &mut Access) {
             let cause = failure.detail().to_owned();
             // Within stale-if-error, the stale copy answers instead of the 502/504.
             let named = format!("{kind}: {cause}");
-            let Some(lookup) = stale_instead(lookup, &named, &client, &edge_id, access) else {
+            let Some(lookup) =
+                stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+            else {
                 return;
             };
             return answer_origin_failure(access, lookup, failure, kind, &cause);
@@ -120,7 +125,8 @@ fn proxy(request: Request, access: &mut Access) {
         // to send it and there is no body to stream.
         let cause = format!("status {status}");
         let named = format!("{}: {cause}", Failure::InterimAsFinal);
-        let Some(lookup) = stale_instead(lookup, &named, &client, &edge_id, access) else {
+        let Some(lookup) = stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+        else {
             return;
         };
         let failure = origin::OriginFailure::Unavailable(cause.clone());
@@ -130,7 +136,8 @@ fn proxy(request: Request, access: &mut Access) {
     // within its window the stale copy answers; otherwise the origin's answer is relayed.
     let lookup = if stale::is_origin_error(status.as_u16()) {
         let named = format!("origin answered {status}");
-        let Some(lookup) = stale_instead(lookup, &named, &client, &edge_id, access) else {
+        let Some(lookup) = stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+        else {
             return;
         };
         lookup
@@ -174,11 +181,21 @@ fn proxy(request: Request, access: &mut Access) {
 fn stale_instead(
     lookup: cache::Lookup,
     failure: &str,
+    preconditions: &trusted_server_core::cache::conditional::Preconditions,
     client: &client::Client,
     edge_id: &IdentityPlan,
     access: &mut Access,
 ) -> Option<cache::Lookup> {
-    cache::serve_stale_if_error(lookup, failure, client, edge_id, &SETTINGS, access).err()
+    cache::serve_stale_if_error(
+        lookup,
+        failure,
+        preconditions,
+        client,
+        edge_id,
+        &SETTINGS,
+        access,
+    )
+    .err()
 }
 
 /// The origin gave no response to relay: the failure is reported (before any header was

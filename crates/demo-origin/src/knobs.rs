@@ -51,8 +51,9 @@ pub struct Knobs {
     /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
     /// of at their recorded times.
     pub nextjs_instant: bool,
-    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`, `link`: headers to add
-    /// (percent-decoded), for the proxy's cache and early-hints tests.
+    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`, `link`, `etag`,
+    /// `last_modified`: headers to add (percent-decoded), for the proxy's cache and
+    /// early-hints tests.
     pub cache_headers: Vec<(&'static str, String)>,
     /// `faults_from`: a wall-clock time (milliseconds since the Unix epoch) before which the
     /// fault knobs are ignored (see [`Knobs::in_effect`]).
@@ -108,7 +109,8 @@ impl Knobs {
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
                 "set_cookie" => knobs.set_cookie = flag(key, v)?,
-                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link" => {
+                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link"
+                | "etag" | "last_modified" => {
                     if v.bytes().any(|b| !(b == b' ' || b.is_ascii_graphic())) {
                         return Err(format!("{key}: not a header value: {v:?}"));
                     }
@@ -117,6 +119,8 @@ impl Knobs {
                         "surrogate_control" => "Surrogate-Control",
                         "surrogate_key" => "Surrogate-Key",
                         "link" => "Link",
+                        "etag" => "ETag",
+                        "last_modified" => "Last-Modified",
                         _ => "Vary",
                     };
                     knobs.cache_headers.push((name, value.clone()));
@@ -219,7 +223,8 @@ mod tests {
             "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
              &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
              &nextjs_timing=0&cache_control=public%2C%20max-age%3D60&vary=Cookie\
-             &surrogate_key=a%20b&surrogate_control=max-age%3D5",
+             &surrogate_key=a%20b&surrogate_control=max-age%3D5&etag=%22v1%22\
+             &last_modified=Tue%2C%2015%20Nov%201994%2012%3A45%3A26%20GMT",
         ))
         .unwrap();
         assert_eq!(
@@ -229,6 +234,8 @@ mod tests {
                 ("Vary", "Cookie".to_owned()),
                 ("Surrogate-Key", "a b".to_owned()),
                 ("Surrogate-Control", "max-age=5".to_owned()),
+                ("ETag", "\"v1\"".to_owned()),
+                ("Last-Modified", "Tue, 15 Nov 1994 12:45:26 GMT".to_owned()),
             ]
         );
         assert!(Knobs::parse(Some("vary=a%0Ab")).is_err());

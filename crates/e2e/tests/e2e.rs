@@ -337,6 +337,10 @@ fn main() {
             cache::past_stale_if_error_the_failure_reaches_the_client,
         ),
         (
+            "cache: a hit answers If-None-Match and If-Modified-Since with 304",
+            cache::a_hit_answers_conditional_requests_with_304,
+        ),
+        (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",
             first_party::proxy::image_byte_identical,
         ),

@@ -8,11 +8,13 @@
 //! * [`key`]: the cache key, from every input the rewritten output depends on;
 //! * [`surrogate`]: the surrogate keys an entry is stored under (the origin's and ours);
 //! * [`stored`]: the header block stored with the body, without any per-reader header;
+//! * [`conditional`]: whether a hit answers a conditional request with `304 Not Modified`;
 //! * [`stale`]: which stale window (`stale-while-revalidate`, `stale-if-error`) a found entry
 //!   is in.
 //!
 //! See `docs/caching.md` for the whole design.
 
+pub mod conditional;
 pub mod key;
 pub mod policy;
 pub mod stale;

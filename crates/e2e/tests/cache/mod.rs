@@ -491,3 +491,95 @@ pub fn past_stale_if_error_the_failure_reaches_the_client(w: &World) -> Outcome 
     }
     Ok(())
 }
+
+pub fn a_hit_answers_conditional_requests_with_304(w: &World) -> Outcome {
+    const MODIFIED: &str = "Tue, 15 Nov 1994 12:45:26 GMT";
+    let t = unique();
+    let path = format!(
+        "{PAGE}?{CACHEABLE}&etag=%22v1%22&last_modified=Tue%2C%2015%20Nov%201994%2012%3A45%3A26%20GMT&t={t}"
+    );
+    let first = fetch_complete(w.streaming, &path, &[identity(), NAV])?;
+    check(state(&first) == "MISS", || {
+        format!("first: {}", state(&first))
+    })?;
+    // The rewrite weakens the origin's validator; that is what the browser sends back.
+    let etag = first.header("etag").unwrap_or("").to_owned();
+    check(etag == "W/\"v1\"", || format!("ETag {etag:?}"))?;
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+    let cases: [Case; 7] = [
+        ("the stored ETag", &[("if-none-match", &etag)], 304),
+        ("the strong form", &[("if-none-match", "\"v1\"")], 304),
+        (
+            "a list with it",
+            &[("if-none-match", "\"x\", W/\"v1\"")],
+            304,
+        ),
+        ("another ETag", &[("if-none-match", "\"v2\"")], 200),
+        (
+            "Last-Modified itself",
+            &[("if-modified-since", MODIFIED)],
+            304,
+        ),
+        (
+            "an earlier date",
+            &[("if-modified-since", "Mon, 14 Nov 1994 00:00:00 GMT")],
+            200,
+        ),
+        (
+            "If-None-Match decides when both are sent",
+            &[("if-none-match", "\"v2\""), ("if-modified-since", MODIFIED)],
+            200,
+        ),
+    ];
+    for (label, conditions, want) in cases {
+        let mut headers = vec![identity(), NAV];
+        headers.extend_from_slice(conditions);
+        let r = fetch(w.streaming, &path, &headers)?;
+        check(r.status == want && r.complete, || {
+            format!("{label}: status {} complete {}", r.status, r.complete)
+        })?;
+        check(state(&r) == "HIT", || format!("{label}: {}", state(&r)))?;
+        let timing = r.header("server-timing").unwrap_or("");
+        check(timing.contains("cache;desc=HIT"), || {
+            format!("{label}: Server-Timing {timing:?}")
+        })?;
+        // Each new reader gets its own edge ID, also on a 304.
+        check(our_cookies(&r).len() == 1, || {
+            format!("{label}: cookies {:?}", our_cookies(&r))
+        })?;
+        if want == 200 {
+            super::same_bytes(label, &r.body, &first.body)?;
+            continue;
+        }
+        check(r.body.is_empty(), || {
+            format!("{label}: a 304 with {} body bytes", r.body.len())
+        })?;
+        for name in ["etag", "vary"] {
+            check(r.header(name) == first.header(name), || {
+                format!(
+                    "{label}: {name} {:?}, not {:?}",
+                    r.header(name),
+                    first.header(name)
+                )
+            })?;
+        }
+        check(r.header("cache-control").is_some(), || {
+            format!("{label}: no Cache-Control")
+        })?;
+        for name in ["content-type", "content-encoding", "last-modified"] {
+            check(r.header(name).is_none(), || {
+                format!("{label}: a 304 with {name}: {:?}", r.header(name))
+            })?;
+        }
+        check(r.header("content-length").is_none_or(|v| v == "0"), || {
+            format!("{label}: Content-Length {:?}", r.header("content-length"))
+        })?;
+    }
+    let n = origin_requests(w, &t, 1);
+    check(n == 1, || format!("the origin was asked {n} times"))?;
+    super::log_line(
+        w,
+        &["access", "status=304", "cache-not-modified", "cache=HIT"],
+    )
+    .map(|_| ())
+}
