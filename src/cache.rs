@@ -11,10 +11,19 @@
 //! Per-reader headers are never stored: the response to store is prepared without the edge-ID
 //! step, its header block encoded, and only then the reader's own `Set-Cookie` added to the
 //! response that leaves ([`outgoing`]), on a hit as on a miss.
+//!
+//! Stale entries (`trusted_server_core::cache::stale`): an entry is inserted with the longer
+//! of the origin's `stale-while-revalidate` and `stale-if-error` as the core cache's window,
+//! and its real windows in its header block. A lookup that finds it stale tells them apart:
+//! within `stale-while-revalidate` the copy is served and refreshed ([`Lookup::Stale`]);
+//! past it, within `stale-if-error`, the origin is asked first ([`Lookup::StaleIfError`]) and
+//! the copy answers only if the origin fails ([`serve_stale_if_error`]).
 
 use fastly::cache::core::{CacheKey, Found, Transaction};
-use fastly::http::{HeaderName, HeaderValue};
+use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Request, Response};
+use trusted_server_core::cache::conditional::{self, Preconditions};
+use trusted_server_core::cache::stale::{self, StaleWindows, Staleness};
 use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
 use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::{BodyPlan, Settings};
@@ -33,6 +42,11 @@ pub enum Lookup {
     Stale(Found, Fill),
     /// This request fills the entry; other requests for it wait in the transaction.
     Fill(Fill),
+    /// A stale copy past `stale-while-revalidate`, within `stale-if-error`: the origin is
+    /// asked first. If it fails, the copy answers ([`serve_stale_if_error`]); if it answers,
+    /// the answer fills the entry as on a miss, when this request has the obligation (`Some`),
+    /// or passes (`PASS(refreshing)`) when another request has it.
+    StaleIfError(Found, Option<Fill>),
 }
 
 /// The obligation to fill one entry, and what its surrogate keys are made from.
@@ -104,27 +118,58 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         }
         return Lookup::Pass(why);
     }
-    match tx.found() {
+    let fill = |tx| Fill {
+        tx,
+        key,
+        authority: client.authority.clone(),
+        path: request.get_path().to_owned(),
+    };
+    let Some(found) = tx.found() else {
+        return if tx.must_insert() {
+            Lookup::Fill(fill(tx))
+        } else {
+            Lookup::Pass(PassWhy::CacheError)
+        };
+    };
+    // The core cache finds an entry while it is fresh or within its one stale window; which
+    // of the origin's windows that is, the entry's age and its stored windows tell.
+    let windows = entry_windows(&found);
+    let obligated = tx.must_insert_or_update();
+    match stale::staleness(found.age(), found.max_age(), windows) {
         // A stale copy within stale-while-revalidate: this request serves it and refreshes
         // it; other requests meanwhile get the stale copy without the obligation.
-        Some(found) if tx.must_insert_or_update() => Lookup::Stale(
-            found,
-            Fill {
-                tx,
-                key,
-                authority: client.authority.clone(),
-                path: request.get_path().to_owned(),
-            },
-        ),
-        Some(found) => Lookup::Hit(found),
-        None if tx.must_insert() => Lookup::Fill(Fill {
-            tx,
-            key,
-            authority: client.authority.clone(),
-            path: request.get_path().to_owned(),
-        }),
-        None => Lookup::Pass(PassWhy::CacheError),
+        Staleness::Fresh | Staleness::WhileRevalidate if obligated => {
+            Lookup::Stale(found, fill(tx))
+        }
+        Staleness::Fresh | Staleness::WhileRevalidate => Lookup::Hit(found),
+        Staleness::IfError => Lookup::StaleIfError(found, obligated.then(|| fill(tx))),
+        // Expired while the lookup ran: as if not found; the insert replaces the entry.
+        Staleness::Expired if obligated => Lookup::Fill(fill(tx)),
+        Staleness::Expired => Lookup::Pass(PassWhy::Refreshing),
     }
+}
+
+/// The stale windows `found` was stored with. An entry of the previous header layout (`TSH1`,
+/// no windows) was inserted with its `stale-while-revalidate` as the cache's only window, so
+/// all of that window is taken as `stale-while-revalidate`, as then. (Not read from
+/// `Found::stale_while_revalidate`: Viceroy 0.22 does not implement that host call, and the
+/// SDK panics on the answer.)
+fn entry_windows(found: &Found) -> StaleWindows {
+    stored::windows(&found.user_metadata()).unwrap_or(StaleWindows {
+        while_revalidate: policy::MAX_LIFETIME,
+        if_error: std::time::Duration::ZERO,
+    })
+}
+
+/// The request's preconditions (`If-None-Match`, `If-Modified-Since`), read before the request
+/// goes to the origin, for a hit to answer `304 Not Modified` ([`hit`]).
+pub fn preconditions(request: &Request) -> Preconditions {
+    Preconditions::of(
+        request.get_method_str(),
+        request
+            .get_headers()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    )
 }
 
 /// The cache key of the rewritten answer to `request` (also the base of its learned early
@@ -164,6 +209,7 @@ pub enum AfterHit {
 /// be read is served around: the origin is asked, nothing stored.
 pub fn answer_hit(
     lookup: Lookup,
+    preconditions: &Preconditions,
     client: &Client,
     edge_id: &IdentityPlan,
     settings: &Settings,
@@ -174,7 +220,8 @@ pub fn answer_hit(
         Lookup::Stale(found, fill) => (found, Some(fill)),
         other => return AfterHit::Origin(other),
     };
-    let Some(response) = hit(&found, client, edge_id, settings) else {
+    let state = CacheState::Hit;
+    let Some(response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
         return AfterHit::Origin(match refresh {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -182,8 +229,8 @@ pub fn answer_hit(
     };
     let mut response = response;
     access.plan = "cache".into();
-    access.cache = Some(CacheState::Hit.to_string());
-    access.outcome = Outcome::PassedThrough("cache-hit".into());
+    access.cache = Some(state.to_string());
+    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-hit"));
     crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
@@ -248,42 +295,135 @@ pub fn refresh(
     }
 }
 
+/// The origin failed (`failure` says how: no response, a 1xx as its final answer, or one of
+/// the statuses of `stale::is_origin_error`). For a [`Lookup::StaleIfError`], answers the
+/// client with the stale copy (`x-ts-cache: HIT(stale-if-error)`), gives up the fill so the
+/// stale entry stays, and logs the failure at `warn`. Any other lookup, or a copy that cannot
+/// be read, is given back for the usual failure path.
+pub fn serve_stale_if_error(
+    lookup: Lookup,
+    failure: &str,
+    preconditions: &Preconditions,
+    client: &Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+    access: &mut Access,
+) -> Result<(), Lookup> {
+    let Lookup::StaleIfError(found, fill) = lookup else {
+        return Err(lookup);
+    };
+    let state = CacheState::StaleIfError;
+    let Some(mut response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
+        return Err(match fill {
+            Some(fill) => Lookup::Fill(fill),
+            None => Lookup::Pass(PassWhy::CacheError),
+        });
+    };
+    if let Some(fill) = fill {
+        // Not remembered: the next waiting request asks the origin again.
+        let _ = fill.cancel(PassWhy::OriginError);
+    }
+    log::warn!(
+        "cache: origin failed ({failure}); served the stale copy (stale-if-error, {}s past its lifetime)",
+        found.age().saturating_sub(found.max_age()).as_secs()
+    );
+    access.plan = "cache".into();
+    access.cache = Some(state.to_string());
+    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-stale-if-error"));
+    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+    Ok(())
+}
+
 /// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request
 /// tries. Returns the state to report.
 pub fn origin_failed(lookup: Lookup) -> CacheState {
     match lookup {
         Lookup::Fill(fill) => fill.cancel(PassWhy::OriginError),
         Lookup::Pass(why) => CacheState::Pass(why),
-        Lookup::Hit(_) => CacheState::Pass(PassWhy::OriginError),
-        Lookup::Stale(_, fill) => fill.cancel(PassWhy::OriginError),
+        Lookup::Hit(_) | Lookup::StaleIfError(_, None) => CacheState::Pass(PassWhy::OriginError),
+        Lookup::Stale(_, fill) | Lookup::StaleIfError(_, Some(fill)) => {
+            fill.cancel(PassWhy::OriginError)
+        }
     }
 }
 
-/// The response to a hit: the stored status and headers, the reader's own parts added, the
-/// stored body streamed by the host. `None` (logged) when the entry cannot be read: the caller
-/// asks the origin instead.
+/// The access line's outcome for a response from the cache: `label`, or
+/// `cache-not-modified` for a `304`.
+fn hit_label(response: &Response, label: &str) -> String {
+    if response.get_status() == StatusCode::NOT_MODIFIED {
+        "cache-not-modified".into()
+    } else {
+        label.into()
+    }
+}
+
+/// The response to a hit: the stored status and headers, the reader's own parts added (and
+/// `state` in `x-ts-cache`), the stored body streamed by the host; or, when the request's
+/// preconditions say the reader's copy is current, a `304` without the body
+/// ([`not_modified`]). `None` (logged) when the entry cannot be read: the caller asks the
+/// origin instead.
 fn hit(
     found: &Found,
+    preconditions: &Preconditions,
     client: &Client,
     edge_id: &IdentityPlan,
+    state: &CacheState,
     settings: &Settings,
 ) -> Option<Response> {
-    let Some((status, headers)) = stored::decode(&found.user_metadata()) else {
+    let Some(stored::Block {
+        status, headers, ..
+    }) = stored::decode(&found.user_metadata())
+    else {
         log::warn!("cache: stored header block unreadable, served around the cache");
         return None;
     };
-    let body = match found.to_stream() {
-        Ok(body) => body,
-        Err(e) => {
-            log::warn!("cache: stored body unreadable, served around the cache: {e}");
-            return None;
+    let unchanged = preconditions.not_modified(
+        status,
+        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
+    let body = if unchanged {
+        Body::new()
+    } else {
+        match found.to_stream() {
+            Ok(body) => body,
+            Err(e) => {
+                log::warn!("cache: stored body unreadable, served around the cache: {e}");
+                return None;
+            }
         }
     };
     let mut response = Response::from_status(status).with_body(body);
     crate::reply::replace_headers(&mut response, headers);
     response.set_version(client.version);
-    outgoing(&mut response, Some(edge_id), &CacheState::Hit, settings);
+    // The reader's parts are decided on the full response (the edge-ID cookie goes on a
+    // page), and a 304 keeps them.
+    outgoing(&mut response, Some(edge_id), state, settings);
+    if unchanged {
+        not_modified(&mut response, settings);
+    }
     Some(response)
+}
+
+/// Turns a hit into its `304 Not Modified`: the headers a `304` carries
+/// (`conditional::kept_on_304`: `ETag`, `Cache-Control`, `Vary`, `Expires`, `Date`,
+/// `Content-Location`), the reader's parts (`Set-Cookie`, `x-ts-cache`), the service's standard
+/// headers, and no body.
+fn not_modified(response: &mut Response, settings: &Settings) {
+    let has_etag = response.get_header("etag").is_some();
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .filter(|(n, _)| {
+            conditional::kept_on_304(n.as_str(), has_etag)
+                || *n == "set-cookie"
+                || n.as_str() == trusted_server_core::cache::CACHE_STATE_HEADER
+        })
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    trusted_server_core::apply_standard_headers(&mut headers, &settings.response_headers);
+    crate::reply::replace_headers(response, headers);
+    response.set_status(StatusCode::NOT_MODIFIED);
 }
 
 /// The origin's response may be stored: what to store it with.
@@ -297,7 +437,9 @@ pub struct Storing {
 /// response phase changes them); if not, the fill is cancelled and the reason returned.
 pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> {
     let fill = match lookup {
-        Lookup::Fill(fill) => fill,
+        // Within stale-if-error and the origin answered: the answer fills as on a miss.
+        Lookup::Fill(fill) | Lookup::StaleIfError(_, Some(fill)) => fill,
+        Lookup::StaleIfError(_, None) => return Err(CacheState::Pass(PassWhy::Refreshing)),
         Lookup::Pass(why) => return Err(CacheState::Pass(why)),
         Lookup::Hit(_) => return Err(CacheState::Pass(PassWhy::CacheError)),
         Lookup::Stale(_, fill) => return Err(fill.cancel(PassWhy::CacheError)),
@@ -402,7 +544,8 @@ impl Storing {
             .get_headers()
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
-        let Some(block) = stored::encode(response.get_status().as_u16(), &headers) else {
+        let status = response.get_status().as_u16();
+        let Some(block) = stored::encode(status, &headers, self.freshness.windows()) else {
             return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
         };
         let f = &self.freshness;
@@ -417,7 +560,8 @@ impl Storing {
             .tx
             .insert(f.max_age)
             .initial_age(f.initial_age)
-            .stale_while_revalidate(f.stale_while_revalidate)
+            // The longer of the two stale windows; the block keeps them apart.
+            .stale_while_revalidate(f.windows().cache_window())
             .vary_by(&vary)
             .surrogate_keys(
                 self.surrogate_keys

@@ -34,6 +34,7 @@ mod signing_keys;
 mod timing;
 
 use fastly::Request;
+use trusted_server_core::cache::stale;
 use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Route;
 
@@ -84,15 +85,18 @@ fn proxy(request: Request, access: &mut Access) {
     let forward = edge_id.forward.as_deref();
     // Learned early hints leave first, before the page cache or the origin is asked.
     let learning = hints::before_origin(&request, &client, &SETTINGS, access);
-    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs).
+    // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs), with
+    // a 304 when the reader's copy is current.
+    let preconditions = cache::preconditions(&request);
     let lookup = cache::lookup(&request, &client);
-    let lookup = match cache::answer_hit(lookup, &client, &edge_id, &SETTINGS, access) {
-        cache::AfterHit::Served => return,
-        cache::AfterHit::Refresh(fill) => {
-            return cache::refresh(request, fill, client, &SETTINGS, access)
-        }
-        cache::AfterHit::Origin(lookup) => lookup,
-    };
+    let lookup =
+        match cache::answer_hit(lookup, &preconditions, &client, &edge_id, &SETTINGS, access) {
+            cache::AfterHit::Served => return,
+            cache::AfterHit::Refresh(fill) => {
+                return cache::refresh(request, fill, client, &SETTINGS, access)
+            }
+            cache::AfterHit::Origin(lookup) => lookup,
+        };
     let asked = std::time::Instant::now();
     let fetched = origin::fetch(request, &client, forward, &SETTINGS);
     access.origin_wait = Some(asked.elapsed());
@@ -104,17 +108,42 @@ fn proxy(request: Request, access: &mut Access) {
                 origin::OriginFailure::Unavailable(_) => Failure::OriginUnavailable,
             };
             let cause = failure.detail().to_owned();
+            // Within stale-if-error, the stale copy answers instead of the 502/504.
+            let named = format!("{kind}: {cause}");
+            let Some(lookup) =
+                stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+            else {
+                return;
+            };
             return answer_origin_failure(access, lookup, failure, kind, &cause);
         }
     };
-    if origin_response.get_status().is_informational() {
+    let status = origin_response.get_status();
+    if status.is_informational() {
         // 100 and 103 are interim and consumed by the platform; a 1xx that reaches us as the
         // final answer (101 Switching Protocols, 102) cannot be relayed: the platform refuses
         // to send it and there is no body to stream.
-        let cause = format!("status {}", origin_response.get_status());
+        let cause = format!("status {status}");
+        let named = format!("{}: {cause}", Failure::InterimAsFinal);
+        let Some(lookup) = stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+        else {
+            return;
+        };
         let failure = origin::OriginFailure::Unavailable(cause.clone());
         return answer_origin_failure(access, lookup, failure, Failure::InterimAsFinal, &cause);
     }
+    // A 500, 502, 503 or 504 from the origin is a failure too for stale-if-error (RFC 5861):
+    // within its window the stale copy answers; otherwise the origin's answer is relayed.
+    let lookup = if stale::is_origin_error(status.as_u16()) {
+        let named = format!("origin answered {status}");
+        let Some(lookup) = stale_instead(lookup, &named, &preconditions, &client, &edge_id, access)
+        else {
+            return;
+        };
+        lookup
+    } else {
+        lookup
+    };
     // A response that may be stored is prepared without the reader's parts (the edge-ID
     // cookie), which `cache` adds on the way out; any other gets them here, as before.
     let assessed = cache::assess(lookup, &origin_response);
@@ -144,6 +173,29 @@ fn proxy(request: Request, access: &mut Access) {
     if let Some(learning) = learning {
         hints::after_page(learning, link_hints, access);
     }
+}
+
+/// The origin failed (`failure` names how): within the entry's stale-if-error, the stale copy
+/// answered (`cache::serve_stale_if_error`) and `None` is returned; otherwise the lookup is
+/// given back for the usual path.
+fn stale_instead(
+    lookup: cache::Lookup,
+    failure: &str,
+    preconditions: &trusted_server_core::cache::conditional::Preconditions,
+    client: &client::Client,
+    edge_id: &IdentityPlan,
+    access: &mut Access,
+) -> Option<cache::Lookup> {
+    cache::serve_stale_if_error(
+        lookup,
+        failure,
+        preconditions,
+        client,
+        edge_id,
+        &SETTINGS,
+        access,
+    )
+    .err()
 }
 
 /// The origin gave no response to relay: the failure is reported (before any header was

@@ -51,9 +51,13 @@ pub struct Knobs {
     /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
     /// of at their recorded times.
     pub nextjs_instant: bool,
-    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`, `link`: headers to add
-    /// (percent-decoded), for the proxy's cache and early-hints tests.
+    /// `cache_control`, `surrogate_control`, `surrogate_key`, `vary`, `link`, `etag`,
+    /// `last_modified`: headers to add (percent-decoded), for the proxy's cache and
+    /// early-hints tests.
     pub cache_headers: Vec<(&'static str, String)>,
+    /// `faults_from`: a wall-clock time (milliseconds since the Unix epoch) before which the
+    /// fault knobs are ignored (see [`Knobs::in_effect`]).
+    pub faults_from: Option<u64>,
 }
 
 impl Knobs {
@@ -105,7 +109,8 @@ impl Knobs {
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
                 "set_cookie" => knobs.set_cookie = flag(key, v)?,
-                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link" => {
+                "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link"
+                | "etag" | "last_modified" => {
                     if v.bytes().any(|b| !(b == b' ' || b.is_ascii_graphic())) {
                         return Err(format!("{key}: not a header value: {v:?}"));
                     }
@@ -114,11 +119,14 @@ impl Knobs {
                         "surrogate_control" => "Surrogate-Control",
                         "surrogate_key" => "Surrogate-Key",
                         "link" => "Link",
+                        "etag" => "ETag",
+                        "last_modified" => "Last-Modified",
                         _ => "Vary",
                     };
                     knobs.cache_headers.push((name, value.clone()));
                 }
                 "nextjs_timing" => knobs.nextjs_instant = !flag(key, v)?,
+                "faults_from" => knobs.faults_from = Some(number(key, v, 0, u64::MAX)?),
                 "redirect" => {
                     let ok = v.starts_with('/')
                         && !v.starts_with("//")
@@ -138,6 +146,24 @@ impl Knobs {
             });
         }
         Ok(knobs)
+    }
+}
+
+impl Knobs {
+    /// The knobs that apply to a request arriving at `now_unix_ms`: before `faults_from`, the
+    /// fault knobs (`status`, `headers_delay_ms`, `die_after`, `truncate`, `lie_encoding`)
+    /// are dropped and the page is served as it is. So one URL (one cache key at the proxy)
+    /// answers well, then fails from a time the test chose: what the proxy's stale-if-error
+    /// tests need, without state in the origin.
+    pub fn in_effect(mut self, now_unix_ms: u64) -> Knobs {
+        if self.faults_from.is_some_and(|from| now_unix_ms < from) {
+            self.status = None;
+            self.headers_delay = None;
+            self.die_after = None;
+            self.truncate = None;
+            self.lie_encoding = None;
+        }
+        self
     }
 }
 
@@ -197,7 +223,8 @@ mod tests {
             "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
              &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
              &nextjs_timing=0&cache_control=public%2C%20max-age%3D60&vary=Cookie\
-             &surrogate_key=a%20b&surrogate_control=max-age%3D5",
+             &surrogate_key=a%20b&surrogate_control=max-age%3D5&etag=%22v1%22\
+             &last_modified=Tue%2C%2015%20Nov%201994%2012%3A45%3A26%20GMT",
         ))
         .unwrap();
         assert_eq!(
@@ -207,6 +234,8 @@ mod tests {
                 ("Vary", "Cookie".to_owned()),
                 ("Surrogate-Key", "a b".to_owned()),
                 ("Surrogate-Control", "max-age=5".to_owned()),
+                ("ETag", "\"v1\"".to_owned()),
+                ("Last-Modified", "Tue, 15 Nov 1994 12:45:26 GMT".to_owned()),
             ]
         );
         assert!(Knobs::parse(Some("vary=a%0Ab")).is_err());
@@ -231,6 +260,36 @@ mod tests {
                 .unwrap()
                 .nextjs_instant
         );
+    }
+
+    #[test]
+    fn faults_apply_from_their_time_on() {
+        let k = Knobs::parse(Some(
+            "status=503&headers_delay_ms=5&die_after=1&truncate=2&lie_encoding=gzip\
+             &cache_control=max-age%3D1&drip_chunks=2&faults_from=1000",
+        ))
+        .unwrap();
+        assert_eq!(k.faults_from, Some(1000));
+        let before = k.clone().in_effect(999);
+        assert_eq!(
+            (
+                before.status,
+                before.headers_delay,
+                before.die_after,
+                before.truncate,
+                before.lie_encoding
+            ),
+            (None, None, None, None, None)
+        );
+        // What is not a fault stays.
+        assert_eq!(before.cache_headers, k.cache_headers);
+        assert_eq!(before.drip, k.drip);
+        assert_eq!(k.clone().in_effect(1000), k);
+        assert_eq!(k.clone().in_effect(5000), k);
+        // Without `faults_from`, faults always apply.
+        let always = Knobs::parse(Some("status=503")).unwrap();
+        assert_eq!(always.clone().in_effect(0), always);
+        assert!(Knobs::parse(Some("faults_from=soon")).is_err());
     }
 
     #[test]

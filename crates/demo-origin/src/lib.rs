@@ -38,6 +38,8 @@
 //! | `set_cookie=1` | add two `Set-Cookie` headers |
 //! | `redirect=/path` | 302 to `https://origin.demo-publisher.example/path` |
 //! | `nextjs_timing=0` | replay a Next.js capture's chunks back to back instead of at their recorded times |
+//! | `cache_control=`, `surrogate_control=`, `surrogate_key=`, `vary=`, `link=`, `etag=`, `last_modified=` | add that header (percent-encoded value) |
+//! | `faults_from=T` | the fault knobs (`status`, `headers_delay_ms`, `die_after`, `truncate`, `lie_encoding`) apply only from T (Unix ms) on |
 //!
 //! ```no_run
 //! let server = demo_origin::Server::bind("127.0.0.1:0", demo_origin::default_root())?;

@@ -264,6 +264,10 @@ async fn handle(
     let (knobs, resource, close) = match read_body(request_body).await {
         Ok(request_body) => match Knobs::parse(head.uri.query()) {
             Ok(knobs) => {
+                let now_ms = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                let knobs = knobs.in_effect(now_ms);
                 let resource = tokio::task::block_in_place(|| {
                     let nextjs = state.nextjs.as_ref();
                     routes::route(&state.root, nextjs, &state.cache, &head, &request_body)

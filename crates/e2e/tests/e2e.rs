@@ -325,6 +325,22 @@ fn main() {
             cache::concurrent_requests_for_a_page_that_passes_do_not_queue,
         ),
         (
+            "cache: stale-if-error serves the stale copy when the origin fails (5xx, timeout)",
+            cache::stale_if_error_serves_the_stale_copy_when_the_origin_fails,
+        ),
+        (
+            "cache: stale-if-error refreshes the entry when the origin answers",
+            cache::stale_if_error_refreshes_when_the_origin_answers,
+        ),
+        (
+            "cache: past stale-if-error the origin's failure reaches the client",
+            cache::past_stale_if_error_the_failure_reaches_the_client,
+        ),
+        (
+            "cache: a hit answers If-None-Match and If-Modified-Since with 304",
+            cache::a_hit_answers_conditional_requests_with_304,
+        ),
+        (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",
             first_party::proxy::image_byte_identical,
         ),

@@ -7,12 +7,17 @@
 //!   may be stored (and for how long), or passes with a reason;
 //! * [`key`]: the cache key, from every input the rewritten output depends on;
 //! * [`surrogate`]: the surrogate keys an entry is stored under (the origin's and ours);
-//! * [`stored`]: the header block stored with the body, without any per-reader header.
+//! * [`stored`]: the header block stored with the body, without any per-reader header;
+//! * [`conditional`]: whether a hit answers a conditional request with `304 Not Modified`;
+//! * [`stale`]: which stale window (`stale-while-revalidate`, `stale-if-error`) a found entry
+//!   is in.
 //!
 //! See `docs/caching.md` for the whole design.
 
+pub mod conditional;
 pub mod key;
 pub mod policy;
+pub mod stale;
 pub mod stored;
 pub mod surrogate;
 
@@ -28,6 +33,9 @@ pub enum CacheState {
     Hit,
     /// Not in the cache: fetched, rewritten, and stored while it streamed.
     Miss,
+    /// A stale copy within the origin's `stale-if-error`, served because the origin, asked
+    /// first, failed (no response, or a `500`, `502`, `503`, `504`).
+    StaleIfError,
     /// Not stored and not served from the cache, and why.
     Pass(PassWhy),
 }
@@ -37,6 +45,7 @@ impl fmt::Display for CacheState {
         match self {
             CacheState::Hit => f.write_str("HIT"),
             CacheState::Miss => f.write_str("MISS"),
+            CacheState::StaleIfError => f.write_str("HIT(stale-if-error)"),
             CacheState::Pass(why) => write!(f, "PASS({why})"),
         }
     }
@@ -53,6 +62,7 @@ mod tests {
     fn the_header_values_are_the_documented_ones() {
         assert_eq!(CacheState::Hit.to_string(), "HIT");
         assert_eq!(CacheState::Miss.to_string(), "MISS");
+        assert_eq!(CacheState::StaleIfError.to_string(), "HIT(stale-if-error)");
         assert_eq!(
             CacheState::Pass(PassWhy::SetCookie).to_string(),
             "PASS(set-cookie)"

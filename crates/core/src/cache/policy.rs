@@ -55,6 +55,11 @@ pub enum PassWhy {
     CacheError,
     /// The origin gave no usable response.
     OriginError,
+    /// The entry is stale past `stale-while-revalidate`, within `stale-if-error`, and another
+    /// request is refreshing it (the core cache gives that obligation to one request and the
+    /// stale copy to the rest): this request asks the origin itself, stores nothing, and gets
+    /// the stale copy only if the origin fails.
+    Refreshing,
     /// `publisher.streaming = false`: buffered mode answers every rewritten page whole with a
     /// `Content-Length`, while a fill streams back from the entry as it is written, so
     /// buffered builds do not use the cache.
@@ -68,7 +73,7 @@ pub const REMEMBER_PASS: Duration = Duration::from_secs(60);
 
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 17] = [
+    pub const ALL: [PassWhy; 18] = [
         PassWhy::Method,
         PassWhy::Authorization,
         PassWhy::Status,
@@ -85,6 +90,7 @@ impl PassWhy {
         PassWhy::HeadersTooLarge,
         PassWhy::CacheError,
         PassWhy::OriginError,
+        PassWhy::Refreshing,
         PassWhy::Buffered,
     ];
 
@@ -97,6 +103,7 @@ impl PassWhy {
                 | PassWhy::Authorization
                 | PassWhy::CacheError
                 | PassWhy::OriginError
+                | PassWhy::Refreshing
                 | PassWhy::Buffered
         )
     }
@@ -125,6 +132,7 @@ impl PassWhy {
             PassWhy::HeadersTooLarge => "headers-too-large",
             PassWhy::CacheError => "cache-error",
             PassWhy::OriginError => "origin-error",
+            PassWhy::Refreshing => "refreshing",
             PassWhy::Buffered => "buffered",
         }
     }
@@ -166,12 +174,23 @@ pub struct Freshness {
     /// `stale-while-revalidate`: how long past `max_age` a stale copy may still be served
     /// while one request refreshes it.
     pub stale_while_revalidate: Duration,
-    /// `stale-if-error`, as the origin said it (kept for the documentation and the log: the
-    /// core cache has no stale-if-error of its own; see docs/caching.md).
+    /// `stale-if-error`: how long past `max_age` a stale copy is kept to answer when the
+    /// origin, asked first, fails (the core cache has no such window of its own: see
+    /// [`super::stale`]).
     pub stale_if_error: Duration,
     /// The request headers the origin's `Vary` names (lowercase, each once), for the core
     /// cache's `vary_by`.
     pub vary: Vec<String>,
+}
+
+impl Freshness {
+    /// The two stale windows, as stored with the entry.
+    pub fn windows(&self) -> super::stale::StaleWindows {
+        super::stale::StaleWindows {
+            while_revalidate: self.stale_while_revalidate,
+            if_error: self.stale_if_error,
+        }
+    }
 }
 
 /// Statuses a rewritten page may be stored with (RFC 9110's heuristically cacheable ones that
@@ -339,6 +358,7 @@ mod tests {
         assert_eq!(PassWhy::from_name("nope"), None);
         assert!(PassWhy::SetCookie.remembered() && PassWhy::NoTtl.remembered());
         assert!(!PassWhy::OriginError.remembered() && !PassWhy::CacheError.remembered());
+        assert!(!PassWhy::Refreshing.remembered());
     }
 
     #[test]

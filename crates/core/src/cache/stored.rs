@@ -4,21 +4,43 @@
 //! Stored: the status and the response headers exactly as the first client got them, minus
 //! every per-reader or cache-only header ([`is_per_reader`]): `Set-Cookie` (the edge-ID cookie
 //! is added per request on the way out; an origin cookie makes the page pass), the surrogate
-//! headers (for the cache, never the browser) and `x-ts-cache` (each response says its own).
+//! headers (for the cache, never the browser) and `x-ts-cache` (each response says its own);
+//! and the origin's two stale windows ([`StaleWindows`]), which the core cache cannot keep
+//! apart itself (it is given the longer one; see `super::stale`).
 //!
-//! Layout: `TSH1`, the status (u16, big-endian), the number of headers (u16), then each name
-//! and value with a u16 length before it. Bounded by [`MAX_BLOCK_BYTES`]; a block that does
-//! not decode is a cache error, never a panic.
+//! Layout: `TSH2`, `stale-while-revalidate` and `stale-if-error` in seconds (u32 each,
+//! big-endian), the status (u16), the number of headers (u16), then each name and value with a
+//! u16 length before it. Bounded by [`MAX_BLOCK_BYTES`]; a block that does not decode is a
+//! cache error, never a panic. The previous layout, `TSH1` (the same without the windows),
+//! still decodes, with no windows: its entries were inserted with their
+//! `stale-while-revalidate` as the cache's window, which is what the caller then assumes.
+
+use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
+
+use super::stale::StaleWindows;
 
 /// Largest header block stored: a page whose headers need more is not cached.
 pub const MAX_BLOCK_BYTES: usize = 32 * 1024;
 
-const MAGIC: &[u8] = b"TSH1";
+const MAGIC: &[u8] = b"TSH2";
+/// The layout before the stale windows were stored.
+const MAGIC_V1: &[u8] = b"TSH1";
 
 /// The metadata of a remembered pass (an entry with no body): `TSPASS1:` and the reason.
 const PASS_MAGIC: &[u8] = b"TSPASS1:";
+
+/// What a header block holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The response status.
+    pub status: u16,
+    /// The stored headers, in order.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The origin's stale windows; `None` for a `TSH1` block, which did not keep them.
+    pub windows: Option<StaleWindows>,
+}
 
 /// The metadata that remembers a pass for `why` (see `policy::REMEMBER_PASS`).
 pub fn pass_marker(why: super::PassWhy) -> Vec<u8> {
@@ -39,15 +61,27 @@ pub fn is_per_reader(name: &str) -> bool {
         || name.eq_ignore_ascii_case(super::CACHE_STATE_HEADER)
 }
 
-/// The block for `status` and `headers`, without the per-reader ones; `None` when it would
-/// exceed [`MAX_BLOCK_BYTES`].
-pub fn encode(status: u16, headers: &[(HeaderName, HeaderValue)]) -> Option<Vec<u8>> {
+/// Seconds as stored: a window is at most `policy::MAX_LIFETIME` (a year), so a u32 holds it;
+/// anything larger is kept as the largest u32.
+fn secs(d: Duration) -> [u8; 4] {
+    u32::try_from(d.as_secs()).unwrap_or(u32::MAX).to_be_bytes()
+}
+
+/// The block for `status`, `headers` (without the per-reader ones) and the origin's stale
+/// `windows`; `None` when it would exceed [`MAX_BLOCK_BYTES`].
+pub fn encode(
+    status: u16,
+    headers: &[(HeaderName, HeaderValue)],
+    windows: StaleWindows,
+) -> Option<Vec<u8>> {
     let kept: Vec<_> = headers
         .iter()
         .filter(|(n, _)| !is_per_reader(n.as_str()))
         .collect();
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&secs(windows.while_revalidate));
+    out.extend_from_slice(&secs(windows.if_error));
     out.extend_from_slice(&status.to_be_bytes());
     out.extend_from_slice(&u16::try_from(kept.len()).ok()?.to_be_bytes());
     for (name, value) in kept {
@@ -62,10 +96,29 @@ pub fn encode(status: u16, headers: &[(HeaderName, HeaderValue)]) -> Option<Vec<
     Some(out)
 }
 
-/// The status and headers of a block; `None` when it is not one this layout wrote (truncated,
-/// another version, invalid names or values, trailing bytes).
-pub fn decode(block: &[u8]) -> Option<(u16, Vec<(HeaderName, HeaderValue)>)> {
-    let mut rest = block.strip_prefix(MAGIC)?;
+/// The stale windows of a block, read from its start only (the lookup needs them before it
+/// decides whether to read the rest). `None` for a `TSH1` block or anything else.
+pub fn windows(block: &[u8]) -> Option<StaleWindows> {
+    let rest = block.strip_prefix(MAGIC)?;
+    let word = |at: usize| -> Option<Duration> {
+        let b = rest.get(at..at + 4)?;
+        Some(Duration::from_secs(u64::from(u32::from_be_bytes([
+            b[0], b[1], b[2], b[3],
+        ]))))
+    };
+    Some(StaleWindows {
+        while_revalidate: word(0)?,
+        if_error: word(4)?,
+    })
+}
+
+/// What a block holds; `None` when it is not one these layouts wrote (truncated, another
+/// version, invalid names or values, trailing bytes).
+pub fn decode(block: &[u8]) -> Option<Block> {
+    let (windows, mut rest) = match block.strip_prefix(MAGIC) {
+        Some(rest) => (Some(windows(block)?), rest.get(8..)?),
+        None => (None, block.strip_prefix(MAGIC_V1)?),
+    };
     let mut take = |n: usize| -> Option<&[u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
         rest = tail;
@@ -85,7 +138,11 @@ pub fn decode(block: &[u8]) -> Option<(u16, Vec<(HeaderName, HeaderValue)>)> {
     if !rest.is_empty() || !(100..1000).contains(&status) {
         return None;
     }
-    Some((status, headers))
+    Some(Block {
+        status,
+        headers,
+        windows,
+    })
 }
 
 #[cfg(test)]
@@ -100,6 +157,11 @@ mod tests {
         )
     }
 
+    const W: StaleWindows = StaleWindows {
+        while_revalidate: Duration::from_secs(30),
+        if_error: Duration::from_secs(600),
+    };
+
     #[test]
     fn per_reader_headers_are_never_stored() {
         let headers = [
@@ -111,17 +173,18 @@ mod tests {
             h("etag", b"W/\"v1\""),
             h("vary", b"Accept-Encoding"),
         ];
-        let block = encode(200, &headers).unwrap();
+        let block = encode(200, &headers, W).unwrap();
         assert!(
             !block.windows(5).any(|w| w == b"ts-ec"),
             "the cookie's value"
         );
-        let (status, back) = decode(&block).unwrap();
-        assert_eq!(status, 200);
+        let back = decode(&block).unwrap();
+        assert_eq!(back.status, 200);
         assert_eq!(
-            back,
+            back.headers,
             [headers[0].clone(), headers[5].clone(), headers[6].clone()]
         );
+        assert_eq!(back.windows, Some(W));
     }
 
     #[test]
@@ -132,15 +195,39 @@ mod tests {
             assert_eq!(read_pass_marker(&marker), Some(why));
             assert_eq!(decode(&marker), None);
         }
-        let block = encode(200, &[h("a", b"b")]).unwrap();
+        let block = encode(200, &[h("a", b"b")], W).unwrap();
         assert_eq!(read_pass_marker(&block), None);
+        assert_eq!(windows(&pass_marker(PassWhy::Status)), None);
         assert_eq!(read_pass_marker(b"TSPASS1:nope"), None);
     }
 
     #[test]
     fn the_layout_is_the_documented_one() {
-        let block = encode(404, &[h("a", b"xy")]).unwrap();
-        assert_eq!(block, b"TSH1\x01\x94\x00\x01\x00\x01a\x00\x02xy");
+        let block = encode(404, &[h("a", b"xy")], W).unwrap();
+        assert_eq!(
+            block,
+            b"TSH2\x00\x00\x00\x1e\x00\x00\x02\x58\x01\x94\x00\x01\x00\x01a\x00\x02xy"
+        );
+        assert_eq!(windows(&block), Some(W));
+        // A window past a u32 of seconds is kept as the largest one (never wraps).
+        let huge = StaleWindows {
+            while_revalidate: Duration::from_secs(u64::MAX),
+            if_error: Duration::ZERO,
+        };
+        let block = encode(200, &[], huge).unwrap();
+        let read = windows(&block).unwrap();
+        assert_eq!(read.while_revalidate, Duration::from_secs(u32::MAX.into()));
+    }
+
+    #[test]
+    fn the_previous_layout_still_decodes_without_windows() {
+        // What the TSH1 encoder wrote for 404 and `a: xy`.
+        let v1 = b"TSH1\x01\x94\x00\x01\x00\x01a\x00\x02xy";
+        let block = decode(v1).unwrap();
+        assert_eq!(block.status, 404);
+        assert_eq!(block.headers, [h("a", b"xy")]);
+        assert_eq!(block.windows, None);
+        assert_eq!(windows(v1), None);
     }
 
     #[test]
@@ -149,16 +236,22 @@ mod tests {
             h("x-big", &vec![b'a'; 20_000]),
             h("x-big2", &vec![b'a'; 20_000]),
         ];
-        assert_eq!(encode(200, &big), None);
-        let block = encode(200, &[h("a", b"xy")]).unwrap();
+        assert_eq!(encode(200, &big, W), None);
+        let block = encode(200, &[h("a", b"xy")], W).unwrap();
         for cut in 0..block.len() {
             assert_eq!(decode(&block[..cut]), None, "cut at {cut}");
         }
+        assert_eq!(windows(&block[..11]), None);
         let mut trailing = block.clone();
         trailing.push(0);
         assert_eq!(decode(&trailing), None);
-        assert_eq!(decode(b"TSH2\x00\xc8\x00\x00"), None);
+        assert_eq!(decode(b"TSH3\x00\xc8\x00\x00"), None);
         assert_eq!(decode(b"TSH1\x00\x00\x00\x00"), None, "status 0");
+        assert_eq!(
+            decode(b"TSH2\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
+            None,
+            "status 0"
+        );
     }
 
     proptest! {
@@ -168,14 +261,22 @@ mod tests {
             let mut with_magic = MAGIC.to_vec();
             with_magic.extend_from_slice(&bytes);
             let _ = decode(&with_magic);
+            let _ = windows(&with_magic);
+            let mut v1 = MAGIC_V1.to_vec();
+            v1.extend_from_slice(&bytes);
+            let _ = decode(&v1);
         }
 
         #[test]
-        fn round_trip(status in 100u16..1000, headers in proptest::collection::vec(("[a-z][a-z0-9-]{0,20}", "[ -~]{0,50}"), 0..20)) {
+        fn round_trip(status in 100u16..1000, headers in proptest::collection::vec(("[a-z][a-z0-9-]{0,20}", "[ -~]{0,50}"), 0..20), swr in 0u64..=u64::from(u32::MAX), sie in 0u64..=u64::from(u32::MAX)) {
             let headers: Vec<_> = headers.iter().map(|(n, v)| h(n, v.as_bytes())).collect();
             let kept: Vec<_> = headers.iter().filter(|(n, _)| !is_per_reader(n.as_str())).cloned().collect();
-            let block = encode(status, &headers).unwrap();
-            prop_assert_eq!(decode(&block), Some((status, kept)));
+            let windows = StaleWindows {
+                while_revalidate: Duration::from_secs(swr),
+                if_error: Duration::from_secs(sie),
+            };
+            let block = encode(status, &headers, windows).unwrap();
+            prop_assert_eq!(decode(&block), Some(Block { status, headers: kept, windows: Some(windows) }));
         }
     }
 }

@@ -380,3 +380,206 @@ pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Out
     let n = origin_requests(w, &t, N);
     check(n == N, || format!("{n} origin requests, not {N}"))
 }
+
+/// Milliseconds since the Unix epoch, `ahead` from now: a `faults_from` value for the demo
+/// origin (the same clock: both run on this machine).
+fn unix_ms_in(ahead: Duration) -> u128 {
+    (std::time::SystemTime::now() + ahead)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// `public, max-age=1, stale-if-error=<sie>`, percent-encoded.
+fn stale_if_error(sie: u32) -> String {
+    format!("cache_control=public%2C%20max-age%3D1%2C%20stale-if-error%3D{sie}")
+}
+
+pub fn stale_if_error_serves_the_stale_copy_when_the_origin_fails(w: &World) -> Outcome {
+    // Each fault starts a second after the fill (`faults_from`), when the one-second lifetime
+    // is over: the origin is asked first, fails, and the stale copy answers.
+    let faults = [
+        ("status=503", "origin answered 503"),
+        ("status=500", "origin answered 500"),
+        // Past the e2e builds' 2 s first-byte timeout: the service's 504 exit.
+        ("headers_delay_ms=3000", "origin timed out"),
+    ];
+    for (fault, named) in faults {
+        let t = unique();
+        let from = unix_ms_in(Duration::from_millis(1000));
+        let path = format!(
+            "{PAGE}?{}&{fault}&faults_from={from}&t={t}",
+            stale_if_error(60)
+        );
+        let first = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&first) == "MISS", || {
+            format!("{fault}: first {}", state(&first))
+        })?;
+        std::thread::sleep(Duration::from_millis(1600));
+        let stale = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&stale) == "HIT(stale-if-error)", || {
+            format!("{fault}: after the expiry {}", state(&stale))
+        })?;
+        super::same_bytes(fault, &stale.body, &first.body)?;
+        let timing = stale.header("server-timing").unwrap_or("");
+        // Quoted: parentheses are not token characters.
+        check(
+            timing.contains("cache;desc=\"HIT(stale-if-error)\""),
+            || format!("{fault}: Server-Timing {timing:?}"),
+        )?;
+        // The origin was asked before the stale copy answered: its log has the request
+        // (once answered), or for the timeout the head came after the service's wait (the
+        // origin logs nothing for a response whose client, the service, had gone).
+        if fault.starts_with("headers_delay") {
+            let waited = Duration::from_millis(super::FIRST_BYTE_TIMEOUT_MS);
+            check(stale.headers_at >= waited, || {
+                format!("{fault}: headers after {:?}", stale.headers_at)
+            })?;
+        } else {
+            let n = origin_requests(w, &t, 2);
+            check(n == 2, || {
+                format!("{fault}: the origin was asked {n} times, not twice")
+            })?;
+        }
+        super::log_line(w, &["cache: origin failed (", named, "stale-if-error"])?;
+    }
+    super::log_line(w, &["access", "cache=HIT(stale-if-error)"]).map(|_| ())
+}
+
+pub fn stale_if_error_refreshes_when_the_origin_answers(w: &World) -> Outcome {
+    let t = unique();
+    let path = format!("{PAGE}?{}&t={t}", stale_if_error(60));
+    let first = fetch_complete(w.streaming, &path, &[identity()])?;
+    std::thread::sleep(Duration::from_millis(1600));
+    // The origin answers: the normal fill path, a MISS that stores the new copy.
+    let refreshed = fetch_complete(w.streaming, &path, &[identity()])?;
+    let again = fetch_complete(w.streaming, &path, &[identity()])?;
+    let states = [state(&first), state(&refreshed), state(&again)];
+    check(states == ["MISS", "MISS", "HIT"], || format!("{states:?}"))?;
+    super::same_bytes("refreshed", &again.body, &first.body)?;
+    let n = origin_requests(w, &t, 3);
+    check(n == 2, || {
+        format!("the origin was asked {n} times, not twice")
+    })
+}
+
+pub fn past_stale_if_error_the_failure_reaches_the_client(w: &World) -> Outcome {
+    // One second fresh, one more kept for errors; asked 2.6 s after the fill.
+    let cases = [
+        ("status=502", 502, "PASS(status)"),
+        ("headers_delay_ms=3000", 504, "PASS(origin-error)"),
+    ];
+    for (fault, status, want) in cases {
+        let t = unique();
+        let from = unix_ms_in(Duration::from_millis(1000));
+        let path = format!(
+            "{PAGE}?{}&{fault}&faults_from={from}&t={t}",
+            stale_if_error(1)
+        );
+        let first = fetch_complete(w.streaming, &path, &[identity()])?;
+        check(state(&first) == "MISS", || {
+            format!("{fault}: first {}", state(&first))
+        })?;
+        std::thread::sleep(Duration::from_millis(2600));
+        let late = fetch(w.streaming, &path, &[identity()])?;
+        check(late.status == status && state(&late) == want, || {
+            format!(
+                "{fault}: past stale-if-error {} {}, not {status} {want}",
+                late.status,
+                state(&late)
+            )
+        })?;
+    }
+    Ok(())
+}
+
+pub fn a_hit_answers_conditional_requests_with_304(w: &World) -> Outcome {
+    const MODIFIED: &str = "Tue, 15 Nov 1994 12:45:26 GMT";
+    let t = unique();
+    let path = format!(
+        "{PAGE}?{CACHEABLE}&etag=%22v1%22&last_modified=Tue%2C%2015%20Nov%201994%2012%3A45%3A26%20GMT&t={t}"
+    );
+    let first = fetch_complete(w.streaming, &path, &[identity(), NAV])?;
+    check(state(&first) == "MISS", || {
+        format!("first: {}", state(&first))
+    })?;
+    // The rewrite weakens the origin's validator; that is what the browser sends back.
+    let etag = first.header("etag").unwrap_or("").to_owned();
+    check(etag == "W/\"v1\"", || format!("ETag {etag:?}"))?;
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+    let cases: [Case; 7] = [
+        ("the stored ETag", &[("if-none-match", &etag)], 304),
+        ("the strong form", &[("if-none-match", "\"v1\"")], 304),
+        (
+            "a list with it",
+            &[("if-none-match", "\"x\", W/\"v1\"")],
+            304,
+        ),
+        ("another ETag", &[("if-none-match", "\"v2\"")], 200),
+        (
+            "Last-Modified itself",
+            &[("if-modified-since", MODIFIED)],
+            304,
+        ),
+        (
+            "an earlier date",
+            &[("if-modified-since", "Mon, 14 Nov 1994 00:00:00 GMT")],
+            200,
+        ),
+        (
+            "If-None-Match decides when both are sent",
+            &[("if-none-match", "\"v2\""), ("if-modified-since", MODIFIED)],
+            200,
+        ),
+    ];
+    for (label, conditions, want) in cases {
+        let mut headers = vec![identity(), NAV];
+        headers.extend_from_slice(conditions);
+        let r = fetch(w.streaming, &path, &headers)?;
+        check(r.status == want && r.complete, || {
+            format!("{label}: status {} complete {}", r.status, r.complete)
+        })?;
+        check(state(&r) == "HIT", || format!("{label}: {}", state(&r)))?;
+        let timing = r.header("server-timing").unwrap_or("");
+        check(timing.contains("cache;desc=HIT"), || {
+            format!("{label}: Server-Timing {timing:?}")
+        })?;
+        // Each new reader gets its own edge ID, also on a 304.
+        check(our_cookies(&r).len() == 1, || {
+            format!("{label}: cookies {:?}", our_cookies(&r))
+        })?;
+        if want == 200 {
+            super::same_bytes(label, &r.body, &first.body)?;
+            continue;
+        }
+        check(r.body.is_empty(), || {
+            format!("{label}: a 304 with {} body bytes", r.body.len())
+        })?;
+        for name in ["etag", "vary"] {
+            check(r.header(name) == first.header(name), || {
+                format!(
+                    "{label}: {name} {:?}, not {:?}",
+                    r.header(name),
+                    first.header(name)
+                )
+            })?;
+        }
+        check(r.header("cache-control").is_some(), || {
+            format!("{label}: no Cache-Control")
+        })?;
+        for name in ["content-type", "content-encoding", "last-modified"] {
+            check(r.header(name).is_none(), || {
+                format!("{label}: a 304 with {name}: {:?}", r.header(name))
+            })?;
+        }
+        check(r.header("content-length").is_none_or(|v| v == "0"), || {
+            format!("{label}: Content-Length {:?}", r.header("content-length"))
+        })?;
+    }
+    let n = origin_requests(w, &t, 1);
+    check(n == 1, || format!("the origin was asked {n} times"))?;
+    super::log_line(
+        w,
+        &["access", "status=304", "cache-not-modified", "cache=HIT"],
+    )
+    .map(|_| ())
+}
