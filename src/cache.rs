@@ -5,7 +5,8 @@
 //! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
 //! one request that fills it); [`assess`] on the origin's response headers; then
 //! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
-//! the body the client reads (the stored bytes, streamed back as they are written). A failure
+//! the body the client reads (the stored bytes, streamed back as they are written), or, in a
+//! buffered build, the insert to make once the whole page is rewritten ([`Store`]). A failure
 //! of the cache is logged at `warn` and the request served around it.
 //!
 //! Per-reader headers are never stored: the response to store is prepared without the edge-ID
@@ -18,6 +19,8 @@
 //! within `stale-while-revalidate` the copy is served and refreshed ([`Lookup::Stale`]);
 //! past it, within `stale-if-error`, the origin is asked first ([`Lookup::StaleIfError`]) and
 //! the copy answers only if the origin fails ([`serve_stale_if_error`]).
+
+use std::io::{Read, Write};
 
 use fastly::cache::core::{CacheKey, Found, Transaction};
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
@@ -91,9 +94,7 @@ impl Fill {
 /// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks.
 pub fn lookup(request: &Request, client: &Client) -> Lookup {
     let has_authorization = request.get_header("authorization").is_some();
-    let streaming = crate::SETTINGS.publisher.streaming;
-    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization, streaming)
-    {
+    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
         return Lookup::Pass(why);
     }
     let key = page_key(request, client);
@@ -275,17 +276,21 @@ pub fn refresh(
             return;
         }
     };
-    let mut prepared = crate::response::prepare(
+    let prepared = crate::response::prepare(
         origin_response,
         client,
         &IdentityPlan::NONE,
         false,
         settings,
     );
-    match storing.start(&mut prepared.response, &prepared.plan, false) {
+    let started = storing
+        .checked(&prepared.response, &prepared.plan)
+        .and_then(|insert| insert.stream(false));
+    match started {
         Ok(filling) => {
             let outcome = std::mem::replace(&mut access.outcome, Outcome::Finished);
-            crate::body::send(prepared, Some(filling), settings, access);
+            let store = Store::Streaming(filling);
+            crate::body::send(prepared, Some(store), settings, access);
             let refreshed = access.outcome == Outcome::Finished;
             log::info!("cache: stale entry refreshed: {refreshed}");
             access.cache = Some(format!("HIT(stale, refreshed={refreshed})"));
@@ -386,7 +391,14 @@ fn hit(
     let body = if unchanged {
         Body::new()
     } else {
-        match found.to_stream() {
+        let read = found.to_stream().map_err(|e| e.to_string());
+        // A buffered build promises a `Content-Length` on every rewritten page: the stored
+        // body is read whole first (the host streams a cache body without a length).
+        let read = match read {
+            Ok(body) if !settings.publisher.streaming => whole(body).map(Body::from),
+            other => other,
+        };
+        match read {
             Ok(body) => body,
             Err(e) => {
                 log::warn!("cache: stored body unreadable, served around the cache: {e}");
@@ -404,6 +416,22 @@ fn hit(
         not_modified(&mut response, settings);
     }
     Some(response)
+}
+
+/// A stored body read whole, for a buffered build; an error when it cannot be read to its end
+/// or is larger than buffered mode holds (`body::BUFFERED_MAX_BYTES`), so that nothing is sent
+/// yet and the request can be served around the cache.
+fn whole(body: Body) -> Result<Vec<u8>, String> {
+    let cap = crate::body::BUFFERED_MAX_BYTES;
+    let mut out = Vec::new();
+    body.into_handle()
+        .take(cap as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() > cap {
+        return Err(format!("larger than the buffered-mode cap of {cap} bytes"));
+    }
+    Ok(out)
 }
 
 /// Turns a hit into its `304 Not Modified`: the headers a `304` carries
@@ -510,33 +538,47 @@ fn fill_key(key: &[u8; 32]) -> String {
     format!("ts-fill-{hex}")
 }
 
+/// How the entry is written, as `body::send` takes it.
+pub enum Store {
+    /// Streaming builds: the entry is written while the pipeline runs, and the client (and
+    /// every request waiting in the transaction) reads it back as it is written.
+    Streaming(Filling),
+    /// Buffered builds (`publisher.streaming = false`): the whole rewritten body is collected
+    /// first, as buffered mode does without a cache, then stored with its length
+    /// ([`Insert::whole`]) and sent with a `Content-Length`.
+    Whole(Insert),
+}
+
 impl Storing {
     /// The response prepared without the reader's parts: checks the plan and the header
-    /// block, starts the insert, and gives the client the body streamed back from it, with
-    /// the reader's parts added. On any refusal or failure, the response leaves as it would
-    /// without a cache; the state says which.
+    /// block, and starts the insert the build's mode calls for ([`Store`]), with the reader's
+    /// parts added to the response. On any refusal or failure, the response leaves as it
+    /// would without a cache; the state says which.
     pub fn begin(
         self,
         response: &mut Response,
         plan: &BodyPlan,
         edge_id: &IdentityPlan,
         settings: &Settings,
-    ) -> (CacheState, Option<Filling>) {
-        let (state, storing) = match self.start(response, plan, true) {
-            Ok(storing) => (CacheState::Miss, Some(storing)),
+    ) -> (CacheState, Option<Store>) {
+        let started = self.checked(response, plan).and_then(|insert| {
+            if settings.publisher.streaming {
+                insert.stream(true).map(Store::Streaming)
+            } else {
+                Ok(Store::Whole(insert))
+            }
+        });
+        let (state, store) = match started {
+            Ok(store) => (CacheState::Miss, Some(store)),
             Err(state) => (state, None),
         };
         outgoing(response, Some(edge_id), &state, settings);
-        (state, storing)
+        (state, store)
     }
 
-    /// Starts the insert; with `stream_back`, the body the client reads back from it.
-    fn start(
-        self,
-        response: &mut Response,
-        plan: &BodyPlan,
-        stream_back: bool,
-    ) -> Result<Filling, CacheState> {
+    /// Checks that the response may be stored as prepared (its body is rewritten, its header
+    /// block fits): the insert, not started yet.
+    fn checked(self, response: &Response, plan: &BodyPlan) -> Result<Insert, CacheState> {
         if !plan.changes_body() {
             return Err(self.fill.cancel(PassWhy::NotRewritten));
         }
@@ -548,8 +590,33 @@ impl Storing {
         let Some(block) = stored::encode(status, &headers, self.freshness.windows()) else {
             return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
         };
-        let f = &self.freshness;
         let own_key = fill_key(&self.fill.key);
+        Ok(Insert {
+            fill: self.fill,
+            freshness: self.freshness,
+            surrogate_keys: self.surrogate_keys,
+            block,
+            own_key,
+        })
+    }
+}
+
+/// An insert decided (the response may be stored, its header block encoded) and not started:
+/// the fill's obligation is still held, so requests for the key keep waiting.
+pub struct Insert {
+    fill: Fill,
+    freshness: policy::Freshness,
+    surrogate_keys: Vec<String>,
+    block: Vec<u8>,
+    /// A surrogate key only this entry has (`ts-fill-…`), to purge it if the fill fails.
+    own_key: String,
+}
+
+impl Insert {
+    /// The core cache's insert, configured: lifetime, age, the stale window, `Vary`, surrogate
+    /// keys, the header block.
+    fn builder(self) -> (fastly::cache::core::TransactionInsertBuilder, String) {
+        let f = &self.freshness;
         let vary: Vec<HeaderName> = f
             .vary
             .iter()
@@ -567,9 +634,16 @@ impl Storing {
                 self.surrogate_keys
                     .iter()
                     .map(String::as_str)
-                    .chain([own_key.as_str()]),
+                    .chain([self.own_key.as_str()]),
             )
-            .user_metadata(CacheKey::from(block));
+            .user_metadata(CacheKey::from(self.block));
+        (builder, self.own_key)
+    }
+
+    /// Starts the insert while the body is still to come; with `stream_back`, the body the
+    /// client reads back from it.
+    fn stream(self, stream_back: bool) -> Result<Filling, CacheState> {
+        let (builder, own_key) = self.builder();
         let started = if stream_back {
             builder
                 .execute_and_stream_back()
@@ -596,6 +670,36 @@ impl Storing {
                 Err(CacheState::Pass(PassWhy::CacheError))
             }
         }
+    }
+
+    /// Stores the whole rewritten `body`, its length known up front (buffered builds). A
+    /// failure is logged at `warn` and the entry discarded; the client's answer does not
+    /// depend on it. Returns whether the entry was stored.
+    pub fn whole(self, body: &[u8]) -> bool {
+        let (builder, own_key) = self.builder();
+        let length = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        let written = builder
+            .known_length(length)
+            .execute()
+            .map_err(|e| e.to_string())
+            .and_then(|mut insert| {
+                insert.write_all(body).map_err(|e| e.to_string())?;
+                insert.finish().map_err(|e| e.to_string())
+            });
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!("cache: storing the buffered page failed, not stored: {e}");
+                Filling::discard(&own_key);
+                false
+            }
+        }
+    }
+
+    /// Gives the obligation up (the body failed before it was stored): the next waiting
+    /// request tries. Returns the state to report.
+    pub fn cancel(self, why: PassWhy) -> CacheState {
+        self.fill.cancel(why)
     }
 }
 

@@ -1,15 +1,19 @@
 //! Buffered mode (`publisher.streaming = false`): the same pipeline into memory, then one
-//! response with a `Content-Length`.
+//! response with a `Content-Length`. A page the cache may keep is stored whole, with its
+//! length, before the response leaves (`crate::cache::Insert::whole`); a failure stores
+//! nothing.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use fastly::http::StatusCode;
 use fastly::{Body, Response};
+use trusted_server_core::cache::{PassWhy, CACHE_STATE_HEADER};
 use trusted_server_core::{BodyPipeline, PipelineError, Settings};
 
 use super::{classify, record_report, report, Job};
 use crate::access::{Access, Outcome, SinkStats};
+use crate::cache::Insert;
 use crate::failure::Failure;
 use crate::reply;
 use crate::timing::timed;
@@ -21,11 +25,14 @@ use crate::timing::timed;
 pub const BUFFERED_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// Buffered mode: the same pipeline into memory, then one response with a `Content-Length`.
-/// Nothing has been sent yet when something fails, so failures become a clean 502.
+/// Nothing has been sent yet when something fails, so failures become a clean 502. `insert`:
+/// the cache entry to store the rewritten page in (whole, before it is sent); on a failure
+/// it is given up, nothing stored.
 pub(crate) fn buffer(
     mut response: Response,
     origin_body: Body,
     job: Job,
+    insert: Option<Insert>,
     settings: &Settings,
     access: &mut Access,
 ) {
@@ -69,6 +76,11 @@ pub(crate) fn buffer(
     match result {
         Ok((CappedVec(out), pipeline_report)) => {
             record_report(&pipeline_report, settings, access);
+            // Stored first: the requests waiting for this fill read it as soon as it is in,
+            // and the response below does not depend on it (a failure is logged).
+            if let Some(insert) = insert {
+                insert.whole(&out);
+            }
             // Counted as the streaming build counts a body it sends whole: one host call,
             // whose body bytes have left once it returns.
             let stats = SinkStats::default();
@@ -83,7 +95,15 @@ pub(crate) fn buffer(
         Err(failure) => {
             report(failure, bytes_in, 0, settings, access);
             let mut response = reply::error(StatusCode::BAD_GATEWAY, settings);
-            crate::timing::stamp(&mut response, access, None, settings);
+            // Not stored; the next request waiting for this fill asks the origin again.
+            if let Some(insert) = insert {
+                access.cache = Some(insert.cancel(PassWhy::OriginError).to_string());
+            }
+            // The cache's verdict for this response, as on every proxied response.
+            if let Some(state) = access.cache.as_deref() {
+                response.set_header(CACHE_STATE_HEADER, state);
+            }
+            crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
             access.headers_sent(StatusCode::BAD_GATEWAY.as_u16());
             access.outcome = Outcome::Error;
             response.send_to_client();

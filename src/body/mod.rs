@@ -1,7 +1,9 @@
 //! The body phase: untouched bodies stream host-side (`send_to_client`); rewritten bodies go
 //! through the core pipeline, streamed ([`stream`]) into `stream_to_client()` by way of the
 //! client body that carries out the core's `Release` ([`downstream`]), or, with
-//! `publisher.streaming = false`, collected and sent with a `Content-Length` ([`buffer`]).
+//! `publisher.streaming = false`, collected and sent with a `Content-Length` ([`buffer`]). A
+//! page being stored in the cache is written into the entry and read back ([`fill`]), or in a
+//! buffered build stored whole by [`buffer`] before it is sent.
 
 mod buffer;
 pub mod downstream;
@@ -12,20 +14,19 @@ use trusted_server_core::{
     BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
 };
 
+pub(crate) use buffer::BUFFERED_MAX_BYTES;
+
 use crate::access::{Access, Outcome};
+use crate::cache::Store;
 use crate::failure::{self, Failure, Phase};
 use crate::origin;
 use crate::response::Prepared;
 
 /// The body phase. Everything it learns goes into `access`; failures are reported once.
-/// `storing`: the cache entry this response fills, and the body the client reads back from it
-/// unless the client already has its answer (`crate::cache`); for a rewritten body only.
-pub fn send(
-    prepared: Prepared,
-    storing: Option<crate::cache::Filling>,
-    settings: &Settings,
-    access: &mut Access,
-) {
+/// `storing`: the cache entry this response fills (`crate::cache::Store`): streamed into it
+/// and read back by the client, or, in a buffered build, stored whole once rewritten; for a
+/// rewritten body only.
+pub fn send(prepared: Prepared, storing: Option<Store>, settings: &Settings, access: &mut Access) {
     let Prepared {
         mut response,
         plan,
@@ -52,13 +53,17 @@ pub fn send(
         rule,
         options,
     };
-    if let Some(filling) = storing {
-        return fill::fill(response, origin_body, job, filling, settings, access);
-    }
-    if settings.publisher.streaming {
-        stream::stream(response, origin_body, job, settings, access);
-    } else {
-        buffer::buffer(response, origin_body, job, settings, access);
+    match storing {
+        Some(Store::Streaming(filling)) => {
+            fill::fill(response, origin_body, job, filling, settings, access)
+        }
+        Some(Store::Whole(insert)) => {
+            buffer::buffer(response, origin_body, job, Some(insert), settings, access)
+        }
+        None if settings.publisher.streaming => {
+            stream::stream(response, origin_body, job, settings, access)
+        }
+        None => buffer::buffer(response, origin_body, job, None, settings, access),
     }
 }
 

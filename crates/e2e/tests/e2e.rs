@@ -341,6 +341,10 @@ fn main() {
             cache::a_hit_answers_conditional_requests_with_304,
         ),
         (
+            "cache: a buffered build stores whole pages: MISS then HIT, both with Content-Length",
+            cache::a_buffered_build_stores_whole_pages_and_sends_their_length,
+        ),
+        (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",
             first_party::proxy::image_byte_identical,
         ),

@@ -53,17 +53,14 @@ pub enum PassWhy {
     HeadersTooLarge,
     /// The cache could not be read or written (logged); served around it.
     CacheError,
-    /// The origin gave no usable response.
+    /// The origin gave no usable response (or, in a buffered build, its body failed before
+    /// the page was stored).
     OriginError,
     /// The entry is stale past `stale-while-revalidate`, within `stale-if-error`, and another
     /// request is refreshing it (the core cache gives that obligation to one request and the
     /// stale copy to the rest): this request asks the origin itself, stores nothing, and gets
     /// the stale copy only if the origin fails.
     Refreshing,
-    /// `publisher.streaming = false`: buffered mode answers every rewritten page whole with a
-    /// `Content-Length`, while a fill streams back from the entry as it is written, so
-    /// buffered builds do not use the cache.
-    Buffered,
 }
 
 /// How long a response-side pass is remembered for its key ("hit-for-pass"): while it is,
@@ -73,7 +70,7 @@ pub const REMEMBER_PASS: Duration = Duration::from_secs(60);
 
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 18] = [
+    pub const ALL: [PassWhy; 17] = [
         PassWhy::Method,
         PassWhy::Authorization,
         PassWhy::Status,
@@ -91,7 +88,6 @@ impl PassWhy {
         PassWhy::CacheError,
         PassWhy::OriginError,
         PassWhy::Refreshing,
-        PassWhy::Buffered,
     ];
 
     /// Whether the origin's answer decided it, so it is remembered for [`REMEMBER_PASS`]; a
@@ -104,7 +100,6 @@ impl PassWhy {
                 | PassWhy::CacheError
                 | PassWhy::OriginError
                 | PassWhy::Refreshing
-                | PassWhy::Buffered
         )
     }
 
@@ -133,7 +128,6 @@ impl PassWhy {
             PassWhy::CacheError => "cache-error",
             PassWhy::OriginError => "origin-error",
             PassWhy::Refreshing => "refreshing",
-            PassWhy::Buffered => "buffered",
         }
     }
 }
@@ -144,17 +138,11 @@ impl fmt::Display for PassWhy {
     }
 }
 
-/// Whether a request may use the cache at all (looked up before the origin is asked), in a
-/// build that streams (`streaming`: `publisher.streaming`). `Err` with the reason when it must
-/// go to the origin and its answer must not be stored.
-pub fn request_allows(
-    method: &str,
-    has_authorization: bool,
-    streaming: bool,
-) -> Result<(), PassWhy> {
-    if !streaming {
-        return Err(PassWhy::Buffered);
-    }
+/// Whether a request may use the cache at all (looked up before the origin is asked). `Err`
+/// with the reason when it must go to the origin and its answer must not be stored. Streaming
+/// and buffered builds both use the cache: a buffered build stores the whole rewritten page
+/// and answers with its length (see docs/caching.md).
+pub fn request_allows(method: &str, has_authorization: bool) -> Result<(), PassWhy> {
     if method != "GET" {
         return Err(PassWhy::Method);
     }
@@ -363,16 +351,11 @@ mod tests {
 
     #[test]
     fn requests_with_credentials_or_other_methods_pass() {
-        assert_eq!(request_allows("GET", false, true), Ok(()));
-        assert_eq!(
-            request_allows("GET", true, true),
-            Err(PassWhy::Authorization)
-        );
-        assert_eq!(request_allows("GET", false, false), Err(PassWhy::Buffered));
-        assert!(!PassWhy::Buffered.remembered());
+        assert_eq!(request_allows("GET", false), Ok(()));
+        assert_eq!(request_allows("GET", true), Err(PassWhy::Authorization));
         for method in ["HEAD", "POST", "PUT", "get"] {
             assert_eq!(
-                request_allows(method, false, true),
+                request_allows(method, false),
                 Err(PassWhy::Method),
                 "{method}"
             );

@@ -583,3 +583,53 @@ pub fn a_hit_answers_conditional_requests_with_304(w: &World) -> Outcome {
     )
     .map(|_| ())
 }
+
+pub fn a_buffered_build_stores_whole_pages_and_sends_their_length(w: &World) -> Outcome {
+    for coding in ["identity", "gzip"] {
+        let t = unique();
+        let path = format!("{PAGE}?{CACHEABLE}&t={t}");
+        let headers = [("accept-encoding", coding)];
+        let first = fetch_complete(w.buffered, &path, &headers)?;
+        let second = fetch_complete(w.buffered, &path, &headers)?;
+        check(state(&first) == "MISS" && state(&second) == "HIT", || {
+            format!("{coding}: {} then {}", state(&first), state(&second))
+        })?;
+        super::same_bytes(coding, &second.body, &first.body)?;
+        for (label, r) in [("MISS", &first), ("HIT", &second)] {
+            let length = r.header("content-length").unwrap_or("(none)");
+            check(length == r.body.len().to_string(), || {
+                format!(
+                    "{coding} {label}: Content-Length {length}, body {} bytes",
+                    r.body.len()
+                )
+            })?;
+            check(r.header("transfer-encoding").is_none(), || {
+                format!("{coding} {label}: Transfer-Encoding on a buffered answer")
+            })?;
+        }
+        let n = origin_requests(w, &t, 1);
+        check(n == 1, || {
+            format!("{coding}: the origin was asked {n} times")
+        })?;
+        if coding == "identity" {
+            let want = super::expected(
+                &super::fixture(w, "news/article.html"),
+                &w.buffered.to_string(),
+            );
+            super::same_bytes("buffered hit vs rewrite oracle", &second.body, &want)?;
+        }
+    }
+    // A body that dies is not stored: each request gets buffered mode's 502 and asks again.
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&die_after=3000&t={t}");
+    for round in 0..2 {
+        let r = fetch(w.buffered, &path, &[identity()])?;
+        check(r.status == 502 && state(&r) == "PASS(origin-error)", || {
+            format!("round {round}: {} {}", r.status, state(&r))
+        })?;
+    }
+    let n = origin_requests(w, &t, 2);
+    check(n == 2, || {
+        format!("the origin was asked {n} times: a failed page was stored")
+    })
+}
