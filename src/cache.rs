@@ -62,15 +62,15 @@ pub struct Fill {
 
 impl Fill {
     /// Gives up the obligation. A pass the origin's answer decided is remembered for
-    /// `REMEMBER_PASS` (an entry with no body whose metadata names the reason, under the
-    /// page's surrogate key), so requests for the key stop queueing behind each other; any
+    /// `PassWhy::remembered_for` (an entry with no body whose metadata names the reason, under
+    /// the page's surrogate key), so requests for the key stop queueing behind each other; any
     /// other gives the obligation to the next waiting request.
     fn cancel(self, why: PassWhy) -> CacheState {
-        if why.remembered() {
+        if let Some(remember) = why.remembered_for() {
             let page = surrogate::page_key(&self.authority, &self.path);
             let marker = self
                 .tx
-                .insert(policy::REMEMBER_PASS)
+                .insert(remember)
                 .surrogate_keys([page.as_str(), surrogate::ALL_REWRITTEN])
                 .user_metadata(CacheKey::from(stored::pass_marker(why)))
                 .known_length(0)

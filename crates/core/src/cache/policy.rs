@@ -28,6 +28,9 @@ pub enum PassWhy {
     Authorization,
     /// A status a shared cache should not keep for a rewritten page.
     Status,
+    /// The origin answered with a `5xx`: not stored, and remembered only briefly
+    /// ([`REMEMBER_SERVER_ERROR`]), since it is the origin's state, not the page's.
+    ServerError,
     /// The origin sets a cookie: the response is someone's.
     SetCookie,
     /// `Vary: Cookie`: one copy per reader.
@@ -68,12 +71,19 @@ pub enum PassWhy {
 /// the request ahead of them to find out again that the page cannot be stored.
 pub const REMEMBER_PASS: Duration = Duration::from_secs(60);
 
+/// How long a pass for an origin's `5xx` is remembered ([`PassWhy::ServerError`]): long enough
+/// that requests during an outage do not queue behind each other, short enough that the page
+/// is cached again within seconds of the origin's recovery (a `5xx` says nothing about the
+/// page itself).
+pub const REMEMBER_SERVER_ERROR: Duration = Duration::from_secs(5);
+
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 17] = [
+    pub const ALL: [PassWhy; 18] = [
         PassWhy::Method,
         PassWhy::Authorization,
         PassWhy::Status,
+        PassWhy::ServerError,
         PassWhy::SetCookie,
         PassWhy::VaryCookie,
         PassWhy::VaryStar,
@@ -90,17 +100,19 @@ impl PassWhy {
         PassWhy::Refreshing,
     ];
 
-    /// Whether the origin's answer decided it, so it is remembered for [`REMEMBER_PASS`]; a
-    /// request-side reason never reaches the cache, and a failure is not the page's nature.
-    pub fn remembered(self) -> bool {
-        !matches!(
-            self,
+    /// How long the pass is remembered for the key, if at all: [`REMEMBER_PASS`] when the
+    /// origin's answer decided it, [`REMEMBER_SERVER_ERROR`] for an origin's `5xx`; `None` for
+    /// a request-side reason (it never reaches the cache) and for a failure without an answer.
+    pub fn remembered_for(self) -> Option<Duration> {
+        match self {
             PassWhy::Method
-                | PassWhy::Authorization
-                | PassWhy::CacheError
-                | PassWhy::OriginError
-                | PassWhy::Refreshing
-        )
+            | PassWhy::Authorization
+            | PassWhy::CacheError
+            | PassWhy::OriginError
+            | PassWhy::Refreshing => None,
+            PassWhy::ServerError => Some(REMEMBER_SERVER_ERROR),
+            _ => Some(REMEMBER_PASS),
+        }
     }
 
     /// The reason for its [`PassWhy::as_str`] name.
@@ -114,6 +126,7 @@ impl PassWhy {
             PassWhy::Method => "method",
             PassWhy::Authorization => "authorization",
             PassWhy::Status => "status",
+            PassWhy::ServerError => "server-error",
             PassWhy::SetCookie => "set-cookie",
             PassWhy::VaryCookie => "vary-cookie",
             PassWhy::VaryStar => "vary-star",
@@ -191,6 +204,9 @@ pub fn response_allows<'h>(
     status: u16,
     headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
 ) -> Result<Freshness, PassWhy> {
+    if (500..600).contains(&status) {
+        return Err(PassWhy::ServerError);
+    }
     if !STORABLE_STATUSES.contains(&status) {
         return Err(PassWhy::Status);
     }
@@ -344,9 +360,21 @@ mod tests {
             );
         }
         assert_eq!(PassWhy::from_name("nope"), None);
-        assert!(PassWhy::SetCookie.remembered() && PassWhy::NoTtl.remembered());
-        assert!(!PassWhy::OriginError.remembered() && !PassWhy::CacheError.remembered());
-        assert!(!PassWhy::Refreshing.remembered());
+        for why in [PassWhy::SetCookie, PassWhy::NoTtl, PassWhy::Status] {
+            assert_eq!(why.remembered_for(), Some(REMEMBER_PASS), "{why}");
+        }
+        assert_eq!(
+            PassWhy::ServerError.remembered_for(),
+            Some(REMEMBER_SERVER_ERROR)
+        );
+        assert!(REMEMBER_SERVER_ERROR < REMEMBER_PASS);
+        for why in [
+            PassWhy::OriginError,
+            PassWhy::CacheError,
+            PassWhy::Refreshing,
+        ] {
+            assert_eq!(why.remembered_for(), None, "{why}");
+        }
     }
 
     #[test]
@@ -423,8 +451,11 @@ mod tests {
         let ok = ("cache-control", "max-age=60");
         type Case<'a> = (u16, &'a [(&'a str, &'a str)], PassWhy);
         let cases: &[Case] = &[
-            (500, &[ok], PassWhy::Status),
+            (500, &[ok], PassWhy::ServerError),
+            (503, &[ok], PassWhy::ServerError),
+            (599, &[ok], PassWhy::ServerError),
             (206, &[ok], PassWhy::Status),
+            (499, &[ok], PassWhy::Status),
             (200, &[ok, ("Set-Cookie", "a=1")], PassWhy::SetCookie),
             (
                 200,

@@ -465,7 +465,7 @@ pub fn stale_if_error_refreshes_when_the_origin_answers(w: &World) -> Outcome {
 pub fn past_stale_if_error_the_failure_reaches_the_client(w: &World) -> Outcome {
     // One second fresh, one more kept for errors; asked 2.6 s after the fill.
     let cases = [
-        ("status=502", 502, "PASS(status)"),
+        ("status=502", 502, "PASS(server-error)"),
         ("headers_delay_ms=3000", 504, "PASS(origin-error)"),
     ];
     for (fault, status, want) in cases {
