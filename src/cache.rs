@@ -176,6 +176,11 @@ pub fn preconditions(request: &Request) -> Preconditions {
 /// The cache key of the rewritten answer to `request` (also the base of its learned early
 /// hints' key, `crate::hints`).
 pub fn page_key(request: &Request, client: &Client) -> [u8; 32] {
+    key_under(&crate::SETTINGS_FINGERPRINT, request, client)
+}
+
+/// [`page_key`] for a build whose settings have `fingerprint`.
+fn key_under(fingerprint: &[u8], request: &Request, client: &Client) -> [u8; 32] {
     let path_and_query = match request.get_query_str() {
         Some(q) => format!("{}?{q}", request.get_path()),
         None => request.get_path().to_owned(),
@@ -186,7 +191,7 @@ pub fn page_key(request: &Request, client: &Client) -> [u8; 32] {
         .collect();
     let accept_encoding = String::from_utf8_lossy(&accept_encoding.join(&b","[..])).into_owned();
     KeyInputs {
-        fingerprint: &crate::SETTINGS_FINGERPRINT,
+        fingerprint,
         scheme: client.scheme,
         authority: &client.authority,
         path_and_query: &path_and_query,
@@ -731,4 +736,21 @@ pub fn outgoing(
 /// Purges every entry stored under `key` (the admin route; Fastly's purge API in production).
 pub fn purge(key: &str) -> Result<(), String> {
     fastly::http::purge::purge_surrogate_key(key).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The cache keys of one real request: [`page_key`]'s (this build's), then one under each
+    /// settings fingerprint given.
+    pub(crate) fn keys_under(fingerprints: &[&[u8]]) -> Vec<[u8; 32]> {
+        let request = Request::get("http://www.pub.test/news/article.html?x=1")
+            .with_header("host", "www.pub.test")
+            .with_header("accept-encoding", "gzip");
+        let client = crate::client::observe(&request, &crate::SETTINGS);
+        let mut keys = vec![page_key(&request, &client)];
+        keys.extend(fingerprints.iter().map(|f| key_under(f, &request, &client)));
+        keys
+    }
 }

@@ -236,7 +236,7 @@ mod tests {
 
     /// The cache key's fingerprint covers the version and every setting: a build whose
     /// settings differ (here only `script.inject`) gets another fingerprint, so another key
-    /// space (`trusted_server_core::cache::key` shows the fingerprint changes the key).
+    /// for the same request (`crate::cache::page_key`).
     #[test]
     fn the_cache_fingerprint_changes_with_the_settings() {
         use sha2::{Digest, Sha256};
@@ -252,5 +252,14 @@ mod tests {
         .expect("a valid override");
         assert_ne!(other, super::SETTINGS);
         assert_ne!(fingerprint(&other), super::SETTINGS_FINGERPRINT);
+        // And so another key for the same request: a deploy with another rule never reads
+        // the old build's rewrites.
+        let own = fingerprint(&super::SETTINGS);
+        let keys = crate::cache::tests::keys_under(&[&own, &fingerprint(&other)]);
+        assert_eq!(
+            keys[0], keys[1],
+            "the build's key is under its own fingerprint"
+        );
+        assert_ne!(keys[1], keys[2]);
     }
 }
