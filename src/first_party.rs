@@ -12,7 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fastly::http::StatusCode;
 use fastly::{Request, Response};
 use trusted_server_core::first_party::{
-    self, token, SignedParams, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY, UNAVAILABLE_BODY,
+    self, token, SignedParams, Target, TargetPolicy, UrlKey, FORBIDDEN_BODY, REFUSED_BODY,
+    UNAVAILABLE_BODY,
 };
 use trusted_server_core::Settings;
 use trusted_server_settings::FirstParty;
@@ -126,35 +127,59 @@ pub fn other(request: &Request, settings: &Settings) -> Response {
     response
 }
 
-/// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: `302` to the target when the token,
-/// the expiry and the policy all agree, `403` with the same body otherwise.
-pub fn click(request: &Request, settings: &Settings) -> Response {
+/// A signed first-party URL that checked out, and what it was checked with (the proxy signs
+/// the creative's URLs with the same key and policy, from the same clock reading).
+pub(crate) struct Verified {
+    pub target: Target,
+    pub key: UrlKey,
+    pub policy: TargetPolicy,
+    pub now: u64,
+}
+
+/// Checks the signed query of a `/first-party/click` or `/first-party/proxy` request (`route`
+/// names it in the log): token, expiry and policy. `Err` is the answer to send: `403` with the
+/// one body (the reason logged at `info`), or `503` without the key.
+pub(crate) fn verify_signed(
+    request: &Request,
+    route: &str,
+    settings: &Settings,
+) -> Result<Verified, Box<Response>> {
     let fp = &settings.first_party;
     let forbidden = |why: &dyn fmt::Display| {
-        log::info!("first-party click refused: {why}");
-        reply::json(
+        log::info!("{route} refused: {why}");
+        Box::new(reply::json(
             StatusCode::FORBIDDEN,
             FORBIDDEN_BODY.to_owned(),
             "no-store, private",
             settings,
-        )
+        ))
     };
-    let params = match SignedParams::parse(request.get_query_str().unwrap_or("")) {
-        Ok(params) => params,
-        Err(e) => return forbidden(&e),
-    };
-    let (key, now) = match read_key(fp).and_then(|k| Ok((k, now()?))) {
-        Ok(pair) => pair,
-        Err(e) => return unavailable(&e, "first-party click", settings),
-    };
-    match first_party::verify(&params, &key, &policy(fp), now) {
-        Ok(target) => reply::with_standard_headers(
+    let params =
+        SignedParams::parse(request.get_query_str().unwrap_or("")).map_err(|e| forbidden(&e))?;
+    let (key, now) = read_key(fp)
+        .and_then(|k| Ok((k, now()?)))
+        .map_err(|e| Box::new(unavailable(&e, route, settings)))?;
+    let policy = policy(fp);
+    let target = first_party::verify(&params, &key, &policy, now).map_err(|e| forbidden(&e))?;
+    Ok(Verified {
+        target,
+        key,
+        policy,
+        now,
+    })
+}
+
+/// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: `302` to the target when the token,
+/// the expiry and the policy all agree, `403` with the same body otherwise.
+pub fn click(request: &Request, settings: &Settings) -> Response {
+    match verify_signed(request, "first-party click", settings) {
+        Ok(Verified { target, .. }) => reply::with_standard_headers(
             Response::from_status(StatusCode::FOUND)
                 .with_header("location", &target.url)
                 .with_header("cache-control", "no-store, private"),
             settings,
         ),
-        Err(e) => forbidden(&e),
+        Err(answer) => *answer,
     }
 }
 

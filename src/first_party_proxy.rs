@@ -21,13 +21,13 @@ use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
     body_plan, client_response_headers, next_hop, partner_request_headers, signer, Hop, ProxyBody,
 };
-use trusted_server_core::first_party::{self, SignedParams, Target, TargetPolicy, FORBIDDEN_BODY};
+use trusted_server_core::first_party::{Target, TargetPolicy};
 use trusted_server_core::{apply_standard_headers, Settings};
 use trusted_server_settings::FirstParty;
 
 use crate::access::{Access, Outcome};
 use crate::failure::{self, BackendInfo, Failure, Phase};
-use crate::first_party::{now, policy, read_key, unavailable};
+use crate::first_party::{verify_signed, Verified};
 use crate::origin::{self, OriginFailure};
 use crate::{body, identity, partner, reply, timing};
 
@@ -42,27 +42,14 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
         access.headers_sent(response.get_status().as_u16());
         response.send_to_client();
     };
-    let forbidden = |why: &dyn std::fmt::Display| {
-        log::info!("first-party proxy refused: {why}");
-        crate::reply::json(
-            StatusCode::FORBIDDEN,
-            FORBIDDEN_BODY.to_owned(),
-            "no-store, private",
-            settings,
-        )
-    };
-    let params = match SignedParams::parse(request.get_query_str().unwrap_or("")) {
-        Ok(params) => params,
-        Err(e) => return send(access, forbidden(&e)),
-    };
-    let (key, now) = match read_key(fp).and_then(|k| Ok((k, now()?))) {
-        Ok(pair) => pair,
-        Err(e) => return send(access, unavailable(&e, "first-party proxy", settings)),
-    };
-    let policy = policy(fp);
-    let target = match first_party::verify(&params, &key, &policy, now) {
-        Ok(target) => target,
-        Err(e) => return send(access, forbidden(&e)),
+    let Verified {
+        target,
+        key,
+        policy,
+        now,
+    } = match verify_signed(&request, "first-party proxy", settings) {
+        Ok(verified) => verified,
+        Err(answer) => return send(access, *answer),
     };
     // The ID the client already holds, unless consent says none (`Sec-GPC: 1`): the proxy
     // never mints one, since it sets no cookie.
@@ -89,8 +76,8 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     let status = response.get_status().as_u16();
     let plan = body_plan(
         status,
-        header_text(&response, "content-type").as_deref(),
-        header_text(&response, "content-encoding").as_deref(),
+        crate::response::header_text(&response, "content-type").as_deref(),
+        crate::response::header_text(&response, "content-encoding").as_deref(),
     );
     access.plan = plan.label();
     let partner_headers: Vec<(HeaderName, HeaderValue)> = response
@@ -260,16 +247,6 @@ fn backend(target: &Target, address: &str, settings: &Settings) -> Result<Backen
             "cannot create backend for {address}: {e}"
         ))),
     }
-}
-
-/// A response header as text, several lines joined; a value that is not UTF-8 becomes a
-/// name no type or coding has, so the body passes through (never a panic).
-fn header_text(response: &Response, name: &str) -> Option<String> {
-    let lines: Vec<&str> = response
-        .get_header_all(name)
-        .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
-        .collect();
-    (!lines.is_empty()).then(|| lines.join(", "))
 }
 
 #[cfg(test)]

@@ -79,8 +79,8 @@ pub fn prepare(
 /// passes through). `get_header_str` would panic on a value that is not UTF-8, and any origin
 /// can send one: such a value is unknown. As a type that plans a pass-through, and as a coding
 /// it must too, so it becomes a name no coding has rather than disappearing (absent means
-/// identity).
-fn header_text(response: &Response, name: &str) -> Option<String> {
+/// identity). The first-party proxy plans partner bodies with it too.
+pub(crate) fn header_text(response: &Response, name: &str) -> Option<String> {
     let lines: Vec<&str> = response
         .get_header_all(name)
         .map(|v| v.to_str().unwrap_or("(not UTF-8)"))
