@@ -183,16 +183,7 @@ pub fn client_authority(host_header: Option<&str>, fallback: &str) -> String {
 mod tests {
     use super::*;
 
-    fn headers(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
-        list.iter()
-            .map(|(n, v)| {
-                (
-                    HeaderName::from_bytes(n.as_bytes()).unwrap(),
-                    HeaderValue::from_str(v).unwrap(),
-                )
-            })
-            .collect()
-    }
+    use crate::test_support::header_list as headers;
 
     fn forward(list: &[(&str, &str)]) -> Vec<(String, String)> {
         let input = headers(list);

@@ -35,6 +35,8 @@ mod qvalue;
 mod response;
 mod routes;
 pub mod signing;
+#[cfg(test)]
+mod test_support;
 pub mod timing;
 mod url_rewrite;
 

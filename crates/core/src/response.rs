@@ -243,16 +243,7 @@ mod tests {
     use std::borrow::Cow;
     use trusted_server_settings::Settings;
 
-    fn hv(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
-        list.iter()
-            .map(|(n, v)| {
-                (
-                    HeaderName::from_bytes(n.as_bytes()).unwrap(),
-                    HeaderValue::from_str(v).unwrap(),
-                )
-            })
-            .collect()
-    }
+    use crate::test_support::header_list as hv;
 
     fn settings() -> Settings {
         let mut s = Settings::DEFAULT;

@@ -7,16 +7,7 @@ fn policy() -> TargetPolicy {
     TargetPolicy::new(["demo-partner.example"], &[])
 }
 
-fn headers(list: &[(&str, &str)]) -> Vec<(HeaderName, HeaderValue)> {
-    list.iter()
-        .map(|(n, v)| {
-            (
-                HeaderName::from_bytes(n.as_bytes()).unwrap(),
-                HeaderValue::from_str(v).unwrap(),
-            )
-        })
-        .collect()
-}
+use crate::test_support::header_list as headers;
 
 fn names(h: &[(HeaderName, HeaderValue)]) -> Vec<&str> {
     h.iter().map(|(n, _)| n.as_str()).collect()
