@@ -158,32 +158,30 @@ pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
         let ratios =
             |a: &[f64], b: &[f64]| -> f64 { median(a.iter().zip(b).map(|(x, y)| x / y).collect()) };
         let name = page.name;
-        lines.push(format!("compression.{name}.bytes={}", page.bytes.len()));
-        lines.push(format!("compression.{name}.gzip_bytes={}", gz.len()));
-        lines.push(format!(
-            "compression.{name}.edge_us={:.1}",
-            median(edge.clone())
-        ));
-        lines.push(format!(
-            "compression.{name}.reencode_us={:.1}",
-            median(reencode.clone())
-        ));
-        lines.push(format!(
-            "compression.{name}.edge_over_reencode={:.3}",
-            ratios(&edge, &reencode)
-        ));
-        lines.push(format!(
-            "compression.{name}.reencode_br_us={:.1}",
-            median(reencode_br.clone())
-        ));
-        lines.push(format!(
-            "compression.{name}.edge_over_reencode_br={:.3}",
-            ratios(&edge, &reencode_br)
-        ));
-        lines.push(format!(
-            "compression.{name}.aa={:.3}",
-            ratios(&again, &edge)
-        ));
+        let figures = [
+            ("bytes", page.bytes.len().to_string()),
+            ("gzip_bytes", gz.len().to_string()),
+            ("edge_us", format!("{:.1}", median(edge.clone()))),
+            ("reencode_us", format!("{:.1}", median(reencode.clone()))),
+            (
+                "edge_over_reencode",
+                format!("{:.3}", ratios(&edge, &reencode)),
+            ),
+            (
+                "reencode_br_us",
+                format!("{:.1}", median(reencode_br.clone())),
+            ),
+            (
+                "edge_over_reencode_br",
+                format!("{:.3}", ratios(&edge, &reencode_br)),
+            ),
+            ("aa", format!("{:.3}", ratios(&again, &edge))),
+        ];
+        lines.extend(
+            figures
+                .into_iter()
+                .map(|(key, value)| format!("compression.{name}.{key}={value}")),
+        );
     }
     Ok(lines)
 }
