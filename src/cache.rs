@@ -233,13 +233,7 @@ pub fn answer_hit(
             None => Lookup::Pass(PassWhy::CacheError),
         });
     };
-    let mut response = response;
-    access.plan = "cache".into();
-    access.cache = Some(state.to_string());
-    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-hit"));
-    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
-    access.headers_sent(response.get_status().as_u16());
-    response.send_to_client();
+    send_from_cache(response, &state, "cache-hit", settings, access);
     match refresh {
         Some(fill) => AfterHit::Refresh(fill),
         None => AfterHit::Served,
@@ -323,7 +317,7 @@ pub fn serve_stale_if_error(
         return Err(lookup);
     };
     let state = CacheState::StaleIfError;
-    let Some(mut response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
+    let Some(response) = hit(&found, preconditions, client, edge_id, &state, settings) else {
         return Err(match fill {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -337,12 +331,7 @@ pub fn serve_stale_if_error(
         "cache: origin failed ({failure}); served the stale copy (stale-if-error, {}s past its lifetime)",
         found.age().saturating_sub(found.max_age()).as_secs()
     );
-    access.plan = "cache".into();
-    access.cache = Some(state.to_string());
-    access.outcome = Outcome::PassedThrough(hit_label(&response, "cache-stale-if-error"));
-    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
-    access.headers_sent(response.get_status().as_u16());
-    response.send_to_client();
+    send_from_cache(response, &state, "cache-stale-if-error", settings, access);
     Ok(())
 }
 
@@ -361,6 +350,23 @@ pub fn origin_failed(lookup: Lookup) -> CacheState {
 
 /// The access line's outcome for a response from the cache: `label`, or
 /// `cache-not-modified` for a `304`.
+/// Sends a response answered from the cache (a hit, or a stale copy), after recording it in
+/// `access` (`label` is the outcome's, unless it is a `304`) and stamping its timings.
+fn send_from_cache(
+    mut response: Response,
+    state: &CacheState,
+    label: &str,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    access.plan = "cache".into();
+    access.cache = Some(state.to_string());
+    access.outcome = Outcome::PassedThrough(hit_label(&response, label));
+    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+}
+
 fn hit_label(response: &Response, label: &str) -> String {
     if response.get_status() == StatusCode::NOT_MODIFIED {
         "cache-not-modified".into()
