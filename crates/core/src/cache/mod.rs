@@ -5,6 +5,8 @@
 //!
 //! * [`policy`]: whether a request may use the cache at all, and whether an origin response
 //!   may be stored (and for how long), or passes with a reason;
+//! * [`shared`]: whether a shared cache could have stored an answer for any reader (reader
+//!   cookies, explicit sharing), for the page cache, the learned hints and the origin fetch;
 //! * [`key`]: the cache key, from every input the rewritten output depends on;
 //! * [`surrogate`]: the surrogate keys an entry is stored under (the origin's and ours);
 //! * [`stored`]: the header block stored with the body, without any per-reader header;
@@ -17,6 +19,7 @@
 pub mod conditional;
 pub mod key;
 pub mod policy;
+pub mod shared;
 pub mod stale;
 pub mod stored;
 pub mod surrogate;

@@ -26,6 +26,10 @@ pub enum PassWhy {
     Method,
     /// The request carries `Authorization`: its answer may be the user's own.
     Authorization,
+    /// The request carries the reader's own cookies (any but `ts-ec`), and the answer (or the
+    /// stored entry) was not explicitly shared with every reader (`public` or `s-maxage`):
+    /// see `super::shared`. Never remembered.
+    Cookie,
     /// A status a shared cache should not keep for a rewritten page.
     Status,
     /// The origin answered with a `5xx`: not stored, and remembered only briefly
@@ -79,9 +83,10 @@ pub const REMEMBER_SERVER_ERROR: Duration = Duration::from_secs(5);
 
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 18] = [
+    pub const ALL: [PassWhy; 19] = [
         PassWhy::Method,
         PassWhy::Authorization,
+        PassWhy::Cookie,
         PassWhy::Status,
         PassWhy::ServerError,
         PassWhy::SetCookie,
@@ -107,6 +112,7 @@ impl PassWhy {
         match self {
             PassWhy::Method
             | PassWhy::Authorization
+            | PassWhy::Cookie
             | PassWhy::CacheError
             | PassWhy::OriginError
             | PassWhy::Refreshing => None,
@@ -125,6 +131,7 @@ impl PassWhy {
         match self {
             PassWhy::Method => "method",
             PassWhy::Authorization => "authorization",
+            PassWhy::Cookie => "cookie",
             PassWhy::Status => "status",
             PassWhy::ServerError => "server-error",
             PassWhy::SetCookie => "set-cookie",
@@ -369,6 +376,7 @@ mod tests {
         );
         assert!(REMEMBER_SERVER_ERROR < REMEMBER_PASS);
         for why in [
+            PassWhy::Cookie,
             PassWhy::OriginError,
             PassWhy::CacheError,
             PassWhy::Refreshing,
