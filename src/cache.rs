@@ -26,6 +26,7 @@ use fastly::cache::core::{CacheKey, Found, Transaction};
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Body, Request, Response};
 use trusted_server_core::cache::conditional::{self, Preconditions};
+use trusted_server_core::cache::shared::{self, Audience, Reader};
 use trusted_server_core::cache::stale::{self, StaleWindows, Staleness};
 use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
 use trusted_server_core::publisher::identity::IdentityPlan;
@@ -58,15 +59,19 @@ pub struct Fill {
     key: [u8; 32],
     authority: String,
     path: String,
+    /// Whether the filling request carries the reader's own cookies: its answer is stored
+    /// only when explicitly shared, and its passes are never remembered.
+    reader: Reader,
 }
 
 impl Fill {
     /// Gives up the obligation. A pass the origin's answer decided is remembered for
-    /// `PassWhy::remembered_for` (an entry with no body whose metadata names the reason, under
+    /// `shared::remembered_for` (an entry with no body whose metadata names the reason, under
     /// the page's surrogate key), so requests for the key stop queueing behind each other; any
-    /// other gives the obligation to the next waiting request.
+    /// other (and every pass of a reader with cookies) gives the obligation to the next waiting
+    /// request.
     fn cancel(self, why: PassWhy) -> CacheState {
-        if let Some(remember) = why.remembered_for() {
+        if let Some(remember) = shared::remembered_for(why, self.reader) {
             let page = surrogate::page_key(&self.authority, &self.path);
             let marker = self
                 .tx
@@ -91,10 +96,22 @@ impl Fill {
     }
 }
 
-/// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks.
+/// What the shared-cache rule (`trusted_server_core::cache::shared`) needs of `request`: its
+/// method, whether it has `Authorization`, and whether it carries the reader's own cookies.
+pub fn ask(request: &Request) -> shared::Ask<'_> {
+    shared::Ask {
+        method: request.get_method_str(),
+        authorization: request.get_header("authorization").is_some(),
+        reader: shared::reader(request.get_header_all("cookie").map(HeaderValue::as_bytes)),
+    }
+}
+
+/// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks; a
+/// request with the reader's own cookies is served only an entry stored for every reader
+/// (`PASS(cookie)` otherwise).
 pub fn lookup(request: &Request, client: &Client) -> Lookup {
-    let has_authorization = request.get_header("authorization").is_some();
-    if let Err(why) = policy::request_allows(request.get_method_str(), has_authorization) {
+    let ask = ask(request);
+    if let Err(why) = shared::request_allows(ask) {
         return Lookup::Pass(why);
     }
     let key = page_key(request, client);
@@ -119,11 +136,25 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         }
         return Lookup::Pass(why);
     }
+    // An entry not explicitly shared is not this reader's to read: it passes, and an
+    // obligation to update the entry goes to the next waiting request.
+    let audience = tx
+        .found()
+        .map(|found| stored::audience(&found.user_metadata()));
+    if audience.is_some_and(|audience| !audience.serves(ask.reader)) {
+        if tx.must_insert_or_update() {
+            if let Err(e) = tx.cancel_insert_or_update() {
+                log::warn!("cache: cannot cancel the update: {e}");
+            }
+        }
+        return Lookup::Pass(PassWhy::Cookie);
+    }
     let fill = |tx| Fill {
         tx,
         key,
         authority: client.authority.clone(),
         path: request.get_path().to_owned(),
+        reader: ask.reader,
     };
     let Some(found) = tx.found() else {
         return if tx.must_insert() {
@@ -469,6 +500,7 @@ fn not_modified(response: &mut Response, settings: &Settings) {
 pub struct Storing {
     fill: Fill,
     freshness: policy::Freshness,
+    audience: Audience,
     surrogate_keys: Vec<String>,
 }
 
@@ -483,13 +515,15 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
         Lookup::Hit(_) => return Err(CacheState::Pass(PassWhy::CacheError)),
         Lookup::Stale(_, fill) => return Err(fill.cancel(PassWhy::CacheError)),
     };
-    let headers = origin
+    let headers: Vec<(&str, &[u8])> = origin
         .get_headers()
-        .map(|(n, v)| (n.as_str(), v.as_bytes()));
-    let freshness = match policy::response_allows(origin.get_status().as_u16(), headers) {
-        Ok(freshness) => freshness,
-        Err(why) => return Err(fill.cancel(why)),
-    };
+        .map(|(n, v)| (n.as_str(), v.as_bytes()))
+        .collect();
+    let (freshness, audience) =
+        match shared::storable(fill.reader, origin.get_status().as_u16(), &headers) {
+            Ok(verdict) => verdict,
+            Err(why) => return Err(fill.cancel(why)),
+        };
     let origin_keys = origin
         .get_header_all("surrogate-key")
         .map(HeaderValue::as_bytes);
@@ -500,6 +534,7 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
     Ok(Storing {
         fill,
         freshness,
+        audience,
         surrogate_keys,
     })
 }
@@ -598,7 +633,8 @@ impl Storing {
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
         let status = response.get_status().as_u16();
-        let Some(block) = stored::encode(status, &headers, self.freshness.windows()) else {
+        let windows = self.freshness.windows();
+        let Some(block) = stored::encode(status, &headers, windows, self.audience) else {
             return Err(self.fill.cancel(PassWhy::HeadersTooLarge));
         };
         let own_key = fill_key(&self.fill.key);

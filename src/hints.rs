@@ -6,11 +6,18 @@
 //! core cache under a key of their own derived from the page's cache key, with the page's
 //! surrogate key (a purge of the page forgets them too), and rewritten only when they changed.
 //! A cache failure is logged at `warn`; the page is served as if there were no hints.
+//!
+//! Hints are replayed to every reader, so they are learned only from an answer any reader
+//! could have got (`trusted_server_core::cache::shared::teaches_hints`): never from a request
+//! with `Authorization` or the reader's own cookies (unless the origin said `public` or
+//! `s-maxage`), nor from a `private`, `no-store`, `Set-Cookie` or `Vary: Cookie` answer
+//! ([`from_shared_answer`]).
 
 use std::time::Duration;
 
 use fastly::cache::core::{self as cache_core, CacheKey};
 use fastly::{Request, Response};
+use trusted_server_core::cache::shared::{self, Reader};
 use trusted_server_core::cache::surrogate;
 use trusted_server_core::hints::{self, Hints};
 use trusted_server_core::Settings;
@@ -28,6 +35,9 @@ pub struct Learning {
     stored: Option<Hints>,
     authority: String,
     path: String,
+    /// The request's side of the shared rule (a `GET`, so only these two vary).
+    authorization: bool,
+    reader: Reader,
 }
 
 /// Before the origin (and the page cache) is asked: for a `GET` navigation, sends the stored
@@ -66,12 +76,41 @@ pub fn before_origin(
         interim.send_to_client();
     }
     access.hints = Some(Vec::new());
+    let ask = crate::cache::ask(request);
     Some(Learning {
         key,
         stored,
         authority: client.authority.clone(),
         path: request.get_path().to_owned(),
+        authorization: ask.authorization,
+        reader: ask.reader,
     })
+}
+
+/// Once the origin answered, before the response phase changes its headers: keeps learning
+/// only when a shared cache could have stored the answer for any reader
+/// (`shared::teaches_hints`); otherwise stops (nothing is learned from the page, and its body
+/// is not scanned for hints).
+pub fn from_shared_answer(
+    learning: Option<Learning>,
+    origin: &Response,
+    access: &mut Access,
+) -> Option<Learning> {
+    let learning = learning?;
+    let ask = shared::Ask {
+        method: "GET",
+        authorization: learning.authorization,
+        reader: learning.reader,
+    };
+    let headers = origin
+        .get_headers()
+        .map(|(n, v)| (n.as_str(), v.as_bytes()));
+    if shared::teaches_hints(ask, origin.get_status().as_u16(), headers) {
+        return Some(learning);
+    }
+    log::info!("hints: not learned from this answer: it may be this reader's own");
+    access.hints = None;
+    None
 }
 
 /// The `Link` header values of the page's response (already rewritten first-party by the

@@ -144,6 +144,8 @@ fn proxy(request: Request, access: &mut Access) {
     } else {
         lookup
     };
+    // Hints are learned only from an answer any reader could get.
+    let learning = hints::from_shared_answer(learning, &origin_response, access);
     // A response that may be stored is prepared without the reader's parts (the edge-ID
     // cookie), which `cache` adds on the way out; any other gets them here, as before.
     let assessed = cache::assess(lookup, &origin_response);

@@ -6,6 +6,7 @@ use fastly::backend::BackendCreationError;
 use fastly::http::request::{SendError, SendErrorCause};
 use fastly::http::Version;
 use fastly::{Backend, Request, Response};
+use trusted_server_core::cache::shared;
 use trusted_server_core::compression;
 use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
@@ -45,7 +46,9 @@ pub fn backend_info(settings: &Settings) -> BackendInfo {
 
 /// Sends the client's request (method, path, query, body, filtered headers, and the edge ID
 /// in `X-TS-EC` when there is one) to the origin and returns its response as soon as the
-/// headers arrive; the body streams afterwards.
+/// headers arrive; the body streams afterwards. A request whose answer may be the reader's own
+/// bypasses the platform's HTTP cache in front of the origin
+/// (`trusted_server_core::cache::shared::origin_fetch_passes`).
 pub fn fetch(
     request: Request,
     client: &Client,
@@ -53,8 +56,13 @@ pub fn fetch(
     settings: &Settings,
 ) -> Result<Response, OriginFailure> {
     let backend = backend(settings)?;
+    let pass = shared::origin_fetch_passes(crate::cache::ask(&request));
+    let mut outgoing = build_request(request, client, edge_id, settings);
+    if pass {
+        outgoing.set_pass(true);
+    }
     let sent_at = Instant::now();
-    build_request(request, client, edge_id, settings)
+    outgoing
         .send(backend)
         .map_err(|e| send_failure(&e, sent_at, settings))
 }

@@ -8,23 +8,30 @@
 //! and the origin's two stale windows ([`StaleWindows`]), which the core cache cannot keep
 //! apart itself (it is given the longer one; see `super::stale`).
 //!
-//! Layout: `TSH2`, `stale-while-revalidate` and `stale-if-error` in seconds (u32 each,
-//! big-endian), the status (u16), the number of headers (u16), then each name and value with a
-//! u16 length before it. Bounded by [`MAX_BLOCK_BYTES`]; a block that does not decode is a
-//! cache error, never a panic. The previous layout, `TSH1` (the same without the windows),
-//! still decodes, with no windows: its entries were inserted with their
-//! `stale-while-revalidate` as the cache's window, which is what the caller then assumes.
+//! Layout: `TSH3`, `stale-while-revalidate` and `stale-if-error` in seconds (u32 each,
+//! big-endian), the entry's audience (one byte: `0` anonymous readers only, `1` every reader,
+//! see `super::shared::Audience`), the status (u16), the number of headers (u16), then each
+//! name and value with a u16 length before it. Bounded by [`MAX_BLOCK_BYTES`]; a block that
+//! does not decode is a cache error, never a panic. The previous layouts still decode: `TSH2`
+//! (the same without the audience byte) and `TSH1` (without the windows either), both as
+//! serving anonymous readers only (they were stored before readers with cookies could fill,
+//! so from answers that may have been shared by default only); a `TSH1` block has no windows:
+//! its entries were inserted with their `stale-while-revalidate` as the cache's window, which
+//! is what the caller then assumes.
 
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 
+use super::shared::Audience;
 use super::stale::StaleWindows;
 
 /// Largest header block stored: a page whose headers need more is not cached.
 pub const MAX_BLOCK_BYTES: usize = 32 * 1024;
 
-const MAGIC: &[u8] = b"TSH2";
+const MAGIC: &[u8] = b"TSH3";
+/// The layout before the audience was stored.
+const MAGIC_V2: &[u8] = b"TSH2";
 /// The layout before the stale windows were stored.
 const MAGIC_V1: &[u8] = b"TSH1";
 
@@ -40,6 +47,8 @@ pub struct Block {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The origin's stale windows; `None` for a `TSH1` block, which did not keep them.
     pub windows: Option<StaleWindows>,
+    /// Whom the entry may answer; [`Audience::Anonymous`] for the older layouts.
+    pub audience: Audience,
 }
 
 /// The metadata that remembers a pass for `why` (see `policy::REMEMBER_PASS`).
@@ -67,12 +76,13 @@ fn secs(d: Duration) -> [u8; 4] {
     u32::try_from(d.as_secs()).unwrap_or(u32::MAX).to_be_bytes()
 }
 
-/// The block for `status`, `headers` (without the per-reader ones) and the origin's stale
-/// `windows`; `None` when it would exceed [`MAX_BLOCK_BYTES`].
+/// The block for `status`, `headers` (without the per-reader ones), the origin's stale
+/// `windows` and the entry's `audience`; `None` when it would exceed [`MAX_BLOCK_BYTES`].
 pub fn encode(
     status: u16,
     headers: &[(HeaderName, HeaderValue)],
     windows: StaleWindows,
+    audience: Audience,
 ) -> Option<Vec<u8>> {
     let kept: Vec<_> = headers
         .iter()
@@ -82,6 +92,10 @@ pub fn encode(
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&secs(windows.while_revalidate));
     out.extend_from_slice(&secs(windows.if_error));
+    out.push(match audience {
+        Audience::Anonymous => 0,
+        Audience::Everyone => 1,
+    });
     out.extend_from_slice(&status.to_be_bytes());
     out.extend_from_slice(&u16::try_from(kept.len()).ok()?.to_be_bytes());
     for (name, value) in kept {
@@ -99,7 +113,9 @@ pub fn encode(
 /// The stale windows of a block, read from its start only (the lookup needs them before it
 /// decides whether to read the rest). `None` for a `TSH1` block or anything else.
 pub fn windows(block: &[u8]) -> Option<StaleWindows> {
-    let rest = block.strip_prefix(MAGIC)?;
+    let rest = block
+        .strip_prefix(MAGIC)
+        .or_else(|| block.strip_prefix(MAGIC_V2))?;
     let word = |at: usize| -> Option<Duration> {
         let b = rest.get(at..at + 4)?;
         Some(Duration::from_secs(u64::from(u32::from_be_bytes([
@@ -112,12 +128,30 @@ pub fn windows(block: &[u8]) -> Option<StaleWindows> {
     })
 }
 
+/// Whom the entry of a block may answer, read from its start only (the lookup decides with
+/// it before reading the rest): [`Audience::Everyone`] only for a `TSH3` block that says so;
+/// anything else (an older layout, a pass marker, damage) serves anonymous readers only.
+pub fn audience(block: &[u8]) -> Audience {
+    match block.strip_prefix(MAGIC).and_then(|rest| rest.get(8)) {
+        Some(1) => Audience::Everyone,
+        _ => Audience::Anonymous,
+    }
+}
+
 /// What a block holds; `None` when it is not one these layouts wrote (truncated, another
-/// version, invalid names or values, trailing bytes).
+/// version, an unknown audience byte, invalid names or values, trailing bytes).
 pub fn decode(block: &[u8]) -> Option<Block> {
-    let (windows, mut rest) = match block.strip_prefix(MAGIC) {
-        Some(rest) => (Some(windows(block)?), rest.get(8..)?),
-        None => (None, block.strip_prefix(MAGIC_V1)?),
+    let (windows, audience, mut rest) = if let Some(rest) = block.strip_prefix(MAGIC) {
+        let audience = match rest.get(8)? {
+            0 => Audience::Anonymous,
+            1 => Audience::Everyone,
+            _ => return None,
+        };
+        (Some(windows(block)?), audience, rest.get(9..)?)
+    } else if let Some(rest) = block.strip_prefix(MAGIC_V2) {
+        (Some(windows(block)?), Audience::Anonymous, rest.get(8..)?)
+    } else {
+        (None, Audience::Anonymous, block.strip_prefix(MAGIC_V1)?)
     };
     let mut take = |n: usize| -> Option<&[u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
@@ -142,6 +176,7 @@ pub fn decode(block: &[u8]) -> Option<Block> {
         status,
         headers,
         windows,
+        audience,
     })
 }
 
@@ -173,7 +208,7 @@ mod tests {
             h("etag", b"W/\"v1\""),
             h("vary", b"Accept-Encoding"),
         ];
-        let block = encode(200, &headers, W).unwrap();
+        let block = encode(200, &headers, W, Audience::Anonymous).unwrap();
         assert!(
             !block.windows(5).any(|w| w == b"ts-ec"),
             "the cookie's value"
@@ -185,6 +220,7 @@ mod tests {
             [headers[0].clone(), headers[5].clone(), headers[6].clone()]
         );
         assert_eq!(back.windows, Some(W));
+        assert_eq!(back.audience, Audience::Anonymous);
     }
 
     #[test]
@@ -195,26 +231,40 @@ mod tests {
             assert_eq!(read_pass_marker(&marker), Some(why));
             assert_eq!(decode(&marker), None);
         }
-        let block = encode(200, &[h("a", b"b")], W).unwrap();
+        let block = encode(200, &[h("a", b"b")], W, Audience::Everyone).unwrap();
         assert_eq!(read_pass_marker(&block), None);
         assert_eq!(windows(&pass_marker(PassWhy::Status)), None);
+        assert_eq!(audience(&pass_marker(PassWhy::Cookie)), Audience::Anonymous);
         assert_eq!(read_pass_marker(b"TSPASS1:nope"), None);
     }
 
     #[test]
     fn the_layout_is_the_documented_one() {
-        let block = encode(404, &[h("a", b"xy")], W).unwrap();
+        let block = encode(404, &[h("a", b"xy")], W, Audience::Anonymous).unwrap();
         assert_eq!(
             block,
-            b"TSH2\x00\x00\x00\x1e\x00\x00\x02\x58\x01\x94\x00\x01\x00\x01a\x00\x02xy"
+            b"TSH3\x00\x00\x00\x1e\x00\x00\x02\x58\x00\x01\x94\x00\x01\x00\x01a\x00\x02xy"
         );
         assert_eq!(windows(&block), Some(W));
+        assert_eq!(audience(&block), Audience::Anonymous);
+        let block = encode(404, &[h("a", b"xy")], W, Audience::Everyone).unwrap();
+        assert_eq!(
+            block,
+            b"TSH3\x00\x00\x00\x1e\x00\x00\x02\x58\x01\x01\x94\x00\x01\x00\x01a\x00\x02xy"
+        );
+        assert_eq!(audience(&block), Audience::Everyone);
+        assert_eq!(decode(&block).map(|b| b.audience), Some(Audience::Everyone));
+        // An audience byte no encoder writes is damage, and serves no reader with cookies.
+        let mut odd = block.clone();
+        odd[12] = 2;
+        assert_eq!(decode(&odd), None);
+        assert_eq!(audience(&odd), Audience::Anonymous);
         // A window past a u32 of seconds is kept as the largest one (never wraps).
         let huge = StaleWindows {
             while_revalidate: Duration::from_secs(u64::MAX),
             if_error: Duration::ZERO,
         };
-        let block = encode(200, &[], huge).unwrap();
+        let block = encode(200, &[], huge, Audience::Anonymous).unwrap();
         let read = windows(&block).unwrap();
         assert_eq!(read.while_revalidate, Duration::from_secs(u32::MAX.into()));
     }
@@ -227,7 +277,22 @@ mod tests {
         assert_eq!(block.status, 404);
         assert_eq!(block.headers, [h("a", b"xy")]);
         assert_eq!(block.windows, None);
+        assert_eq!(block.audience, Audience::Anonymous);
         assert_eq!(windows(v1), None);
+        assert_eq!(audience(v1), Audience::Anonymous);
+    }
+
+    #[test]
+    fn the_windows_layout_still_decodes_for_anonymous_readers_only() {
+        // What the TSH2 encoder wrote for 404, `a: xy` and the windows 30 s / 600 s.
+        let v2 = b"TSH2\x00\x00\x00\x1e\x00\x00\x02\x58\x01\x94\x00\x01\x00\x01a\x00\x02xy";
+        let block = decode(v2).unwrap();
+        assert_eq!(block.status, 404);
+        assert_eq!(block.headers, [h("a", b"xy")]);
+        assert_eq!(block.windows, Some(W));
+        assert_eq!(block.audience, Audience::Anonymous);
+        assert_eq!(windows(v2), Some(W));
+        assert_eq!(audience(v2), Audience::Anonymous);
     }
 
     #[test]
@@ -236,8 +301,8 @@ mod tests {
             h("x-big", &vec![b'a'; 20_000]),
             h("x-big2", &vec![b'a'; 20_000]),
         ];
-        assert_eq!(encode(200, &big, W), None);
-        let block = encode(200, &[h("a", b"xy")], W).unwrap();
+        assert_eq!(encode(200, &big, W, Audience::Everyone), None);
+        let block = encode(200, &[h("a", b"xy")], W, Audience::Everyone).unwrap();
         for cut in 0..block.len() {
             assert_eq!(decode(&block[..cut]), None, "cut at {cut}");
         }
@@ -246,6 +311,7 @@ mod tests {
         trailing.push(0);
         assert_eq!(decode(&trailing), None);
         assert_eq!(decode(b"TSH3\x00\xc8\x00\x00"), None);
+        assert_eq!(decode(b"TSH4\x00\xc8\x00\x00"), None);
         assert_eq!(decode(b"TSH1\x00\x00\x00\x00"), None, "status 0");
         assert_eq!(
             decode(b"TSH2\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
@@ -262,21 +328,27 @@ mod tests {
             with_magic.extend_from_slice(&bytes);
             let _ = decode(&with_magic);
             let _ = windows(&with_magic);
+            let _ = audience(&with_magic);
+            let mut v2 = MAGIC_V2.to_vec();
+            v2.extend_from_slice(&bytes);
+            let _ = decode(&v2);
             let mut v1 = MAGIC_V1.to_vec();
             v1.extend_from_slice(&bytes);
             let _ = decode(&v1);
         }
 
         #[test]
-        fn round_trip(status in 100u16..1000, headers in proptest::collection::vec(("[a-z][a-z0-9-]{0,20}", "[ -~]{0,50}"), 0..20), swr in 0u64..=u64::from(u32::MAX), sie in 0u64..=u64::from(u32::MAX)) {
+        fn round_trip(status in 100u16..1000, headers in proptest::collection::vec(("[a-z][a-z0-9-]{0,20}", "[ -~]{0,50}"), 0..20), swr in 0u64..=u64::from(u32::MAX), sie in 0u64..=u64::from(u32::MAX), everyone in any::<bool>()) {
             let headers: Vec<_> = headers.iter().map(|(n, v)| h(n, v.as_bytes())).collect();
             let kept: Vec<_> = headers.iter().filter(|(n, _)| !is_per_reader(n.as_str())).cloned().collect();
             let windows = StaleWindows {
                 while_revalidate: Duration::from_secs(swr),
                 if_error: Duration::from_secs(sie),
             };
-            let block = encode(status, &headers, windows).unwrap();
-            prop_assert_eq!(decode(&block), Some(Block { status, headers: kept, windows: Some(windows) }));
+            let audience = if everyone { Audience::Everyone } else { Audience::Anonymous };
+            let block = encode(status, &headers, windows, audience).unwrap();
+            prop_assert_eq!(super::audience(&block), audience);
+            prop_assert_eq!(decode(&block), Some(Block { status, headers: kept, windows: Some(windows), audience }));
         }
     }
 }
