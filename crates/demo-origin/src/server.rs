@@ -365,6 +365,30 @@ fn add(headers: &mut HeaderMap, name: &str, value: &str) {
     }
 }
 
+/// `resource` whose body ends with the request's `Cookie` lines in an HTML comment (anything
+/// but letters, digits and `=;_.- ` as `_`, so the comment stays one), never from the body
+/// cache: the `echo_cookie` knob.
+fn with_cookie_echo(mut resource: Resource, head: &Parts) -> Resource {
+    let cookie: String = head
+        .headers
+        .get_all("cookie")
+        .iter()
+        .flat_map(|v| v.as_bytes().iter().copied().chain(*b"; "))
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"=;_.- ".contains(&b) {
+                b as char
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut body = resource.body.to_vec();
+    body.extend_from_slice(format!("<!-- reader-cookie: {cookie} -->\n").as_bytes());
+    resource.body = Arc::new(body);
+    resource.cache_key = None;
+    resource
+}
+
 /// Applies the knobs to `resource`: status, redirect, cookies, content
 /// coding and body shaping. Returns the response (without framing
 /// headers), payload, limits and a short log label.
@@ -380,6 +404,9 @@ fn prepare(
         let mut redirect = Resource::html_message(302, "Found", &format!("Moved to {location}"));
         redirect.headers.push(("Location".to_string(), location));
         resource = redirect;
+    }
+    if knobs.echo_cookie && resource.text {
+        resource = with_cookie_echo(resource, head);
     }
     let status = knobs.status.unwrap_or(resource.status);
     let mut response = Response::new(());

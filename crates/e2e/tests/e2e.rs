@@ -23,6 +23,7 @@ mod delivery;
 mod edge_id;
 mod first_party;
 mod hints;
+mod shared;
 mod signing;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -291,6 +292,26 @@ fn main() {
         (
             "hints: the second navigation gets a 103 with the learned hints before the origin answers",
             hints::second_navigation_gets_a_103_before_the_origin,
+        ),
+        (
+            "shared: hints are never learned from a reader's own page (session cookie, private)",
+            shared::hints_are_never_learned_from_a_readers_own_page,
+        ),
+        (
+            "shared: a reader's cookie page is never served to another reader (PASS(cookie))",
+            shared::a_readers_cookie_page_is_never_served_to_another,
+        ),
+        (
+            "shared: only the ts-ec cookie leaves a request anonymous",
+            shared::only_the_edge_id_cookie_is_anonymous,
+        ),
+        (
+            "shared: a public or s-maxage page is filled and read with cookies",
+            shared::an_explicitly_shared_page_is_filled_and_read_with_cookies,
+        ),
+        (
+            "shared: the stale-while-revalidate refresh follows the cookie rule",
+            shared::the_refresh_follows_the_rule,
         ),
         (
             "cache: MISS then HIT with identical bytes, one origin request",

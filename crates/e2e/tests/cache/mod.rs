@@ -16,7 +16,7 @@ const NAV: (&str, &str) = ("sec-fetch-dest", "document");
 const CACHEABLE: &str = "cache_control=public%2C%20max-age%3D300";
 
 /// A query value no other request of this run has.
-fn unique() -> String {
+pub fn unique() -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -26,7 +26,7 @@ fn unique() -> String {
 
 /// How many requests with `token` in their URL the demo origin answered (its log has a line
 /// per request once the response ended; waits until it has at least `at_least`, up to 3 s).
-fn origin_requests(w: &World, token: &str, at_least: usize) -> usize {
+pub fn origin_requests(w: &World, token: &str, at_least: usize) -> usize {
     let path = w.root.join(super::ORIGIN_LOG);
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
@@ -39,7 +39,7 @@ fn origin_requests(w: &World, token: &str, at_least: usize) -> usize {
     }
 }
 
-fn state(r: &e2e::Timed) -> &str {
+pub fn state(r: &e2e::Timed) -> &str {
     r.header("x-ts-cache").unwrap_or("(none)")
 }
 
