@@ -795,4 +795,18 @@ pub(crate) mod tests {
         keys.extend(fingerprints.iter().map(|f| key_under(f, &request, &client)));
         keys
     }
+
+    /// The shared rule sees every `Cookie` line of the request, and `Authorization`.
+    #[test]
+    fn the_shared_rule_reads_every_cookie_line() {
+        let mut request = Request::get("http://www.pub.test/").with_header("cookie", "ts-ec=a");
+        assert_eq!(ask(&request).reader, Reader::Anonymous);
+        assert!(!shared::origin_fetch_passes(ask(&request)));
+        request.append_header("cookie", "session=alice");
+        assert_eq!(ask(&request).reader, Reader::WithCookies);
+        assert!(shared::origin_fetch_passes(ask(&request)));
+        let request = Request::get("http://www.pub.test/").with_header("authorization", "Bearer x");
+        assert!(ask(&request).authorization);
+        assert_eq!(ask(&request).reader, Reader::Anonymous);
+    }
 }
