@@ -469,6 +469,28 @@ fn edge_id(w: &World) -> Result<String, String> {
         .ok_or_else(|| "no ts-ec cookie on a navigation".to_owned())
 }
 
+/// `head` with its `X-TS-EC` lines replaced by one carrying `id`.
+fn with_edge_id(head: &[u8], id: &str) -> Vec<u8> {
+    text(head)
+        .split("\r\n")
+        .map(|line| {
+            if line.to_ascii_lowercase().starts_with("x-ts-ec:") {
+                format!("x-ts-ec: {id}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n")
+        .into_bytes()
+}
+
+/// Another ID of the same form: `id` with its first character changed.
+fn other_id(id: &str) -> String {
+    let first = if id.starts_with('a') { 'b' } else { 'a' };
+    format!("{first}{}", id.get(1..).unwrap_or_default())
+}
+
 /// A named request: its headers and the `X-TS-EC` the partner must see.
 type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Option<&'a str>);
 
@@ -509,6 +531,18 @@ pub fn hops_signed_and_edge_id(w: &World) -> Outcome {
             check(code == 0 && out.starts_with("verified "), || {
                 format!("{what}: exit {code}: {out}\n{}", text(head))
             })?;
+            if let Some(id) = want_id {
+                // The ID is covered: the same head with another ID does not verify.
+                let forged = with_edge_id(head, &other_id(id));
+                let (code, out) = crate::signing::verifier(
+                    w,
+                    &["verify", "--keys", &keys, "--scheme", "http"],
+                    &forged,
+                )?;
+                check(code == 1 && out.starts_with("rejected: "), || {
+                    format!("{what}: another X-TS-EC still verifies: exit {code}: {out}")
+                })?;
+            }
             check(!lower.contains("\r\ncookie:"), || {
                 format!("{what}: a cookie reached the partner")
             })?;
