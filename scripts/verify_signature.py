@@ -7,7 +7,8 @@ the `cryptography` package (scripts/setup.sh installs it when missing). The test
 oracle for the service's signatures; a partner can use it as a reference.
 
   verify_signature.py verify --keys URL_OR_FILE [--request FILE] [--scheme https] [--now N]
-      Reads one raw HTTP/1.1 request head (stdin, or FILE) and verifies its `sig1` signature.
+      Reads one raw HTTP/1.1 request head (stdin, or FILE) and verifies its `sig1` signature,
+      which must cover @method, @authority, @path, @query, and x-ts-ec when the request has it.
       Keys: the discovery document (URL or file, {"jwks":{"keys":[...]}}) or a bare JWKS.
       `--seed-file F --kid K` derives the public key from a private seed file instead.
       Exit 0 and "verified <kid>" when it verifies; exit 1 and "rejected: <why>" when not.
@@ -40,6 +41,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 REQUIRED = ["@method", "@authority", "@path", "@query"]
+# Fields that must be covered whenever the request carries them: the reader's edge ID.
+REQUIRED_WHEN_PRESENT = ["x-ts-ec"]
 
 
 class Rejected(Exception):
@@ -256,6 +259,9 @@ def verify(raw, keys, scheme="https", label="sig1", required=REQUIRED, now=None,
     for name in required:
         if name not in names:
             raise Rejected("%s is not covered" % name)
+    for name in REQUIRED_WHEN_PRESENT:
+        if field(fields, name) is not None and name not in names:
+            raise Rejected("%s is sent but not covered" % name)
     if p.get("alg", "ed25519") != "ed25519":
         raise Rejected("alg %r is not ed25519" % p.get("alg"))
     kid = p.get("keyid")

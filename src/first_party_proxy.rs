@@ -3,8 +3,9 @@
 //! fetch the target from the partner through a dynamic backend, following redirects, each hop
 //! signed by `partner::sign`, and stream the answer: an HTML or CSS creative through the
 //! creative pipeline (`body::stream`, the machinery that streams the publisher's pages), any
-//! other body untouched. What passes in each direction and when a redirect is followed are
-//! the core's decisions (`first_party::proxy`).
+//! other body untouched. What passes in each direction, when a redirect is followed and the
+//! sandbox every relayed response is confined to are the core's decisions
+//! (`first_party::proxy`).
 //!
 //! Outcomes: `403` with the one body for any verification failure (reason at `info`); `503`
 //! when the key cannot be read; `502` when a partner cannot be reached, answers with too many
@@ -19,7 +20,8 @@ use fastly::http::{HeaderName, HeaderValue, StatusCode, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
-    body_plan, client_response_headers, next_hop, partner_request_headers, signer, Hop, ProxyBody,
+    body_plan, client_response_headers, confine, next_hop, partner_request_headers, signer, Hop,
+    ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
 use trusted_server_core::{apply_standard_headers, Settings};
@@ -99,6 +101,8 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
         }
     };
     apply_standard_headers(&mut headers, &settings.response_headers);
+    // Last, so no configured header can undo it: partner content never runs as the publisher.
+    confine(&mut headers);
     reply::replace_headers(&mut response, headers);
     response.set_version(client_version);
     let ProxyBody::Rewrite { codec, creative } = plan else {

@@ -1,6 +1,7 @@
 //! Signing requests the service sends to partners (RFC 9421, `trusted_server_core::signing`):
-//! `Signature-Input` and `Signature` covering `@method`, `@authority`, `@path`, `@query` and
-//! `created`, with the current key from the Secret Store.
+//! `Signature-Input` and `Signature` covering `@method`, `@authority`, `@path`, `@query`,
+//! `x-ts-ec` when the request carries the reader's edge ID (the core's
+//! `SIGNED_WHEN_PRESENT`), and `created`, with the current key from the Secret Store.
 //!
 //! Call [`sign`] last, on the request exactly as it will be sent: after its URL and `Host`
 //! are final, and with a backend that does not override the host (what the partner sees as
@@ -14,7 +15,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fastly::Request;
-use trusted_server_core::signing::{sign_request, RequestParts};
+use trusted_server_core::signing::{sign_request, RequestParts, SIGNED_WHEN_PRESENT};
 use trusted_server_core::Settings;
 
 use crate::signing_keys;
@@ -60,13 +61,21 @@ pub fn sign(request: &mut Request, settings: &Settings) -> Signed {
             authority
         }
     };
+    // The fields signed when present, each line as sent (a value that is not text cannot be
+    // signed: the request then goes unsigned, below).
+    let mut fields: Vec<(&str, &str)> = Vec::new();
+    for name in SIGNED_WHEN_PRESENT {
+        for value in request.get_header_all(name) {
+            fields.push((name, value.to_str().unwrap_or("\u{0}")));
+        }
+    }
     let parts = RequestParts {
         method: request.get_method_str(),
         scheme: url.scheme(),
         authority: &authority,
         path: url.path(),
         query: url.query(),
-        fields: &[],
+        fields: &fields,
     };
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -106,6 +115,7 @@ mod tests {
     fn verify(request: &Request, parts: &RequestParts<'_>) -> Result<String, String> {
         let policy = Policy {
             required: &PARTNER_COMPONENTS,
+            required_when_present: &SIGNED_WHEN_PRESENT,
             label: "sig1",
             freshness: Some((now(), 60)),
         };
@@ -195,6 +205,33 @@ mod tests {
             ..parts
         };
         assert!(verify(&no_host, &parts).is_ok());
+    }
+
+    #[test]
+    fn an_edge_id_sent_to_a_partner_is_signed() {
+        let mut request =
+            Request::get("https://ads.example/ad?c=1").with_header("x-ts-ec", "abc.DEF123");
+        assert!(matches!(
+            sign(&mut request, &crate::SETTINGS),
+            Signed::With(_)
+        ));
+        let input = request.get_header_str("signature-input").unwrap();
+        assert!(
+            input.starts_with("sig1=(\"@method\" \"@authority\" \"@path\" \"@query\" \"x-ts-ec\")"),
+            "{input}"
+        );
+        let parts = |id| RequestParts {
+            method: "GET",
+            scheme: "https",
+            authority: "ads.example",
+            path: "/ad",
+            query: Some("c=1"),
+            fields: id,
+        };
+        assert!(verify(&request, &parts(&[("x-ts-ec", "abc.DEF123")])).is_ok());
+        for changed in [&[("x-ts-ec", "abc.DEF124")][..], &[]] {
+            assert!(verify(&request, &parts(changed)).is_err(), "{changed:?}");
+        }
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! host, client-side `next/link` navigation through the service); this test starts the servers
 //! it needs on free loopback ports, runs the script with a time limit and fails with its output.
 //!
+//! Then `tests/browser/creative.mjs` loads a partner creative through `/first-party/proxy`
+//! (from a scripted test partner, `e2e::raw_origin`, that `ads.demo-partner.example` resolves
+//! to): it must render and run its script, and that script must not read the publisher's
+//! cookies nor get the reader's edge ID from `/_ts/ec`.
+//!
 //! The service rewrites origin URLs to the request's host, which is the Viceroy address the
 //! browser uses. `scripts/setup.sh` (`ensure_browser`, run by `scripts/test.sh`) installs the
 //! browser and playwright-core; when either is missing this test fails, it does not skip.
@@ -16,6 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use e2e::raw_origin::{RawOrigin, Step};
 use e2e::{build_and_start_demo_origin, build_service, start_viceroy, workspace_root};
 
 /// The whole browser run, a backstop: the script has its own, shorter limits.
@@ -23,6 +29,37 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
 
 fn chromium() -> String {
     std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
+}
+
+/// The partner creative `creative.mjs` loads: it renders a heading, and its script tries
+/// what a hostile creative on the publisher's origin could do and writes what it saw.
+const PROBE_CREATIVE: &str = r#"<!doctype html><html><head><title>creative</title></head><body>
+<h1 id="ad">An ad from the partner</h1><pre id="report"></pre>
+<script>
+(async () => {
+  const seen = { ran: true }
+  try { seen.cookie = document.cookie } catch (e) { seen.cookie = 'threw ' + e.name }
+  try {
+    const r = await fetch('/_ts/ec', { credentials: 'include' })
+    seen.ec = 'status ' + r.status + ' ' + (await r.text())
+  } catch (e) { seen.ec = 'threw ' + e.name }
+  document.getElementById('report').textContent = JSON.stringify(seen)
+})()
+</script></body></html>
+"#;
+
+/// The scripted partner: `/probe.html` is [`PROBE_CREATIVE`].
+fn start_partner() -> RawOrigin {
+    let partner = RawOrigin::start().expect("start the test partner");
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n",
+        PROBE_CREATIVE.len()
+    );
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(PROBE_CREATIVE.as_bytes());
+    partner.script("/probe.html", vec![Step::Write(bytes)]);
+    partner
 }
 
 /// Panics (the test fails, loudly) when something the browser test needs is missing.
@@ -118,6 +155,7 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     let (_origin, origin_addr) =
         build_and_start_demo_origin(&root, Some(&dir.join("demo-origin.log")))
             .unwrap_or_else(|e| panic!("{e}"));
+    let partner = start_partner();
     // The default settings otherwise (streaming on, Next.js rewriting on); any
     // TRUSTED_SERVER__* variable in the environment applies too.
     let wasm = build_service(
@@ -132,6 +170,14 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
             (
                 "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
                 "origin.demo-publisher.example".to_owned(),
+            ),
+            // The demo partner's creatives come from the scripted partner.
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__RESOLVE".to_owned(),
+                format!(
+                    "{{ \"ads.demo-partner.example\" = \"{}\" }}",
+                    partner.addr()
+                ),
             ),
         ],
     )
@@ -165,5 +211,23 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     assert!(
         code == Some(0),
         "tests/browser/nextjs.mjs {base} exited with {code:?}:\n{output}"
+    );
+    let (code, output) = run_bounded(
+        Command::new("node")
+            .arg(root.join("tests/browser/creative.mjs"))
+            .arg(&base)
+            .arg("http://ads.demo-partner.example/probe.html")
+            .env("TMPDIR", &tmp)
+            .current_dir(&root),
+        SCRIPT_TIMEOUT,
+    );
+    assert!(
+        code == Some(0),
+        "tests/browser/creative.mjs {base} exited with {code:?}:\n{output}"
+    );
+    let served = partner.take_requests("/probe.html").len();
+    assert!(
+        served >= 1,
+        "the test partner served the creative {served} times"
     );
 }

@@ -382,6 +382,10 @@ fn main() {
             first_party::proxy::redirects,
         ),
         (
+            "first-party proxy: partner headers a browser acts on are dropped; responses sandboxed",
+            first_party::proxy::browser_acting_headers_dropped_and_content_sandboxed,
+        ),
+        (
             "first-party proxy: a partner dying mid-body gives an incomplete transfer",
             first_party::proxy::partner_dies_mid_body,
         ),

@@ -7,8 +7,12 @@
 //!   credentials, no forwarding claims);
 //! * [`next_hop`]: whether a partner response is a redirect to follow, and where, re-checked
 //!   by the SSRF policy at every hop and bounded by [`MAX_REDIRECTS`];
-//! * [`client_response_headers`]: the partner's headers the client gets (no cookies, no CORS,
-//!   no headers that would change state for the publisher's whole origin), bounded;
+//! * [`client_response_headers`]: the partner's headers the client gets, from a short list
+//!   of what describes the body and its caching (no cookies, no CORS, nothing that makes the
+//!   browser go, fetch or report anywhere, nothing that acts on the publisher's whole
+//!   origin), bounded;
+//! * [`confine`]: what every proxied response gets last: `nosniff` and a sandboxing
+//!   `Content-Security-Policy`, so partner content never runs as the publisher;
 //! * [`body_plan`]: whether the body is rewritten by the creative stage or streamed unchanged;
 //! * [`signer`]: the creative stage's signer, making `/first-party/proxy` URLs.
 //!
@@ -23,7 +27,7 @@ use super::creative::{Creative, Signer, UrlUse};
 use super::target::{Refusal, Target, TargetPolicy};
 use super::token::{UrlKey, CLICK_PATH, PROXY_PATH};
 use crate::body::codec::Codec;
-use crate::forward::{connection_listed, supported_accept_encoding, HOP_BY_HOP};
+use crate::forward::{connection_listed, supported_accept_encoding};
 use crate::response::weaken_etag;
 
 /// Redirects followed for one proxied request: the signed target and then at most this many
@@ -44,20 +48,51 @@ pub const MAX_RESPONSE_HEADER_BYTES: usize = 32 * 1024;
 /// the publisher.
 const PASSED_REQUEST: [&str; 3] = ["accept", "accept-language", "user-agent"];
 
-/// Partner response headers that would act on the publisher's whole origin, since the client
-/// sees them on the publisher's host: cookies, cache and storage wiping, HSTS, alternative
-/// services and service-worker scope.
-const ORIGIN_WIDE: [&str; 6] = [
-    "set-cookie",
-    "set-cookie2",
-    "clear-site-data",
-    "strict-transport-security",
-    "alt-svc",
-    "service-worker-allowed",
+/// Partner response headers the client may get: what describes the body, its caching and
+/// its validators, and two that only restrict how it is embedded. Everything else is dropped,
+/// because the client sees it on the publisher's host and a browser acts on many headers:
+/// some change state for the whole origin (`Set-Cookie`, `Clear-Site-Data`,
+/// `Strict-Transport-Security`, `Alt-Svc`, `NEL`, `Accept-CH`, `Origin-Trial`, CORS), some
+/// make it go or fetch somewhere the proxy would refuse (`Refresh`, `Link` preloads,
+/// `Location` on a response the proxy did not follow, `Report-To`, `Reporting-Endpoints`,
+/// `SourceMap`, `Speculation-Rules`), some ask the reader for something
+/// (`WWW-Authenticate`, `Content-Disposition`), and the partner's own
+/// `Content-Security-Policy` is replaced by [`SANDBOX_POLICY`]. A list of what may pass
+/// stays safe when browsers learn new headers; a list of what may not would not.
+pub const PASSED_RESPONSE: [&str; 16] = [
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "content-language",
+    "content-range",
+    "accept-ranges",
+    "cache-control",
+    "expires",
+    "pragma",
+    "age",
+    "date",
+    "last-modified",
+    "etag",
+    "vary",
+    "x-frame-options",
+    "cross-origin-resource-policy",
 ];
 
+/// The `Content-Security-Policy` every proxied response carries: partner content runs in a
+/// sandbox, an opaque origin, never as the publisher. A creative may run its own script,
+/// submit its forms, open its landing page in a new window (which is not sandboxed: it is the
+/// partner's site) and send the reader's top window there on a click; it may not read or
+/// write the publisher's cookies or storage, nor call the publisher's routes with the
+/// reader's credentials, nor script the publisher's other pages. `allow-same-origin` is
+/// never granted: with `allow-scripts` it would undo the sandbox. Browsers apply a CSP only
+/// to documents (and workers, which ignore `sandbox`), so the header is harmless on images,
+/// sheets and scripts, and holds for any type a browser might render as a page (HTML, SVG,
+/// XML, a missing or wrong `Content-Type`).
+pub const SANDBOX_POLICY: &str = "sandbox allow-scripts allow-forms allow-popups \
+allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation";
+
 /// Response headers describing the exact bytes, dropped when the body is rewritten.
-const BODY_BOUND: [&str; 3] = ["content-length", "content-md5", "digest"];
+const BODY_BOUND: [&str; 1] = ["content-length"];
 
 /// The headers sent to the partner with each hop: `Accept`, `Accept-Language` and
 /// `User-Agent` from the client, one
@@ -190,13 +225,11 @@ impl fmt::Display for HeaderError {
 
 impl std::error::Error for HeaderError {}
 
-/// The partner's response headers as the client gets them: without hop-by-hop headers (and
-/// those `Connection` names), cookies, CORS (`Access-Control-*`) and headers that act on the
-/// whole origin (`Clear-Site-Data`, `Strict-Transport-Security`, `Alt-Svc`,
-/// `Service-Worker-Allowed`);
-/// when the body is `rewritten`, without the headers bound to its exact bytes, and with a
-/// strong `ETag` made weak (the bytes differ; the meaning does not). `Cache-Control`,
-/// `Content-Type` and the rest pass unchanged.
+/// The partner's response headers as the client gets them: only those in
+/// [`PASSED_RESPONSE`], and not those a `Connection` header names (hop-by-hop); when the body
+/// is `rewritten`, without `Content-Length` and with a strong `ETag` made weak (the bytes
+/// differ; the meaning does not). The adapter then adds the service's own headers and, last,
+/// [`confine`].
 ///
 /// # Errors
 /// [`HeaderError`] when the partner sent more than the bounds allow.
@@ -218,9 +251,7 @@ pub fn client_response_headers(
     let mut out = Vec::with_capacity(headers.len());
     for (name, value) in headers {
         let n = name.as_str();
-        let dropped = HOP_BY_HOP.contains(&n)
-            || ORIGIN_WIDE.contains(&n)
-            || n.starts_with("access-control-")
+        let dropped = !PASSED_RESPONSE.contains(&n)
             || connection_listed.iter().any(|c| c == n)
             || (rewritten && BODY_BOUND.contains(&n));
         if dropped {
@@ -236,6 +267,24 @@ pub fn client_response_headers(
         out.push((name, value));
     }
     Ok(out)
+}
+
+/// Confines a proxied response, whatever its type or status: `X-Content-Type-Options:
+/// nosniff` (the browser uses the `Content-Type` as sent, never guesses a document out of an
+/// image or text) replacing any other, and [`SANDBOX_POLICY`] added as its own
+/// `Content-Security-Policy` line. Call it on the final header list, after any configured
+/// headers: another policy there (the publisher's `response_headers`) is kept, and since a
+/// browser enforces every policy it gets, the sandbox holds.
+pub fn confine(headers: &mut Vec<(HeaderName, HeaderValue)>) {
+    headers.retain(|(n, _)| n != "x-content-type-options");
+    headers.push((
+        HeaderName::from_static("x-content-type-options"),
+        HeaderValue::from_static("nosniff"),
+    ));
+    headers.push((
+        HeaderName::from_static("content-security-policy"),
+        HeaderValue::from_static(SANDBOX_POLICY),
+    ));
 }
 
 /// What happens to a final partner response's body.

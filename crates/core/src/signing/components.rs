@@ -26,6 +26,12 @@ pub const PARTNER_COMPONENTS: [Component; 4] = [
     Component::Query,
 ];
 
+/// Header fields a partner signature covers whenever the request carries them, after
+/// [`PARTNER_COMPONENTS`]: `X-TS-EC`, the reader's edge ID. A partner keys what it knows
+/// about a reader on it, so a request whose ID was changed on the way (or added to a signed
+/// request) must not verify.
+pub const SIGNED_WHEN_PRESENT: [&str; 1] = [crate::publisher::identity::ORIGIN_HEADER];
+
 impl Component {
     /// The component's name as it is quoted in `Signature-Input` and the base (`@method`,
     /// `date`).
@@ -110,6 +116,25 @@ impl fmt::Display for ComponentError {
 }
 
 impl RequestParts<'_> {
+    /// Whether the request carries the header field `name` (any case).
+    pub fn has_field(&self, name: &str) -> bool {
+        self.fields
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    /// What a partner signature of this request covers: [`PARTNER_COMPONENTS`], then each
+    /// of [`SIGNED_WHEN_PRESENT`] the request carries.
+    pub fn partner_components(&self) -> Vec<Component> {
+        let mut components = PARTNER_COMPONENTS.to_vec();
+        components.extend(
+            (SIGNED_WHEN_PRESENT.iter())
+                .filter(|name| self.has_field(name))
+                .map(|name| Component::Field((*name).to_owned())),
+        );
+        components
+    }
+
     /// The value of `component` in this request (RFC 9421 §2.1, §2.2).
     ///
     /// # Errors

@@ -4,7 +4,9 @@
 use std::fmt;
 
 use super::base::signature_base;
-use super::components::{Component, ComponentError, RequestParts, PARTNER_COMPONENTS};
+use super::components::{
+    Component, ComponentError, RequestParts, PARTNER_COMPONENTS, SIGNED_WHEN_PRESENT,
+};
 use super::keys::{Keypair, PublicKey};
 use super::params::{
     parse_signature, serialize_signature, ParamValue, SignatureParams, SyntaxError,
@@ -24,11 +26,11 @@ pub struct SignatureHeaders {
     pub signature: String,
 }
 
-/// The parameters the service signs with: the partner components, `created`, `keyid` and
-/// `alg`, in that order.
-pub fn partner_params(created: u64, kid: &str) -> SignatureParams {
+/// The parameters the service signs `request` with: its partner components
+/// ([`RequestParts::partner_components`]), `created`, `keyid` and `alg`, in that order.
+pub fn partner_params(request: &RequestParts<'_>, created: u64, kid: &str) -> SignatureParams {
     SignatureParams {
-        components: PARTNER_COMPONENTS.to_vec(),
+        components: request.partner_components(),
         params: vec![
             // Seconds since 1970 fit 15 digits until the year 33658.
             (
@@ -41,8 +43,9 @@ pub fn partner_params(created: u64, kid: &str) -> SignatureParams {
     }
 }
 
-/// Signs `request`, covering `@method`, `@authority`, `@path` and `@query`, created at
-/// `created` (seconds since 1970), with `key`.
+/// Signs `request`, covering `@method`, `@authority`, `@path`, `@query` and, when the request
+/// carries it, `x-ts-ec` ([`SIGNED_WHEN_PRESENT`]), created at `created` (seconds since 1970),
+/// with `key`. The caller passes the request's `X-TS-EC` in `fields`.
 ///
 /// # Errors
 /// A request part that cannot go in a signature base (a control character in the method).
@@ -51,7 +54,7 @@ pub fn sign_request(
     key: &Keypair,
     created: u64,
 ) -> Result<SignatureHeaders, ComponentError> {
-    let params = partner_params(created, key.kid());
+    let params = partner_params(request, created, key.kid());
     let base = signature_base(request, &params)?;
     let signature = key.sign(base.as_bytes());
     Ok(SignatureHeaders {
@@ -69,7 +72,8 @@ pub enum VerifyError {
     UnknownKey(Option<String>),
     /// An `alg` other than `ed25519`.
     Algorithm(String),
-    /// A required component that the signature does not cover.
+    /// A required component (or a field the request carries that must then be covered)
+    /// that the signature does not cover.
     NotCovered(Component),
     /// No `created`, or one outside the accepted window.
     Created(&'static str),
@@ -99,6 +103,8 @@ impl fmt::Display for VerifyError {
 pub struct Policy<'a> {
     /// Components the signature must cover.
     pub required: &'a [Component],
+    /// Header fields the signature must cover when the request carries them (lowercase).
+    pub required_when_present: &'a [&'a str],
     /// The label to check.
     pub label: &'a str,
     /// `(now, max_age)`: `created` must be within `max_age` seconds before `now` (and not
@@ -107,9 +113,11 @@ pub struct Policy<'a> {
 }
 
 impl Policy<'static> {
-    /// Our partner signatures: the four components, label `sig1`, no clock check.
+    /// Our partner signatures: the four components, `x-ts-ec` when the request has it,
+    /// label `sig1`, no clock check.
     pub const PARTNER: Policy<'static> = Policy {
         required: &PARTNER_COMPONENTS,
+        required_when_present: &SIGNED_WHEN_PRESENT,
         label: LABEL,
         freshness: None,
     };
@@ -140,6 +148,12 @@ pub fn verify_request(
     }
     if let Some(missing) = (policy.required.iter()).find(|c| !params.components.contains(c)) {
         return Err(VerifyError::NotCovered(missing.clone()));
+    }
+    let uncovered = (policy.required_when_present.iter())
+        .map(|name| Component::Field((*name).to_owned()))
+        .find(|c| request.has_field(c.name()) && !params.components.contains(c));
+    if let Some(missing) = uncovered {
+        return Err(VerifyError::NotCovered(missing));
     }
     if let Some((now, max_age)) = policy.freshness {
         let created = params

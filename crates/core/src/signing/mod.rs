@@ -10,6 +10,9 @@
 //!
 //! so a partner can prove that a request came from this publisher and was not changed: the
 //! signature covers the method, the host, the path and the query, and the time it was made.
+//! A request that carries the reader's edge ID in `X-TS-EC` covers that field too
+//! (`("@method" "@authority" "@path" "@query" "x-ts-ec")`), so the ID cannot be changed or
+//! added on the way.
 //! The partner fetches the public key by `keyid` from `/.well-known/trusted-server.json`.
 //!
 //! * [`components`](RequestParts): the covered components and their values;
@@ -31,7 +34,9 @@ mod message;
 mod params;
 
 pub use base::signature_base;
-pub use components::{Component, ComponentError, RequestParts, PARTNER_COMPONENTS};
+pub use components::{
+    Component, ComponentError, RequestParts, PARTNER_COMPONENTS, SIGNED_WHEN_PRESENT,
+};
 pub use discovery::{
     discovery_document, verify_signature, JsonAnswer, DISCOVERY_CACHE_CONTROL, MAX_VERIFY_BODY,
 };

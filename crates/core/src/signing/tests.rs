@@ -89,6 +89,7 @@ fn rfc_9421_b26_base_from_the_test_request() {
     let (key, _) = rfc_key();
     let policy = Policy {
         required: &[Component::Method, Component::Authority, Component::Path],
+        required_when_present: &[],
         label: "sig-b26",
         freshness: Some((1_618_884_473 + 60, 300)),
     };
@@ -163,6 +164,51 @@ fn our_headers_have_the_documented_form() {
         &Policy::PARTNER,
     );
     assert_eq!(ok.as_deref(), Ok("ts-signing-1"));
+}
+
+#[test]
+fn an_edge_id_is_covered_in_the_documented_form() {
+    let key = Keypair::from_seed("ts-signing-1", &[9; 32]);
+    let fields = [("X-TS-EC", " abc.DEF123 ")];
+    let request = RequestParts {
+        method: "GET",
+        scheme: "https",
+        authority: "ads.example",
+        path: "/ad",
+        query: None,
+        fields: &fields,
+    };
+    let headers = sign_request(&request, &key, 1_700_000_000).unwrap();
+    assert_eq!(
+        headers.signature_input,
+        "sig1=(\"@method\" \"@authority\" \"@path\" \"@query\" \"x-ts-ec\");created=1700000000;keyid=\"ts-signing-1\";alg=\"ed25519\""
+    );
+    let base = "\"@method\": GET\n\"@authority\": ads.example\n\"@path\": /ad\n\"@query\": ?\n\
+                \"x-ts-ec\": abc.DEF123\n\"@signature-params\": (\"@method\" \"@authority\" \
+                \"@path\" \"@query\" \"x-ts-ec\");created=1700000000;keyid=\"ts-signing-1\";alg=\"ed25519\"";
+    let bytes = parse_signature(&headers.signature, LABEL).unwrap();
+    assert!(key.public().verify(base.as_bytes(), &bytes));
+    // A signature that leaves out an `X-TS-EC` the request carries is refused by our policy.
+    let bare = sign_request(
+        &RequestParts {
+            fields: &[],
+            ..request
+        },
+        &key,
+        1_700_000_000,
+    )
+    .unwrap();
+    let e = verify_request(
+        &request,
+        &bare.signature_input,
+        &bare.signature,
+        &[key.public()],
+        &Policy::PARTNER,
+    );
+    assert_eq!(
+        e,
+        Err(VerifyError::NotCovered(Component::Field("x-ts-ec".into())))
+    );
 }
 
 #[test]
@@ -371,6 +417,41 @@ proptest! {
         }
         let e = verify_request(&changed.parts(), &input, &h.signature, &keys, &Policy::PARTNER);
         prop_assert_eq!(e, Err(VerifyError::Mismatch));
+    }
+
+    /// An edge ID the request carries is covered: what was signed verifies; another ID, the
+    /// ID removed, or an ID added to a request signed without one does not.
+    #[test]
+    fn a_changed_edge_id_fails(
+        r in request(),
+        id in "[A-Za-z0-9._-]{1,40}",
+        other in "[A-Za-z0-9._-]{1,40}",
+        seed in any::<[u8; 32]>(),
+    ) {
+        prop_assume!(id != other);
+        let key = Keypair::from_seed("k", &seed);
+        let keys = [key.public()];
+        let with_id = [("x-ts-ec", id.as_str())];
+        let parts = RequestParts { fields: &with_id, ..r.parts() };
+        let h = sign_request(&parts, &key, r.created).unwrap();
+        let verify = |parts: &RequestParts<'_>, h: &SignatureHeaders| {
+            verify_request(parts, &h.signature_input, &h.signature, &keys, &Policy::PARTNER)
+        };
+        prop_assert_eq!(verify(&parts, &h), Ok("k".to_owned()));
+        let changed = [("x-ts-ec", other.as_str())];
+        prop_assert_eq!(
+            verify(&RequestParts { fields: &changed, ..parts }, &h),
+            Err(VerifyError::Mismatch)
+        );
+        prop_assert_eq!(
+            verify(&r.parts(), &h),
+            Err(VerifyError::Component(ComponentError::MissingField("x-ts-ec".into())))
+        );
+        let unsigned_id = sign_request(&r.parts(), &key, r.created).unwrap();
+        prop_assert_eq!(
+            verify(&parts, &unsigned_id),
+            Err(VerifyError::NotCovered(Component::Field("x-ts-ec".into())))
+        );
     }
 
     /// A flipped bit anywhere in the signature fails.

@@ -118,6 +118,23 @@ fn install(p: &RawOrigin) {
         redirect("http://169.254.169.254/latest/meta-data/"),
     );
     p.script("/loop", redirect("/loop"));
+    // Headers a browser acts on, on a creative (rewritten), an image (streamed) and a `300`
+    // (a redirect status the proxy does not follow, which a browser would).
+    p.script(
+        "/acts.html",
+        ok(&with("text/html", &ACTING), HTML.as_bytes()),
+    );
+    p.script("/acts.png", ok(&with("image/png", &ACTING), &image()));
+    let mut choices = vec![("content-type", "text/html")];
+    choices.extend_from_slice(&ACTING);
+    p.script(
+        "/acts-300",
+        vec![Step::Write(response(
+            "300 Multiple Choices",
+            &choices,
+            b"<p>pick</p>",
+        ))],
+    );
     let head = |ct: &str, len: usize| {
         format!("HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n")
             .into_bytes()
@@ -141,6 +158,25 @@ fn install(p: &RawOrigin) {
         ],
     );
 }
+
+/// Partner headers a browser acts on by going, fetching or reporting somewhere, or by
+/// changing state for the whole origin; `evil.example` is off the allowlist.
+const ACTING: [(&str, &str); 14] = [
+    ("refresh", "0; url=https://evil.example/"),
+    ("link", "<https://evil.example/x.js>; rel=preload; as=script"),
+    ("link", "<https://evil.example>; rel=preconnect, <//evil.example>; rel=dns-prefetch"),
+    ("link", "<https://evil.example/m.js>; rel=modulepreload"),
+    ("location", "https://evil.example/"),
+    ("content-location", "https://evil.example/"),
+    ("report-to", "{\"group\":\"default\",\"max_age\":86400,\"endpoints\":[{\"url\":\"https://evil.example/r\"}]}"),
+    ("reporting-endpoints", "default=\"https://evil.example/r\""),
+    ("nel", "{\"report_to\":\"default\",\"max_age\":86400}"),
+    ("sourcemap", "https://evil.example/map"),
+    ("x-sourcemap", "https://evil.example/map"),
+    ("speculation-rules", "\"https://evil.example/rules.json\""),
+    ("content-security-policy", "default-src *; report-uri https://evil.example/csp"),
+    ("x-content-type-options", "none"),
+];
 
 /// The proxy path for `target`, signed with the development key, good for `ttl` seconds.
 fn proxy_path(w: &World, target: &str, ttl: u64) -> Result<String, String> {
@@ -441,6 +477,79 @@ pub fn redirects(w: &World) -> Outcome {
     Ok(())
 }
 
+/// No header of `r` names the off-list host, none a browser would act on passes, and the
+/// response is confined: `nosniff`, and a CSP `sandbox` that lets a creative run its script
+/// but never grants it the publisher's origin.
+fn confined(label: &str, r: &e2e::Timed) -> Outcome {
+    for (name, value) in &r.headers {
+        check(!text(value).contains("evil.example"), || {
+            format!("{label}: {name}: {} reached the client", text(value))
+        })?;
+    }
+    for (name, _) in ACTING {
+        if name == "content-security-policy" || name == "x-content-type-options" {
+            continue;
+        }
+        check(r.header(name).is_none(), || {
+            format!("{label}: {name} reached the client")
+        })?;
+    }
+    let nosniff: Vec<String> = r
+        .header_values("x-content-type-options")
+        .into_iter()
+        .map(text)
+        .collect();
+    check(nosniff == ["nosniff"], || {
+        format!("{label}: x-content-type-options {nosniff:?}")
+    })?;
+    let policies: Vec<String> = r
+        .header_values("content-security-policy")
+        .into_iter()
+        .map(text)
+        .collect();
+    // Read as a browser does (CSP3): directives split on `;`, tokens on whitespace.
+    let sandboxes: Vec<Vec<String>> = policies
+        .iter()
+        .flat_map(|p| p.split(';'))
+        .map(|d| {
+            d.split_ascii_whitespace()
+                .map(str::to_ascii_lowercase)
+                .collect::<Vec<_>>()
+        })
+        .filter(|d| d.first().map(String::as_str) == Some("sandbox"))
+        .collect();
+    check(sandboxes.len() == 1, || {
+        format!("{label}: content-security-policy {policies:?}, want one sandbox")
+    })?;
+    let tokens = &sandboxes[0];
+    check(
+        tokens.iter().any(|t| t == "allow-scripts")
+            && !tokens.iter().any(|t| t == "allow-same-origin"),
+        || format!("{label}: sandbox {tokens:?}"),
+    )
+}
+
+pub fn browser_acting_headers_dropped_and_content_sandboxed(w: &World) -> Outcome {
+    install(&w.partner);
+    for (path, status) in [("/acts.html", 200), ("/acts.png", 200), ("/acts-300", 300)] {
+        for build in [w.streaming, w.buffered] {
+            let signed = proxy_path(w, &format!("http://{ADS}{path}"), 60)?;
+            let r = fetch(build, &signed, &[])?;
+            check(r.status == status && r.complete, || {
+                format!("{path}: status {} complete {}", r.status, r.complete)
+            })?;
+            confined(path, &r)?;
+        }
+    }
+    // Content that was already on the allowlist is sandboxed too: the plain creative.
+    let r = fetch(
+        w.streaming,
+        &proxy_path(w, &format!("http://{ADS}/creative.html"), 60)?,
+        &[],
+    )?;
+    confined("/creative.html", &r)
+}
+
 pub fn partner_dies_mid_body(w: &World) -> Outcome {
     install(&w.partner);
     for path in ["/dies.png", "/dies.html"] {
@@ -467,6 +576,28 @@ fn edge_id(w: &World) -> Result<String, String> {
                 .map(str::to_owned)
         })
         .ok_or_else(|| "no ts-ec cookie on a navigation".to_owned())
+}
+
+/// `head` with its `X-TS-EC` lines replaced by one carrying `id`.
+fn with_edge_id(head: &[u8], id: &str) -> Vec<u8> {
+    text(head)
+        .split("\r\n")
+        .map(|line| {
+            if line.to_ascii_lowercase().starts_with("x-ts-ec:") {
+                format!("x-ts-ec: {id}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n")
+        .into_bytes()
+}
+
+/// Another ID of the same form: `id` with its first character changed.
+fn other_id(id: &str) -> String {
+    let first = if id.starts_with('a') { 'b' } else { 'a' };
+    format!("{first}{}", id.get(1..).unwrap_or_default())
 }
 
 /// A named request: its headers and the `X-TS-EC` the partner must see.
@@ -509,6 +640,18 @@ pub fn hops_signed_and_edge_id(w: &World) -> Outcome {
             check(code == 0 && out.starts_with("verified "), || {
                 format!("{what}: exit {code}: {out}\n{}", text(head))
             })?;
+            if let Some(id) = want_id {
+                // The ID is covered: the same head with another ID does not verify.
+                let forged = with_edge_id(head, &other_id(id));
+                let (code, out) = crate::signing::verifier(
+                    w,
+                    &["verify", "--keys", &keys, "--scheme", "http"],
+                    &forged,
+                )?;
+                check(code == 1 && out.starts_with("rejected: "), || {
+                    format!("{what}: another X-TS-EC still verifies: exit {code}: {out}")
+                })?;
+            }
             check(!lower.contains("\r\ncookie:"), || {
                 format!("{what}: a cookie reached the partner")
             })?;

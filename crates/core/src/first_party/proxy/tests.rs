@@ -152,7 +152,7 @@ fn only_redirect_statuses_are_followed_and_at_most_four_times() {
 }
 
 #[test]
-fn cookies_cors_and_hop_headers_are_dropped_cache_control_kept() {
+fn cookies_cors_hop_and_unknown_headers_are_dropped_cache_control_kept() {
     let partner = headers(&[
         ("content-type", "text/html; charset=utf-8"),
         ("content-length", "1234"),
@@ -173,25 +173,115 @@ fn cookies_cors_and_hop_headers_are_dropped_cache_control_kept() {
     let pass = client_response_headers(partner.clone(), false).unwrap();
     assert_eq!(
         names(&pass),
-        [
-            "content-type",
-            "content-length",
-            "cache-control",
-            "etag",
-            "x-partner"
-        ]
+        ["content-type", "content-length", "cache-control", "etag"]
     );
     assert_eq!(value(&pass, "etag"), Some("\"v1\""));
     let rewritten = client_response_headers(partner, true).unwrap();
-    assert_eq!(
-        names(&rewritten),
-        ["content-type", "cache-control", "etag", "x-partner"]
-    );
+    assert_eq!(names(&rewritten), ["content-type", "cache-control", "etag"]);
     assert_eq!(value(&rewritten, "etag"), Some("W/\"v1\""));
     assert_eq!(
         value(&rewritten, "cache-control"),
         Some("public, max-age=60")
     );
+}
+
+/// Headers a browser acts on by going, fetching or reporting somewhere, or by changing state
+/// for the whole origin: none reaches the client, whatever the status or body plan.
+const BROWSER_ACTING: [(&str, &str); 24] = [
+    ("refresh", "0; url=https://evil.example/"),
+    (
+        "link",
+        "<https://evil.example/x.js>; rel=preload; as=script",
+    ),
+    ("link", "<https://evil.example>; rel=preconnect"),
+    ("link", "<//evil.example>; rel=dns-prefetch"),
+    ("link", "<https://evil.example/next>; rel=prefetch"),
+    ("link", "<https://evil.example/m.js>; rel=modulepreload"),
+    ("link", "<https://evil.example/s.css>; rel=stylesheet"),
+    ("location", "https://evil.example/"),
+    ("content-location", "https://evil.example/"),
+    (
+        "report-to",
+        "{\"group\":\"g\",\"endpoints\":[{\"url\":\"https://evil.example/r\"}]}",
+    ),
+    ("reporting-endpoints", "default=\"https://evil.example/r\""),
+    ("nel", "{\"report_to\":\"g\",\"max_age\":86400}"),
+    ("sourcemap", "https://evil.example/map"),
+    ("x-sourcemap", "https://evil.example/map"),
+    ("speculation-rules", "\"https://evil.example/rules.json\""),
+    (
+        "content-security-policy",
+        "default-src *; report-uri https://evil.example/csp",
+    ),
+    (
+        "content-security-policy-report-only",
+        "default-src 'none'; report-uri https://evil.example/csp",
+    ),
+    ("origin-trial", "AAAAtoken"),
+    ("accept-ch", "Sec-CH-UA-Model"),
+    ("www-authenticate", "Basic realm=\"pub.example login\""),
+    ("content-disposition", "attachment; filename=invoice.exe"),
+    ("service-worker-allowed", "/"),
+    ("set-login", "logged-in"),
+    ("x-content-type-options", "none"),
+];
+
+#[test]
+fn headers_that_make_the_browser_go_fetch_or_report_are_dropped() {
+    let mut partner = vec![("content-type", "text/html")];
+    partner.extend_from_slice(&BROWSER_ACTING);
+    for rewritten in [false, true] {
+        let out = client_response_headers(headers(&partner), rewritten).unwrap();
+        assert_eq!(names(&out), ["content-type"], "rewritten {rewritten}");
+    }
+}
+
+#[test]
+fn every_response_is_confined_even_after_configured_headers() {
+    let partner = headers(&[
+        ("content-type", "image/svg+xml"),
+        ("x-content-type-options", "none"),
+        ("content-security-policy", "default-src *"),
+    ]);
+    let mut out = client_response_headers(partner, false).unwrap();
+    // The publisher's configured headers come after the partner's and may name a policy.
+    out.extend(headers(&[
+        ("content-security-policy", "img-src *"),
+        ("x-content-type-options", "sniff-please"),
+    ]));
+    confine(&mut out);
+    let all = |name: &str| -> Vec<&str> {
+        out.iter()
+            .filter(|(n, _)| n == name)
+            .filter_map(|(_, v)| v.to_str().ok())
+            .collect()
+    };
+    assert_eq!(all("x-content-type-options"), ["nosniff"]);
+    assert_eq!(
+        all("content-security-policy"),
+        ["img-src *", SANDBOX_POLICY]
+    );
+}
+
+#[test]
+fn the_sandbox_lets_a_creative_run_but_never_as_the_publisher() {
+    // Read token by token, as a browser parses the directive.
+    let mut tokens = SANDBOX_POLICY.split_ascii_whitespace();
+    assert_eq!(tokens.next(), Some("sandbox"));
+    let granted: Vec<&str> = tokens.collect();
+    for needed in [
+        "allow-scripts",
+        "allow-forms",
+        "allow-popups",
+        "allow-popups-to-escape-sandbox",
+        "allow-top-navigation-by-user-activation",
+    ] {
+        assert!(granted.contains(&needed), "{needed}");
+    }
+    for never in ["allow-same-origin", "allow-top-navigation", "allow-modals"] {
+        assert!(!granted.contains(&never), "{never}");
+    }
+    assert!(!SANDBOX_POLICY.contains(';') && !SANDBOX_POLICY.contains(','));
 }
 
 #[test]
@@ -279,8 +369,8 @@ fn the_signer_signs_allowed_normalised_targets_that_verify() {
 }
 
 proptest! {
-    /// Whatever the partner sends, no cookie, CORS or hop-by-hop header reaches the client,
-    /// and everything else that does was sent by the partner.
+    /// Whatever the partner sends, no cookie, CORS, hop-by-hop or browser-acting header
+    /// reaches the client: only listed ones, each as the partner sent it.
     #[test]
     fn forbidden_headers_never_pass(
         lines in proptest::collection::vec(
@@ -293,6 +383,7 @@ proptest! {
                 Just("transfer-encoding".to_owned()),
                 Just("cache-control".to_owned()),
                 "x-[a-z]{1,8}",
+                proptest::sample::select(BROWSER_ACTING.map(|(n, _)| n.to_owned()).to_vec()),
             ], "[ -~]{0,20}"),
             0..40,
         ),
@@ -310,6 +401,7 @@ proptest! {
             let n = name.as_str();
             prop_assert!(!n.contains("cookie") && !n.starts_with("access-control-"));
             prop_assert!(n != "connection" && n != "transfer-encoding");
+            prop_assert!(PASSED_RESPONSE.contains(&n), "{}", n);
             prop_assert!(input.iter().any(|(i, v)| i == name && v == value));
         }
         let cache_in = input.iter().filter(|(n, _)| n == "cache-control").count();
