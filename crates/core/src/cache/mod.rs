@@ -6,6 +6,8 @@
 //! * [`policy`]: whether a request may use the cache at all, and whether an origin response
 //!   may be stored (and for how long), or passes with a reason;
 //! * [`key`]: the cache key, from every input the rewritten output depends on;
+//! * [`fill`]: the request headers an entry's variant is keyed on (those the origin received),
+//!   and the ones a fill does not send (range, preconditions);
 //! * [`surrogate`]: the surrogate keys an entry is stored under (the origin's and ours);
 //! * [`stored`]: the header block stored with the body, without any per-reader header;
 //! * [`conditional`]: whether a hit answers a conditional request with `304 Not Modified`;
@@ -15,6 +17,7 @@
 //! See `docs/caching.md` for the whole design.
 
 pub mod conditional;
+pub mod fill;
 pub mod key;
 pub mod policy;
 pub mod stale;
