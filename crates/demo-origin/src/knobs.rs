@@ -142,7 +142,8 @@ impl Knobs {
                 "conditional" => knobs.conditional = flag(key, v)?,
                 "echo" => {
                     let name = v.to_ascii_lowercase();
-                    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+                    let token =
+                        |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
                     if name.is_empty() || !name.bytes().all(token) {
                         return Err(format!("echo: not a header name: {v:?}"));
                     }

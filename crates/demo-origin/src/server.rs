@@ -421,7 +421,12 @@ fn conditional_answer(
         && knobs.drip.is_none()
         && resource.chunks.is_none()
         && knobs.lie_encoding.is_none();
-    let spec = head.headers.get("range")?.to_str().ok()?.strip_prefix("bytes=")?;
+    let spec = head
+        .headers
+        .get("range")?
+        .to_str()
+        .ok()?
+        .strip_prefix("bytes=")?;
     let (first, last) = spec.split_once('-')?;
     let len = resource.body.len();
     let first: usize = first.trim().parse().ok()?;

@@ -149,7 +149,16 @@ pub fn get_from(
     timeout: Duration,
 ) -> io::Result<Timed> {
     let version = Version::HTTP_11;
-    one_exchange(Some(source), addr, version, "GET", path, headers, &[], timeout)
+    one_exchange(
+        Some(source),
+        addr,
+        version,
+        "GET",
+        path,
+        headers,
+        &[],
+        timeout,
+    )
 }
 
 /// One request on a connection of its own, from `source` when given.
