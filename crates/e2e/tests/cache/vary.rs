@@ -196,6 +196,22 @@ pub fn a_conditional_or_range_request_fills_with_the_whole_page(w: &World) -> Ou
     })?;
     let n = origin_requests(w, &t, 1);
     check(n == 1, || format!("{n} origin requests, not 1"))?;
+    // The same in a buffered build: the 304 once the page is stored.
+    let t = unique();
+    let path = format!("{PAGE}?{CACHEABLE}&etag=%22v1%22&conditional=1&t={t}");
+    let first = fetch(
+        w.buffered,
+        &path,
+        &[identity(), ("if-none-match", "\"v1\"")],
+    )?;
+    check(
+        first.status == 304 && first.body.is_empty() && state(&first) == "MISS",
+        || format!("buffered: {} ({})", first.status, state(&first)),
+    )?;
+    let second = fetch_complete(w.buffered, &path, &[identity()])?;
+    check(state(&second) == "HIT", || {
+        format!("buffered, after a conditional request: {}", state(&second))
+    })?;
     // A Range: the whole page, stored, and the next reader's hit.
     let t = unique();
     let path = format!("{PAGE}?{CACHEABLE}&conditional=1&t={t}");
