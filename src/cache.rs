@@ -1,7 +1,9 @@
 //! Cached rewrites, adapter side: the core cache's transactions, stream-back and purge. Every
 //! decision is the core's (`trusted_server_core::cache`); this file only talks to the platform.
 //!
-//! Per request: [`lookup`] before the origin is asked (a hit is answered from the cache without
+//! Per request: [`lookup`] before the origin is asked, with the headers of the origin request
+//! already built (a variant is keyed on what the origin receives; see
+//! `trusted_server_core::cache::fill`) (a hit is answered from the cache without
 //! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
 //! one request that fills it); [`assess`] on the origin's response headers; then
 //! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
