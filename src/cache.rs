@@ -1,7 +1,9 @@
 //! Cached rewrites, adapter side: the core cache's transactions, stream-back and purge. Every
 //! decision is the core's (`trusted_server_core::cache`); this file only talks to the platform.
 //!
-//! Per request: [`lookup`] before the origin is asked (a hit is answered from the cache without
+//! Per request: [`lookup`] before the origin is asked, with the headers of the origin request
+//! already built (a variant is keyed on what the origin receives; see
+//! `trusted_server_core::cache::fill`) (a hit is answered from the cache without
 //! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
 //! one request that fills it); [`assess`] on the origin's response headers; then
 //! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
@@ -28,7 +30,9 @@ use fastly::{Body, Request, Response};
 use trusted_server_core::cache::conditional::{self, Preconditions};
 use trusted_server_core::cache::shared::{self, Audience, Reader};
 use trusted_server_core::cache::stale::{self, StaleWindows, Staleness};
-use trusted_server_core::cache::{key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy};
+use trusted_server_core::cache::{
+    fill, key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy,
+};
 use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::{BodyPlan, Settings};
 
@@ -51,6 +55,17 @@ pub enum Lookup {
     /// the answer fills the entry as on a miss, when this request has the obligation (`Some`),
     /// or passes (`PASS(refreshing)`) when another request has it.
     StaleIfError(Found, Option<Fill>),
+}
+
+impl Lookup {
+    /// Whether the origin's answer to this request may fill the entry: then the origin request
+    /// is a fill's (`crate::origin::for_fill`), the one the lookup was keyed on.
+    pub fn fills(&self) -> bool {
+        matches!(
+            self,
+            Lookup::Fill(_) | Lookup::Stale(..) | Lookup::StaleIfError(_, Some(_))
+        )
+    }
 }
 
 /// The obligation to fill one entry, and what its surrogate keys are made from.
@@ -106,19 +121,21 @@ pub fn ask(request: &Request) -> shared::Ask<'_> {
     }
 }
 
-/// The cache key of `request`, and the lookup. Only `GET` without `Authorization` looks; a
-/// request with the reader's own cookies is served only an entry stored for every reader
-/// (`PASS(cookie)` otherwise).
-pub fn lookup(request: &Request, client: &Client) -> Lookup {
-    let ask = ask(request);
+/// The lookup of the entry `key` ([`page_key`] of the client's request) for the origin
+/// request `upstream` (`crate::origin::build_request`). Only `GET` without `Authorization`
+/// looks; a request with the reader's own cookies is served only an entry stored for every
+/// reader (`PASS(cookie)` otherwise). The origin's `Vary` is matched against `upstream`'s headers as a fill sends them
+/// (`trusted_server_core::cache::fill`): the values the origin receives, not the client's.
+pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
+    let ask = ask(upstream);
     if let Err(why) = shared::request_allows(ask) {
         return Lookup::Pass(why);
     }
-    let key = page_key(request, client);
-    // Every request header, for the origin's `Vary` (the cache uses only those it names).
+    // Every header of the fill's request (the cache uses only those the `Vary` names).
     let mut builder = Transaction::lookup(CacheKey::copy_from_slice(&key));
-    for name in request.get_header_names() {
-        builder = builder.header_values(name, request.get_header_all(name));
+    let names = fill::lookup_headers(upstream.get_header_names().map(|n| (n.as_str(), n)));
+    for (_, name) in names {
+        builder = builder.header_values(name, upstream.get_header_all(name));
     }
     let tx = match builder.execute() {
         Ok(tx) => tx,
@@ -153,7 +170,7 @@ pub fn lookup(request: &Request, client: &Client) -> Lookup {
         tx,
         key,
         authority: client.authority.clone(),
-        path: request.get_path().to_owned(),
+        path: upstream.get_path().to_owned(),
         reader: ask.reader,
     };
     let Some(found) = tx.found() else {
@@ -271,19 +288,20 @@ pub fn answer_hit(
     }
 }
 
-/// Refreshes a stale entry after its copy was served (stale-while-revalidate): asks the
-/// origin (without the reader's edge ID: the entry is everyone's), and stores the rewrite if
-/// the answer may be stored. Nothing here reaches the client; failures are logged and leave
-/// the stale entry to expire.
+/// Refreshes a stale entry after its copy was served (stale-while-revalidate): sends
+/// `upstream`, the fill's origin request this request's lookup found the entry with (so the
+/// headers the entry's variant is keyed on are the ones the origin gets again), and stores
+/// the rewrite if the answer may be stored. Nothing here reaches the client; failures are
+/// logged and leave the stale entry to expire.
 pub fn refresh(
-    request: Request,
+    upstream: Request,
     fill: Fill,
     client: Client,
     settings: &Settings,
     access: &mut Access,
 ) {
     access.cache = Some("HIT(stale, refreshing)".into());
-    let origin_response = match crate::origin::fetch(request, &client, None, settings) {
+    let origin_response = match crate::origin::send(upstream, settings) {
         Ok(r) if !r.get_status().is_informational() => r,
         Ok(r) => {
             log::warn!(
@@ -476,17 +494,18 @@ fn whole(body: Body) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Turns a hit into its `304 Not Modified`: the headers a `304` carries
-/// (`conditional::kept_on_304`: `ETag`, `Cache-Control`, `Vary`, `Expires`, `Date`,
-/// `Content-Location`), the reader's parts (`Set-Cookie`, `x-ts-cache`), the service's standard
-/// headers, and no body.
-fn not_modified(response: &mut Response, settings: &Settings) {
+/// Turns a hit (or a fill whose reader's copy is current) into its `304 Not Modified`: the
+/// headers a `304` carries (`conditional::kept_on_304`: `ETag`, `Cache-Control`, `Vary`,
+/// `Expires`, `Date`, `Content-Location`), the reader's parts (`Set-Cookie`, `x-ts-cache`,
+/// `Server-Timing` when already stamped), the service's standard headers, and no body.
+pub(crate) fn not_modified(response: &mut Response, settings: &Settings) {
     let has_etag = response.get_header("etag").is_some();
     let mut headers: Vec<(HeaderName, HeaderValue)> = response
         .get_headers()
         .filter(|(n, _)| {
             conditional::kept_on_304(n.as_str(), has_etag)
                 || *n == "set-cookie"
+                || *n == "server-timing"
                 || n.as_str() == trusted_server_core::cache::CACHE_STATE_HEADER
         })
         .map(|(n, v)| (n.clone(), v.clone()))
@@ -544,8 +563,12 @@ pub fn assess(lookup: Lookup, origin: &Response) -> Result<Storing, CacheState> 
 pub struct Filling {
     /// Where the rewritten bytes go: the cache entry.
     pub insert: fastly::http::body::StreamingBody,
-    /// The entry read back, for the client; `None` when refreshing after a stale hit.
+    /// The entry read back, for the client; `None` when refreshing after a stale hit, or
+    /// when the client gets a `304` ([`Filling::not_modified`]).
     pub client_body: Option<Body>,
+    /// The reader's own preconditions hold for the page being stored (its copy is current):
+    /// it gets `304 Not Modified` while the entry is filled, as a hit would answer it.
+    pub not_modified: bool,
     /// A surrogate key only this entry has, to purge it if the fill fails.
     fill_key: String,
 }
@@ -600,17 +623,34 @@ impl Storing {
     /// block, and starts the insert the build's mode calls for ([`Store`]), with the reader's
     /// parts added to the response. On any refusal or failure, the response leaves as it
     /// would without a cache; the state says which.
+    ///
+    /// The fill asked the origin for the whole page, without the reader's preconditions
+    /// (`crate::origin::for_fill`); they are evaluated here against the page as stored, so a
+    /// reader whose copy is current gets `304 Not Modified` ([`Filling::not_modified`],
+    /// [`Insert::not_modified`]), as on a hit.
     pub fn begin(
         self,
         response: &mut Response,
         plan: &BodyPlan,
         edge_id: &IdentityPlan,
+        preconditions: &Preconditions,
         settings: &Settings,
     ) -> (CacheState, Option<Store>) {
-        let started = self.checked(response, plan).and_then(|insert| {
+        let headers: Vec<(&str, &[u8])> = response
+            .get_headers()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        let unchanged =
+            preconditions.not_modified(response.get_status().as_u16(), headers.iter().copied());
+        let started = self.checked(response, plan).and_then(|mut insert| {
             if settings.publisher.streaming {
-                insert.stream(true).map(Store::Streaming)
+                let filling = insert.stream(!unchanged).map(|mut filling| {
+                    filling.not_modified = unchanged;
+                    filling
+                });
+                filling.map(Store::Streaming)
             } else {
+                insert.not_modified = unchanged;
                 Ok(Store::Whole(insert))
             }
         });
@@ -639,6 +679,7 @@ impl Storing {
         };
         let own_key = fill_key(&self.fill.key);
         Ok(Insert {
+            not_modified: false,
             fill: self.fill,
             freshness: self.freshness,
             surrogate_keys: self.surrogate_keys,
@@ -657,6 +698,8 @@ pub struct Insert {
     block: Vec<u8>,
     /// A surrogate key only this entry has (`ts-fill-…`), to purge it if the fill fails.
     own_key: String,
+    /// The reader's own preconditions hold for the page being stored: it gets a `304`.
+    pub not_modified: bool,
 }
 
 impl Insert {
@@ -664,19 +707,22 @@ impl Insert {
     /// keys, the header block.
     fn builder(self) -> (fastly::cache::core::TransactionInsertBuilder, String) {
         let f = &self.freshness;
-        let vary: Vec<HeaderName> = f
-            .vary
-            .iter()
-            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
-            .collect();
-        let builder = self
+        let mut builder = self
             .fill
             .tx
             .insert(f.max_age)
             .initial_age(f.initial_age)
             // The longer of the two stale windows; the block keeps them apart.
-            .stale_while_revalidate(f.windows().cache_window())
-            .vary_by(&vary)
+            .stale_while_revalidate(f.windows().cache_window());
+        // No `Vary`: no rule at all (the core cache refuses an empty one).
+        if let Some(names) = f.vary_rule() {
+            let vary: Vec<HeaderName> = names
+                .iter()
+                .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+                .collect();
+            builder = builder.vary_by(&vary);
+        }
+        let builder = builder
             .surrogate_keys(
                 self.surrogate_keys
                     .iter()
@@ -709,6 +755,7 @@ impl Insert {
             Ok(client_body) => Ok(Filling {
                 insert,
                 client_body,
+                not_modified: false,
                 fill_key: own_key,
             }),
             Err(e) => {

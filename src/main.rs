@@ -86,19 +86,28 @@ fn proxy(request: Request, access: &mut Access) {
     // Learned early hints leave first, before the page cache or the origin is asked.
     let learning = hints::before_origin(&request, &client, &SETTINGS, access);
     // Cache: a hit is answered here, without the origin or the pipeline (src/cache.rs), with
-    // a 304 when the reader's copy is current.
+    // a 304 when the reader's copy is current. The origin request is built first: the lookup
+    // matches the origin's `Vary` against the headers the origin receives.
     let preconditions = cache::preconditions(&request);
-    let lookup = cache::lookup(&request, &client);
+    let key = cache::page_key(&request, &client);
+    let mut upstream = origin::build_request(request, &client, forward, &SETTINGS);
+    let lookup = cache::lookup(&upstream, key, &client);
     let lookup =
         match cache::answer_hit(lookup, &preconditions, &client, &edge_id, &SETTINGS, access) {
             cache::AfterHit::Served => return,
             cache::AfterHit::Refresh(fill) => {
-                return cache::refresh(request, fill, client, &SETTINGS, access)
+                origin::for_fill(&mut upstream);
+                return cache::refresh(upstream, fill, client, &SETTINGS, access);
             }
             cache::AfterHit::Origin(lookup) => lookup,
         };
+    // A fill asks for the whole page; a request that passes forwards its range and
+    // preconditions as they came.
+    if lookup.fills() {
+        origin::for_fill(&mut upstream);
+    }
     let asked = std::time::Instant::now();
-    let fetched = origin::fetch(request, &client, forward, &SETTINGS);
+    let fetched = origin::send(upstream, &SETTINGS);
     access.origin_wait = Some(asked.elapsed());
     let origin_response = match fetched {
         Ok(response) => response,
@@ -155,7 +164,13 @@ fn proxy(request: Request, access: &mut Access) {
     };
     let mut prepared = response::prepare(origin_response, client, identity, is_head, &SETTINGS);
     let (state, storing) = match assessed {
-        Ok(storing) => storing.begin(&mut prepared.response, &prepared.plan, &edge_id, &SETTINGS),
+        Ok(storing) => storing.begin(
+            &mut prepared.response,
+            &prepared.plan,
+            &edge_id,
+            &preconditions,
+            &SETTINGS,
+        ),
         Err(state) => {
             cache::outgoing(&mut prepared.response, None, &state, &SETTINGS);
             (state, None)

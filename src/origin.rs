@@ -6,7 +6,7 @@ use fastly::backend::BackendCreationError;
 use fastly::http::request::{SendError, SendErrorCause};
 use fastly::http::Version;
 use fastly::{Backend, Request, Response};
-use trusted_server_core::cache::shared;
+use trusted_server_core::cache::{fill, shared};
 use trusted_server_core::compression;
 use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
@@ -44,27 +44,33 @@ pub fn backend_info(settings: &Settings) -> BackendInfo {
     }
 }
 
-/// Sends the client's request (method, path, query, body, filtered headers, and the edge ID
-/// in `X-TS-EC` when there is one) to the origin and returns its response as soon as the
-/// headers arrive; the body streams afterwards. A request whose answer may be the reader's own
-/// bypasses the platform's HTTP cache in front of the origin
+/// Sends the origin request ([`build_request`]) and returns the origin's response as soon as
+/// the headers arrive; the body streams afterwards. A request whose answer may be the reader's
+/// own bypasses the platform's HTTP cache in front of the origin
 /// (`trusted_server_core::cache::shared::origin_fetch_passes`).
-pub fn fetch(
-    request: Request,
-    client: &Client,
-    edge_id: Option<&str>,
-    settings: &Settings,
-) -> Result<Response, OriginFailure> {
+pub fn send(mut request: Request, settings: &Settings) -> Result<Response, OriginFailure> {
     let backend = backend(settings)?;
-    let pass = shared::origin_fetch_passes(crate::cache::ask(&request));
-    let mut outgoing = build_request(request, client, edge_id, settings);
-    if pass {
-        outgoing.set_pass(true);
+    if shared::origin_fetch_passes(crate::cache::ask(&request)) {
+        request.set_pass(true);
     }
     let sent_at = Instant::now();
-    outgoing
+    request
         .send(backend)
         .map_err(|e| send_failure(&e, sent_at, settings))
+}
+
+/// Makes `request` (an origin request from [`build_request`]) the request of a cache fill:
+/// without `Range` and preconditions (`trusted_server_core::cache::fill::FILL_DROPPED`), so
+/// the origin answers with the whole page, which is what an entry stores.
+pub fn for_fill(request: &mut Request) {
+    let dropped: Vec<_> = request
+        .get_header_names()
+        .filter(|name| fill::fill_drops(name.as_str()))
+        .cloned()
+        .collect();
+    for name in dropped {
+        request.remove_header(name);
+    }
 }
 
 /// What a failed `send` means: a timeout (504) or an unavailable upstream (502). Shared with
@@ -90,8 +96,10 @@ pub fn send_failure(e: &SendError, sent_at: Instant, settings: &Settings) -> Ori
 
 /// Turns the client's request into the origin's: same method, path, query and body; the
 /// origin's URL and `Host`; headers filtered by the core's forwarding policy (which drops a
-/// client's own `X-TS-EC`), then ours.
-fn build_request(
+/// client's own `X-TS-EC`), then ours (the edge ID in `X-TS-EC` when there is one). Built
+/// before the cache lookup: the lookup matches the origin's `Vary` against these headers,
+/// the ones the origin receives (`trusted_server_core::cache::fill`).
+pub fn build_request(
     mut request: Request,
     client: &Client,
     edge_id: Option<&str>,
@@ -210,6 +218,30 @@ mod tests {
         let out = build_request(incoming, &client, Some("abc.DEF123"), &crate::SETTINGS);
         let all: Vec<&str> = out.get_header_all_str("x-ts-ec");
         assert_eq!(all, ["abc.DEF123"]);
+    }
+
+    #[test]
+    fn a_fill_asks_for_the_whole_page_and_keeps_the_rest() {
+        let incoming = Request::get("http://www.pub.test/")
+            .with_header("host", "www.pub.test")
+            .with_header("range", "bytes=0-9")
+            .with_header("if-range", "\"v1\"")
+            .with_header("if-none-match", "\"v1\"")
+            .with_header("if-modified-since", "Tue, 15 Nov 1994 12:45:26 GMT")
+            .with_header("if-match", "\"v1\"")
+            .with_header("if-unmodified-since", "Tue, 15 Nov 1994 12:45:26 GMT")
+            .with_header("accept-language", "de");
+        let client = client::observe(&incoming, &crate::SETTINGS);
+        let mut out = build_request(incoming, &client, Some("abc.DEF123"), &crate::SETTINGS);
+        // A request that passes forwards them as they came.
+        assert_eq!(out.get_header_str("if-none-match"), Some("\"v1\""));
+        assert_eq!(out.get_header_str("range"), Some("bytes=0-9"));
+        for_fill(&mut out);
+        for gone in fill::FILL_DROPPED {
+            assert_eq!(out.get_header(gone), None, "{gone}");
+        }
+        assert_eq!(out.get_header_str("accept-language"), Some("de"));
+        assert_eq!(out.get_header_str("x-ts-ec"), Some("abc.DEF123"));
     }
 
     #[test]

@@ -78,8 +78,16 @@ pub(crate) fn buffer(
             record_report(&pipeline_report, settings, access);
             // Stored first: the requests waiting for this fill read it as soon as it is in,
             // and the response below does not depend on it (a failure is logged).
+            let mut out = out;
             if let Some(insert) = insert {
+                let not_modified = insert.not_modified;
                 insert.whole(&out);
+                // The reader's copy is current (its preconditions, evaluated on the page
+                // stored): a 304, as a hit answers it.
+                if not_modified {
+                    crate::cache::not_modified(&mut response, settings);
+                    out = Vec::new();
+                }
             }
             // Counted as the streaming build counts a body it sends whole: one host call,
             // whose body bytes have left once it returns.

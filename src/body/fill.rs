@@ -42,7 +42,8 @@ impl<W: Write> Write for Counting<W> {
 }
 
 /// Sends `response` with the body read back from the entry (unless the client already has
-/// its answer: a refresh), then fills the entry.
+/// its answer: a refresh), or as a `304` when the reader's copy is current, then fills the
+/// entry.
 pub(crate) fn fill(
     mut response: Response,
     mut origin_body: Body,
@@ -57,6 +58,11 @@ pub(crate) fn fill(
         response.set_body(streamed_back);
         response.send_to_client();
         access.headers_sent(status);
+    } else if filling.not_modified {
+        // The reader's copy is current: a 304 now (no body to wait for), then the fill.
+        crate::cache::not_modified(&mut response, settings);
+        access.headers_sent(response.get_status().as_u16());
+        response.send_to_client();
     }
     let stats = Rc::new(SinkStats::default());
     let fill_key = filling.fill_key();

@@ -2,7 +2,8 @@
 //!
 //! Unknown parameters are ignored (pages may carry cache busters); a known
 //! parameter with an invalid value is an error, answered with `400`.
-//! When a parameter is repeated, the last occurrence wins.
+//! When a parameter is repeated, the last occurrence wins, except the header knobs
+//! (`vary=`, `cache_control=`, …: one header line each) and `echo=` (one line each).
 
 use std::time::Duration;
 
@@ -61,6 +62,17 @@ pub struct Knobs {
     /// `faults_from`: a wall-clock time (milliseconds since the Unix epoch) before which the
     /// fault knobs are ignored (see [`Knobs::in_effect`]).
     pub faults_from: Option<u64>,
+    /// `no_vary=1`: no automatic `Vary: Accept-Encoding` on text (a page with no `Vary` at
+    /// all unless `vary=` adds one), for the proxy's cache tests.
+    pub no_vary: bool,
+    /// `echo=<header name>` (repeatable, lowercase): a text page ends with one HTML comment
+    /// per name, `<!-- echo NAME: VALUES -->`, with the values of that request header as the
+    /// origin received them (`(none)` when absent): a page personalised by a request header,
+    /// for the proxy's cache tests.
+    pub echo: Vec<String>,
+    /// `conditional=1`: honour the request's `If-None-Match` against the `etag=` knob (`304`)
+    /// and a single `Range: bytes=A-B` on an uncompressed `200` (`206`), as many servers do.
+    pub conditional: bool,
 }
 
 impl Knobs {
@@ -130,6 +142,17 @@ impl Knobs {
                     knobs.cache_headers.push((name, value.clone()));
                 }
                 "nextjs_timing" => knobs.nextjs_instant = !flag(key, v)?,
+                "no_vary" => knobs.no_vary = flag(key, v)?,
+                "conditional" => knobs.conditional = flag(key, v)?,
+                "echo" => {
+                    let name = v.to_ascii_lowercase();
+                    let token =
+                        |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+                    if name.is_empty() || !name.bytes().all(token) {
+                        return Err(format!("echo: not a header name: {v:?}"));
+                    }
+                    knobs.echo.push(name);
+                }
                 "faults_from" => knobs.faults_from = Some(number(key, v, 0, u64::MAX)?),
                 "redirect" => {
                     let ok = v.starts_with('/')
@@ -295,6 +318,26 @@ mod tests {
         let always = Knobs::parse(Some("status=503")).unwrap();
         assert_eq!(always.clone().in_effect(0), always);
         assert!(Knobs::parse(Some("faults_from=soon")).is_err());
+    }
+
+    #[test]
+    fn vary_echo_and_conditional_knobs() {
+        let k = Knobs::parse(Some(
+            "no_vary=1&vary=Accept-Language&vary=X-A&echo=X-TS-EC&echo=accept-language&conditional=1",
+        ))
+        .unwrap();
+        assert!(k.no_vary && k.conditional);
+        assert_eq!(k.echo, ["x-ts-ec", "accept-language"]);
+        assert_eq!(
+            k.cache_headers,
+            [
+                ("Vary", "Accept-Language".to_owned()),
+                ("Vary", "X-A".to_owned())
+            ]
+        );
+        assert!(Knobs::parse(Some("echo=a%20b")).is_err());
+        assert!(Knobs::parse(Some("echo=")).is_err());
+        assert!(Knobs::parse(Some("no_vary=2")).is_err());
     }
 
     #[test]

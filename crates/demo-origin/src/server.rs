@@ -389,6 +389,78 @@ fn with_cookie_echo(mut resource: Resource, head: &Parts) -> Resource {
     resource
 }
 
+/// The `<!-- echo NAME: VALUES -->` line of the `echo=` knob: the request header's values as
+/// received, joined with `, ` (`(none)` when absent), with `<` and `>` made `_` so the comment
+/// stays one comment.
+fn echo_line(head: &Parts, name: &str) -> String {
+    let values: Vec<String> = head
+        .headers
+        .get_all(name)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).replace(['<', '>'], "_"))
+        .collect();
+    let values = if values.is_empty() {
+        "(none)".to_owned()
+    } else {
+        values.join(", ")
+    };
+    format!("<!-- echo {name}: {values} -->\n")
+}
+
+/// What the `conditional=1` knob answers instead of the whole `200`.
+#[derive(Debug, PartialEq, Eq)]
+enum Conditional {
+    /// `If-None-Match` matches the `etag=` knob (weak comparison, or `*`).
+    NotModified,
+    /// One satisfiable `Range: bytes=A-B` (or `A-`) on an uncompressed body: these bytes.
+    Partial(usize, usize),
+}
+
+fn conditional_answer(
+    head: &Parts,
+    knobs: &Knobs,
+    resource: &Resource,
+    encoding: Encoding,
+) -> Option<Conditional> {
+    let opaque = |tag: &str| tag.trim().trim_start_matches("W/").to_owned();
+    let etag = knobs
+        .cache_headers
+        .iter()
+        .find(|(n, _)| *n == "ETag")
+        .map(|(_, v)| opaque(v));
+    let if_none_match: Vec<String> = head
+        .headers
+        .get_all("if-none-match")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(opaque)
+        .collect();
+    if let Some(etag) = etag {
+        if if_none_match.iter().any(|t| *t == etag || t == "*") {
+            return Some(Conditional::NotModified);
+        }
+    }
+    let plain = encoding == Encoding::Identity
+        && knobs.drip.is_none()
+        && resource.chunks.is_none()
+        && knobs.lie_encoding.is_none();
+    let spec = head
+        .headers
+        .get("range")?
+        .to_str()
+        .ok()?
+        .strip_prefix("bytes=")?;
+    let (first, last) = spec.split_once('-')?;
+    let len = resource.body.len();
+    let first: usize = first.trim().parse().ok()?;
+    let last: usize = match last.trim() {
+        "" => len.checked_sub(1)?,
+        l => l.parse::<usize>().ok()?.min(len.checked_sub(1)?),
+    };
+    (plain && first <= last).then_some(Conditional::Partial(first, last))
+}
+
 /// Applies the knobs to `resource`: status, redirect, cookies, content
 /// coding and body shaping. Returns the response (without framing
 /// headers), payload, limits and a short log label.
@@ -408,7 +480,16 @@ fn prepare(
     if knobs.echo_cookie && resource.text {
         resource = with_cookie_echo(resource, head);
     }
-    let status = knobs.status.unwrap_or(resource.status);
+    if !knobs.echo.is_empty() && resource.text && resource.chunks.is_none() {
+        let mut body = resource.body.as_ref().clone();
+        for name in &knobs.echo {
+            body.extend_from_slice(echo_line(head, name).as_bytes());
+        }
+        resource.body = Arc::new(body);
+        // Per request: not from the body cache.
+        resource.cache_key = None;
+    }
+    let mut status = knobs.status.unwrap_or(resource.status);
     let mut response = Response::new(());
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
@@ -433,7 +514,7 @@ fn prepare(
             .to_ascii_lowercase()
             .contains("accept-encoding")
     });
-    if resource.text && !varies_on_coding {
+    if resource.text && !varies_on_coding && !knobs.no_vary {
         add(headers, "Vary", "Accept-Encoding");
     }
     let encoding = if knobs.lie_encoding.is_some() {
@@ -446,6 +527,28 @@ fn prepare(
     } else {
         Encoding::Identity
     };
+    let answer = if knobs.conditional && status == 200 {
+        conditional_answer(head, knobs, &resource, encoding)
+    } else {
+        None
+    };
+    let mut range = None;
+    match answer {
+        Some(Conditional::NotModified) => status = 304,
+        Some(Conditional::Partial(first, last)) => {
+            status = 206;
+            let total = resource.body.len();
+            add(
+                headers,
+                "Content-Range",
+                &format!("bytes {first}-{last}/{total}"),
+            );
+            range = Some((first, last));
+        }
+        None => {}
+    }
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let headers = response.headers_mut();
     let content_encoding = knobs.lie_encoding.or(encoding.header_value());
     if let Some(ce) = content_encoding {
         add(headers, "Content-Encoding", ce);
@@ -457,6 +560,8 @@ fn prepare(
     let mut label = format!("ce={}", content_encoding.unwrap_or("identity"));
     let payload = if status == 204 || status == 304 {
         Payload::Empty
+    } else if let Some((first, last)) = range {
+        Payload::Whole(Arc::new(resource.body[first..=last].to_vec()))
     } else if let Some(drip) = knobs.drip {
         label.push_str(&format!(
             " drip={}x{}ms",

@@ -614,3 +614,42 @@ fn serves_the_repository_fixtures() {
         Some("text/html; charset=iso-8859-1")
     );
 }
+
+#[test]
+fn no_vary_echo_and_conditional_knobs() {
+    let site = make_site();
+    let addr = start(&site);
+    // No Vary at all, or exactly the lines asked for.
+    let r = get(addr, "/index.html?no_vary=1", &[]);
+    assert_eq!(r.header_values("vary").len(), 0);
+    let r = get(addr, "/index.html?no_vary=1&vary=A&vary=B", &[]);
+    assert_eq!(r.header_values("vary"), [&b"A"[..], &b"B"[..]]);
+    // Echo: the request header as received, or (none).
+    let r = get(
+        addr,
+        "/index.html?echo=X-Who&echo=x-absent",
+        &[("x-who", "r<1>")],
+    );
+    let mut want = site.read("index.html");
+    want.extend_from_slice(b"<!-- echo x-who: r_1_ -->\n<!-- echo x-absent: (none) -->\n");
+    assert_eq!(r.body, want);
+    // Conditional: 304 on a matching If-None-Match (weak or strong), 206 on one range.
+    let path = "/index.html?conditional=1&etag=%22v1%22";
+    for inm in ["\"v1\"", "W/\"v1\"", "\"x\", \"v1\"", "*"] {
+        let r = get(addr, path, &[("if-none-match", inm)]);
+        assert_eq!((r.status, r.body.len()), (304, 0), "{inm}");
+    }
+    assert_eq!(get(addr, path, &[("if-none-match", "\"v2\"")]).status, 200);
+    let r = get(addr, path, &[("range", "bytes=2-5")]);
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, site.read("index.html")[2..=5]);
+    let len = site.read("index.html").len();
+    assert_eq!(
+        r.header("content-range"),
+        Some(format!("bytes 2-5/{len}").as_str())
+    );
+    // Without the knob, both are ignored.
+    let plain = "/index.html?etag=%22v1%22";
+    assert_eq!(get(addr, plain, &[("if-none-match", "\"v1\"")]).status, 200);
+    assert_eq!(get(addr, plain, &[("range", "bytes=2-5")]).status, 200);
+}

@@ -12,7 +12,7 @@
 
 use std::cell::OnceCell;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
@@ -131,11 +131,53 @@ pub fn send_version(
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<Timed> {
+    one_exchange(None, addr, version, method, path, headers, body, timeout)
+}
+
+/// Like [`get`], from the local address `source` (any port): a second client, as the server
+/// sees it. On Linux every `127.x.y.z` is local, so `127.0.0.2` and `127.0.0.3` are two
+/// readers at two addresses on one machine (Viceroy reports the peer address as the client
+/// IP).
+///
+/// # Errors
+/// As [`get`]; `AddrNotAvailable` when `source` is not a local address.
+pub fn get_from(
+    source: IpAddr,
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    let version = Version::HTTP_11;
+    one_exchange(
+        Some(source),
+        addr,
+        version,
+        "GET",
+        path,
+        headers,
+        &[],
+        timeout,
+    )
+}
+
+/// One request on a connection of its own, from `source` when given.
+#[allow(clippy::too_many_arguments)]
+fn one_exchange(
+    source: Option<IpAddr>,
+    addr: SocketAddr,
+    version: Version,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Timed> {
     let request = build_request(addr, version, method, path, headers, body, true)?;
     on_runtime(|runtime| {
         runtime.block_on(async {
             let deadline = tokio::time::Instant::now() + timeout;
-            let (mut sender, connection) = connect(addr, deadline).await?;
+            let (mut sender, connection) = connect_from(source, addr, deadline).await?;
             let result = exchange(&mut sender, request, deadline).await;
             connection.abort();
             result
@@ -286,7 +328,8 @@ fn build_request(
         map.append(name, value);
     }
     if close {
-        map.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        // Added to the caller's own `Connection` lines (which name headers to drop), if any.
+        map.append(hyper::header::CONNECTION, HeaderValue::from_static("close"));
     }
     Ok(request)
 }
@@ -296,7 +339,30 @@ async fn connect(
     addr: SocketAddr,
     deadline: tokio::time::Instant,
 ) -> io::Result<(Sender, tokio::task::JoinHandle<Result<(), hyper::Error>>)> {
-    let stream = timeout_at(deadline, tokio::net::TcpStream::connect(addr))
+    connect_from(None, addr, deadline).await
+}
+
+/// [`connect`] from the local address `source` (any port) when given.
+async fn connect_from(
+    source: Option<IpAddr>,
+    addr: SocketAddr,
+    deadline: tokio::time::Instant,
+) -> io::Result<(Sender, tokio::task::JoinHandle<Result<(), hyper::Error>>)> {
+    let connecting = async {
+        match source {
+            None => tokio::net::TcpStream::connect(addr).await,
+            Some(ip) => {
+                let socket = if ip.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()?
+                } else {
+                    tokio::net::TcpSocket::new_v6()?
+                };
+                socket.bind(SocketAddr::new(ip, 0))?;
+                socket.connect(addr).await
+            }
+        }
+    };
+    let stream = timeout_at(deadline, connecting)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
     stream.set_nodelay(true)?;
@@ -549,5 +615,36 @@ mod tests {
         let t = send_version(addr, Version::HTTP_10, "GET", "/", &[], &[], SECOND).unwrap();
         assert_eq!((t.version, t.complete), (Version::HTTP_10, true));
         assert_eq!(t.body, b"all of it");
+    }
+
+    /// A request from `127.0.0.2` and one from `127.0.0.3` reach the server from those
+    /// addresses, and a caller's `Connection` line stays next to `close`.
+    #[test]
+    fn get_from_binds_the_source_address() {
+        for source in ["127.0.0.2", "127.0.0.3"] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let addr = serve(move |mut socket| {
+                let peer = socket.peer_addr().expect("peer");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = tx.send((peer.ip(), request));
+                let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+            });
+            let ip: IpAddr = source.parse().unwrap();
+            let t = get_from(ip, addr, "/", &[("connection", "accept-language")], SECOND)
+                .expect("answered");
+            assert_eq!(t.status, 204);
+            let (peer, request) = rx.recv_timeout(SECOND).expect("seen");
+            assert_eq!(peer, ip);
+            let head = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            assert!(head.contains("connection: accept-language"), "{head}");
+            assert!(head.contains("close"), "{head}");
+        }
     }
 }

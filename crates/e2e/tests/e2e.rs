@@ -366,6 +366,26 @@ fn main() {
             cache::a_buffered_build_stores_whole_pages_and_sends_their_length,
         ),
         (
+            "cache: Vary: X-TS-EC gives each reader its own page, never another's ID",
+            cache::vary::vary_x_ts_ec_gives_each_reader_its_own_page,
+        ),
+        (
+            "cache: Vary: X-Forwarded-For keys on the reader's address (127.0.0.2 / 127.0.0.3)",
+            cache::vary::vary_x_forwarded_for_keys_on_the_readers_address,
+        ),
+        (
+            "cache: a header removed through Connection cannot poison a variant",
+            cache::vary::connection_cannot_poison_a_variant,
+        ),
+        (
+            "cache: a conditional or Range request fills with the whole page (304 to its reader)",
+            cache::vary::a_conditional_or_range_request_fills_with_the_whole_page,
+        ),
+        (
+            "cache: pages without Vary are cached; Vary: * passes; several Vary lines honoured",
+            cache::vary::pages_without_vary_with_vary_star_and_with_several_vary_lines,
+        ),
+        (
             "first-party proxy: a 100 KB image is byte-identical, headers filtered",
             first_party::proxy::image_byte_identical,
         ),

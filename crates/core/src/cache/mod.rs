@@ -8,6 +8,8 @@
 //! * [`shared`]: whether a shared cache could have stored an answer for any reader (reader
 //!   cookies, explicit sharing), for the page cache, the learned hints and the origin fetch;
 //! * [`key`]: the cache key, from every input the rewritten output depends on;
+//! * [`fill`]: the request headers an entry's variant is keyed on (those the origin received),
+//!   and the ones a fill does not send (range, preconditions);
 //! * [`surrogate`]: the surrogate keys an entry is stored under (the origin's and ours);
 //! * [`stored`]: the header block stored with the body, without any per-reader header;
 //! * [`conditional`]: whether a hit answers a conditional request with `304 Not Modified`;
@@ -17,6 +19,7 @@
 //! See `docs/caching.md` for the whole design.
 
 pub mod conditional;
+pub mod fill;
 pub mod key;
 pub mod policy;
 pub mod shared;

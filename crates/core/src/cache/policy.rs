@@ -32,6 +32,11 @@ pub enum PassWhy {
     Cookie,
     /// A status a shared cache should not keep for a rewritten page.
     Status,
+    /// A `206`, `304`, `412` or `416`: the answer to one request's range or preconditions,
+    /// not a description of the page. A fill never asks for one
+    /// ([`super::fill::FILL_DROPPED`]), so it says nothing about the page, and it is never
+    /// remembered: one request must not switch the page's cache off.
+    RequestStatus,
     /// The origin answered with a `5xx`: not stored, and remembered only briefly
     /// ([`REMEMBER_SERVER_ERROR`]), since it is the origin's state, not the page's.
     ServerError,
@@ -83,11 +88,12 @@ pub const REMEMBER_SERVER_ERROR: Duration = Duration::from_secs(5);
 
 impl PassWhy {
     /// Every reason.
-    pub const ALL: [PassWhy; 19] = [
+    pub const ALL: [PassWhy; 20] = [
         PassWhy::Method,
         PassWhy::Authorization,
         PassWhy::Cookie,
         PassWhy::Status,
+        PassWhy::RequestStatus,
         PassWhy::ServerError,
         PassWhy::SetCookie,
         PassWhy::VaryCookie,
@@ -107,12 +113,15 @@ impl PassWhy {
 
     /// How long the pass is remembered for the key, if at all: [`REMEMBER_PASS`] when the
     /// origin's answer decided it, [`REMEMBER_SERVER_ERROR`] for an origin's `5xx`; `None` for
-    /// a request-side reason (it never reaches the cache) and for a failure without an answer.
+    /// a request-side reason (it never reaches the cache), for a failure without an answer,
+    /// and for a status that answers one request rather than describes the page
+    /// ([`PassWhy::RequestStatus`]).
     pub fn remembered_for(self) -> Option<Duration> {
         match self {
             PassWhy::Method
             | PassWhy::Authorization
             | PassWhy::Cookie
+            | PassWhy::RequestStatus
             | PassWhy::CacheError
             | PassWhy::OriginError
             | PassWhy::Refreshing => None,
@@ -133,6 +142,7 @@ impl PassWhy {
             PassWhy::Authorization => "authorization",
             PassWhy::Cookie => "cookie",
             PassWhy::Status => "status",
+            PassWhy::RequestStatus => "request-status",
             PassWhy::ServerError => "server-error",
             PassWhy::SetCookie => "set-cookie",
             PassWhy::VaryCookie => "vary-cookie",
@@ -187,11 +197,19 @@ pub struct Freshness {
     /// [`super::stale`]).
     pub stale_if_error: Duration,
     /// The request headers the origin's `Vary` names (lowercase, each once), for the core
-    /// cache's `vary_by`.
+    /// cache's `vary_by` (see [`Freshness::vary_rule`]).
     pub vary: Vec<String>,
 }
 
 impl Freshness {
+    /// The names to give the core cache's `vary_by`, or `None` when the origin names none:
+    /// the core cache refuses an empty rule (Viceroy 0.22 parses the empty list as one empty
+    /// header name), so a page without `Vary` is inserted without a rule at all, which is
+    /// what "varies by nothing" means to it.
+    pub fn vary_rule(&self) -> Option<&[String]> {
+        (!self.vary.is_empty()).then_some(self.vary.as_slice())
+    }
+
     /// The two stale windows, as stored with the entry.
     pub fn windows(&self) -> super::stale::StaleWindows {
         super::stale::StaleWindows {
@@ -205,6 +223,11 @@ impl Freshness {
 /// carry a body we rewrite).
 const STORABLE_STATUSES: [u16; 7] = [200, 203, 300, 301, 308, 404, 410];
 
+/// Statuses that answer one request's range or preconditions (`206 Partial Content`,
+/// `304 Not Modified`, `412 Precondition Failed`, `416 Range Not Satisfiable`) rather than
+/// describe the resource: [`PassWhy::RequestStatus`].
+pub const REQUEST_STATUSES: [u16; 4] = [206, 304, 412, 416];
+
 /// Whether the origin's response (status and headers, names in any case) may be stored, and
 /// for how long; otherwise why not.
 pub fn response_allows<'h>(
@@ -213,6 +236,9 @@ pub fn response_allows<'h>(
 ) -> Result<Freshness, PassWhy> {
     if (500..600).contains(&status) {
         return Err(PassWhy::ServerError);
+    }
+    if REQUEST_STATUSES.contains(&status) {
+        return Err(PassWhy::RequestStatus);
     }
     if !STORABLE_STATUSES.contains(&status) {
         return Err(PassWhy::Status);
@@ -380,6 +406,7 @@ mod tests {
             PassWhy::OriginError,
             PassWhy::CacheError,
             PassWhy::Refreshing,
+            PassWhy::RequestStatus,
         ] {
             assert_eq!(why.remembered_for(), None, "{why}");
         }
@@ -462,7 +489,11 @@ mod tests {
             (500, &[ok], PassWhy::ServerError),
             (503, &[ok], PassWhy::ServerError),
             (599, &[ok], PassWhy::ServerError),
-            (206, &[ok], PassWhy::Status),
+            (206, &[ok], PassWhy::RequestStatus),
+            (304, &[ok], PassWhy::RequestStatus),
+            (412, &[ok], PassWhy::RequestStatus),
+            (416, &[ok], PassWhy::RequestStatus),
+            (302, &[ok], PassWhy::Status),
             (499, &[ok], PassWhy::Status),
             (200, &[ok, ("Set-Cookie", "a=1")], PassWhy::SetCookie),
             (
@@ -538,7 +569,45 @@ mod tests {
         assert_eq!(f.vary, ["accept-encoding", "accept-language"]);
     }
 
+    #[test]
+    fn a_page_without_vary_has_no_vary_rule() {
+        let ok = ("cache-control", "max-age=60");
+        let none = assess(200, &[ok]).unwrap();
+        assert!(none.vary.is_empty());
+        assert_eq!(none.vary_rule(), None, "never an empty rule");
+        let blank = assess(200, &[ok, ("vary", " , ")]).unwrap();
+        assert_eq!(blank.vary_rule(), None);
+        let some = assess(200, &[ok, ("vary", "Accept-Language"), ("vary", "X-A")]).unwrap();
+        assert_eq!(
+            some.vary_rule(),
+            Some(&["accept-language".to_owned(), "x-a".to_owned()][..])
+        );
+    }
+
     proptest! {
+        /// A status that answers one request (range, preconditions) is never stored and never
+        /// remembered as a pass, whatever the headers: one request cannot switch a page's
+        /// cache off. Every status that is not one of them and not a 5xx keeps its old reason.
+        #[test]
+        fn request_statuses_are_never_remembered(
+            status in 100u16..600,
+            max_age in 0u64..1000,
+        ) {
+            let cc = format!("public, max-age={max_age}");
+            let result = assess(status, &[("cache-control", &cc)]);
+            if REQUEST_STATUSES.contains(&status) {
+                prop_assert_eq!(result, Err(PassWhy::RequestStatus));
+                prop_assert_eq!(PassWhy::RequestStatus.remembered_for(), None);
+            } else if let Err(why) = result {
+                prop_assert_ne!(why, PassWhy::RequestStatus);
+            }
+            if let Err(why) = assess(status, &[("cache-control", &cc)]) {
+                if why.remembered_for().is_some() {
+                    prop_assert!(!REQUEST_STATUSES.contains(&status));
+                }
+            }
+        }
+
         /// Never a panic, and whatever the headers, a stored response has a positive lifetime
         /// within the cap, and none was stored with a cookie or a private/no-store directive.
         #[test]
@@ -556,6 +625,10 @@ mod tests {
             if let Ok(f) = result {
                 prop_assert!(f.max_age > Duration::ZERO && f.max_age <= MAX_LIFETIME);
                 prop_assert!(f.initial_age < f.max_age);
+                // The core cache refuses an empty vary rule: none is ever given.
+                if let Some(rule) = f.vary_rule() {
+                    prop_assert!(!rule.is_empty());
+                }
                 for (name, value) in &headers {
                     prop_assert_ne!(*name, "set-cookie");
                     let text = String::from_utf8_lossy(value).to_ascii_lowercase();

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+pub mod vary;
+
 use super::{assert_incomplete, check, fetch, fetch_complete, identity, Outcome, World, TIMEOUT};
 
 const PAGE: &str = "/news/article.html";
