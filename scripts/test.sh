@@ -33,6 +33,9 @@ node --test js/tsjs/test/
 log "the SSRF table read by a second WHATWG parser, Node's URL (node --test)"
 node --test tests/ssrf/
 
+log "the path-spelling table read by Node's URL (node --test)"
+node --test tests/paths/
+
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
 

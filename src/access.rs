@@ -115,6 +115,10 @@ pub struct Access {
     /// `Some` while this page's early hints are being learned (`crate::hints`): the hints its
     /// head carried, as the pipeline reported them (URLs already first-party).
     pub hints: Option<Vec<String>>,
+    /// Whether the response expires the client's `ts-ec` cookie (`Sec-GPC: 1` with the cookie
+    /// sent): decided once in `main` (`identity::gpc_expiry`), added to whatever response the
+    /// request gets where its headers leave (`timing::stamp`). Not on the access line.
+    pub expire_edge_id: bool,
 }
 
 impl Access {
@@ -139,6 +143,7 @@ impl Access {
             outcome: Outcome::Finished,
             cache: None,
             hints: None,
+            expire_edge_id: false,
         }
     }
 

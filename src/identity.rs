@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use fastly::http::{HeaderName, HeaderValue, StatusCode};
 use fastly::{Request, Response};
 use trusted_server_core::publisher::identity::{
-    endpoint_body, expire_cookie, is_page_response, keep_out_of_shared_caches, plan, set_cookie,
-    CookieAction, EdgeIdKey, IdentityPlan, RequestFacts,
+    endpoint_body, expire_cookie, expires_cookie, is_page_response, keep_out_of_shared_caches,
+    plan, set_cookie, CookieAction, EdgeIdKey, IdentityPlan, RequestFacts,
 };
 use trusted_server_core::Settings;
 use trusted_server_settings::Identity;
@@ -76,42 +76,66 @@ fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> Ident
 }
 
 /// The response phase, on the response's final header list (`status` is the response's): our
-/// `Set-Cookie` (a new ID on a page, or the expiry under `Sec-GPC`), added after the origin's
-/// own, and then the response kept out of shared caches. Runs after `[response_headers]`, so
-/// those cannot make a response that sets the cookie cacheable by shared caches.
+/// `Set-Cookie` for a new ID on a page, added after the origin's own, and then the response
+/// kept out of shared caches. Runs after `[response_headers]`, so those cannot make a response
+/// that sets the cookie cacheable by shared caches. (The expiry under `Sec-GPC` is every
+/// response's, not the plan's: [`expire_under_gpc`].)
 pub fn add_cookie(
     headers: &mut Vec<(HeaderName, HeaderValue)>,
     status: u16,
     plan: &IdentityPlan,
     settings: &Settings,
 ) {
-    let domain = &settings.publisher.cookie_domain;
-    let line = match &plan.cookie {
-        CookieAction::Leave => return,
-        CookieAction::Expire => expire_cookie(domain),
-        CookieAction::SetOnPage(id) => {
-            let content_type = headers
-                .iter()
-                .find(|(name, _)| name == "content-type")
-                .and_then(|(_, value)| value.to_str().ok());
-            if !is_page_response(status, content_type) {
-                return;
-            }
-            set_cookie(id, domain)
-        }
+    let CookieAction::SetOnPage(id) = &plan.cookie else {
+        return;
     };
+    let content_type = headers
+        .iter()
+        .find(|(name, _)| name == "content-type")
+        .and_then(|(_, value)| value.to_str().ok());
+    if !is_page_response(status, content_type) {
+        return;
+    }
+    push_cookie(headers, &set_cookie(id, &settings.publisher.cookie_domain));
+}
+
+/// Our `Set-Cookie` `line` after the others, and the response kept out of shared caches.
+fn push_cookie(headers: &mut Vec<(HeaderName, HeaderValue)>, line: &str) {
     keep_out_of_shared_caches(headers);
     // Built from a well-formed ID and a validated cookie domain: always a valid value.
-    if let Ok(value) = HeaderValue::from_str(&line) {
+    if let Ok(value) = HeaderValue::from_str(line) {
         headers.push((HeaderName::from_static("set-cookie"), value));
     }
 }
 
-/// [`add_cookie`] on a response the service built itself (the `/_ts/ec` answer).
-pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Settings) {
-    if plan.cookie == CookieAction::Leave {
+/// Whether the response to `request` expires the client's `ts-ec` cookie (`Sec-GPC: 1` with
+/// the cookie sent, the feature on): decided once per request, in `main`, whatever the route.
+pub fn gpc_expiry(request: &Request, settings: &Settings) -> bool {
+    settings.identity.enabled && expires_cookie(&RequestFacts::from_headers(request.get_headers()))
+}
+
+/// The expiry of the client's `ts-ec` cookie on `response` when `expire` ([`gpc_expiry`]),
+/// and the response kept out of shared caches. Called where every response's headers are
+/// final (`timing::stamp`), so every route does it: the service's own answers, the
+/// first-party proxy (before it streams), pages from the origin or the cache, and errors.
+pub fn expire_under_gpc(response: &mut Response, expire: bool, settings: &Settings) {
+    if !expire {
         return;
     }
+    let mut headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    push_cookie(
+        &mut headers,
+        &expire_cookie(&settings.publisher.cookie_domain),
+    );
+    reply::replace_headers(response, headers);
+}
+
+/// [`add_cookie`] on a response the service built itself.
+#[cfg(test)]
+fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Settings) {
     let mut headers: Vec<(HeaderName, HeaderValue)> = response
         .get_headers()
         .map(|(n, v)| (n.clone(), v.clone()))
@@ -124,11 +148,7 @@ pub fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &S
 pub fn endpoint(request: &Request, settings: &Settings) -> Response {
     let plan = request_phase(request, settings);
     let body = endpoint_body(plan.valid_cookie.as_deref());
-    let mut response = reply::json(StatusCode::OK, body, "no-store, private", settings);
-    if plan.cookie == CookieAction::Expire {
-        response_phase(&mut response, &plan, settings);
-    }
-    response
+    reply::json(StatusCode::OK, body, "no-store, private", settings)
 }
 
 #[cfg(test)]
@@ -219,10 +239,31 @@ mod tests {
             json.get_header_str("cache-control"),
             Some("public, max-age=60")
         );
-        // The expiry goes on any response.
-        let mut expired = page("image/png", "max-age=60");
-        response_phase(&mut expired, &with(CookieAction::Expire), &crate::SETTINGS);
+    }
+
+    #[test]
+    fn the_gpc_expiry_goes_on_any_response_and_keeps_it_private() {
+        let mut expired = page("image/png", "public, max-age=60");
+        expire_under_gpc(&mut expired, true, &crate::SETTINGS);
         let cookies = expired.get_header_all_str("set-cookie");
+        assert_eq!(cookies[0], "origin=1; Path=/");
         assert!(cookies[1].starts_with("ts-ec=; ") && cookies[1].contains("Max-Age=0"));
+        assert_eq!(
+            expired.get_header_str("cache-control"),
+            Some("private, max-age=60")
+        );
+        let mut kept = page("image/png", "public, max-age=60");
+        expire_under_gpc(&mut kept, false, &crate::SETTINGS);
+        assert_eq!(kept.get_header_all_str("set-cookie").len(), 1);
+        let gpc = |cookie: &str| {
+            Request::get("http://www.pub.test/")
+                .with_header("sec-gpc", "1")
+                .with_header("cookie", cookie)
+        };
+        assert!(gpc_expiry(&gpc("ts-ec=x"), &crate::SETTINGS));
+        assert!(!gpc_expiry(&gpc("other=x"), &crate::SETTINGS));
+        let mut off = crate::SETTINGS.clone();
+        off.identity.enabled = false;
+        assert!(!gpc_expiry(&gpc("ts-ec=x"), &off));
     }
 }

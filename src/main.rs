@@ -47,9 +47,17 @@ include!(concat!(env!("OUT_DIR"), "/settings.rs"));
 /// rules out `stream_to_client`.
 fn main() {
     access::init_logging(SETTINGS.logging.level);
-    let request = Request::from_client();
+    let mut request = Request::from_client();
     let mut access = Access::start(&request);
-    let route = Route::classify(request.get_method_str(), request.get_path());
+    // Consent first: `Sec-GPC: 1` expires a `ts-ec` cookie on whatever this request gets.
+    access.expire_edge_id = identity::gpc_expiry(&request, &SETTINGS);
+    // Routed as a normalising server would read the path: a spelling of one of the service's
+    // paths is the service's (its handler reads the path it was routed by), never proxied.
+    let routed = Route::resolve(request.get_method_str(), request.get_path());
+    let (route, read_as) = (routed.route, routed.path.into_owned());
+    if route != Route::PublisherProxy && read_as != request.get_path() {
+        request.set_path(&read_as);
+    }
     access.plan = route.name().into();
     // The service's own endpoints, one line each: answered whole, without the origin.
     let mut response = match route {
@@ -62,6 +70,7 @@ fn main() {
         Route::FirstPartySign => first_party::sign(&request, &SETTINGS),
         Route::FirstPartyClick => first_party::click(&request, &SETTINGS),
         Route::FirstPartyOther => first_party::other(&request, &SETTINGS),
+        Route::Reserved => reply::not_found(&request, &SETTINGS),
         Route::FirstPartyProxy => {
             first_party_proxy::respond(request, &SETTINGS, &mut access);
             return access.log();

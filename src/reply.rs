@@ -39,6 +39,16 @@ pub fn origin_failure(failure: &OriginFailure, settings: &Settings) -> Response 
     error(status, settings)
 }
 
+/// `404` for a spelling of one of the service's paths that no route serves (`Route::Reserved`):
+/// answered here, never proxied. `HEAD` gets the headers only.
+pub fn not_found(request: &fastly::Request, settings: &Settings) -> Response {
+    let mut response = error(StatusCode::NOT_FOUND, settings);
+    if request.get_method_str() == "HEAD" {
+        response.set_body(Vec::<u8>::new());
+    }
+    response
+}
+
 /// A generic error response for `status`.
 pub fn error(status: StatusCode, settings: &Settings) -> Response {
     let text = format!(

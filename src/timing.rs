@@ -13,13 +13,18 @@ use trusted_server_core::Settings;
 
 use crate::access::Access;
 
-/// Adds `Server-Timing` to `response`, whose headers are about to leave (or to be handed to
-/// the body phase), unless `delivery.server_timing` is off: the origin's wait if it was asked,
+/// The last step of every response's headers, on every route: each response is stamped once,
+/// just before they leave (or are handed to the body phase). So it is also where the `ts-ec`
+/// expiry under `Sec-GPC` goes on (`identity::expire_under_gpc`, decided in `access`), one
+/// place for every route rather than one per route.
+///
+/// Adds `Server-Timing` to `response` unless `delivery.server_timing` is off: the origin's wait if it was asked,
 /// the time in the service so far, and `cache`, the cache's verdict for this response if a
 /// cache was consulted (the hook the cache fills; `None` leaves the entry out).
 ///
 /// Appended, not set: an origin's own `Server-Timing` lines are the publisher's to send.
 pub fn stamp(response: &mut Response, access: &Access, cache: Option<&str>, settings: &Settings) {
+    crate::identity::expire_under_gpc(response, access.expire_edge_id, settings);
     if !settings.delivery.server_timing {
         return;
     }

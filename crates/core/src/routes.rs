@@ -1,5 +1,16 @@
 //! Route classification in one place: the service's own endpoints first, then the publisher
 //! proxy as the fallback. A new endpoint is one line in [`ROUTES`].
+//!
+//! A path is classified as a server that normalises it would read it ([`readings`]): its
+//! standard reading first (repeated slashes merged, dot segments resolved, escaped unreserved
+//! characters decoded; letter case kept), then the bytes as sent, then every other plausible
+//! reading. A path is proxied only when no reading of it is one the service answers, so no
+//! spelling carries a request for the service's paths (with its `Authorization` or signed
+//! query) to the origin.
+
+use std::borrow::Cow;
+
+pub mod readings;
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +41,23 @@ pub enum Route {
     /// `405` or `404` by the service and never proxied (a signed URL's query must not reach
     /// the origin).
     FirstPartyOther,
+    /// A path whose bytes and standard reading are no route of the service's, but which some
+    /// other plausible reading (`%2F` or a backslash read as a slash, escapes decoded twice)
+    /// turns into one: answered `404` by the service, never proxied.
+    Reserved,
     /// Everything else: proxied to the publisher origin.
     PublisherProxy,
+}
+
+/// A request's route and the path it was routed by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed<'a> {
+    /// What the request is for.
+    pub route: Route,
+    /// The reading of the path that decided: its standard reading
+    /// ([`readings::normalise`]) when that named the route, else the path as sent. The service's handlers
+    /// read this one, so `//_ts/admin/settings` is the settings page (behind the same auth).
+    pub path: Cow<'a, str>,
 }
 
 /// `(method, exact path, route)`; `None` matches any method.
@@ -87,12 +113,54 @@ impl Route {
             Route::FirstPartyClick => "first-party-click",
             Route::FirstPartyProxy => "first-party-proxy",
             Route::FirstPartyOther => "first-party-other",
+            Route::Reserved => "reserved",
             Route::PublisherProxy => "proxy",
         }
     }
 
-    /// Classifies a request by method and path (without the query string).
+    /// Classifies a request by method and path (without the query string): [`Route::resolve`]'s
+    /// route.
     pub fn classify(method: &str, path: &str) -> Route {
+        Route::resolve(method, path).route
+    }
+
+    /// Routes a request by method and path (without the query string), as the module says:
+    /// the route its standard reading names, else the route of the bytes as sent
+    /// (`/_ts/admin/../x` stays the admin's), else [`Route::Reserved`] when any other reading
+    /// is the service's, else the publisher proxy.
+    pub fn resolve<'a>(method: &str, path: &'a str) -> Routed<'a> {
+        let as_sent = |route| Routed {
+            route,
+            path: Cow::Borrowed(path),
+        };
+        if readings::is_plain(path) {
+            // Every reading is the path as sent.
+            return as_sent(Route::by_table(method, path));
+        }
+        let normal = readings::normalise(path);
+        let standard = Route::by_table(method, &normal);
+        if standard != Route::PublisherProxy {
+            return Routed {
+                route: standard,
+                path: Cow::Owned(normal),
+            };
+        }
+        let raw = Route::by_table(method, path);
+        if raw != Route::PublisherProxy {
+            return as_sent(raw);
+        }
+        let elsewhere = readings::readings(path)
+            .iter()
+            .any(|reading| Route::by_table(method, reading) != Route::PublisherProxy);
+        as_sent(if elsewhere {
+            Route::Reserved
+        } else {
+            Route::PublisherProxy
+        })
+    }
+
+    /// The table alone, on the path exactly as given.
+    fn by_table(method: &str, path: &str) -> Route {
         ROUTES
             .iter()
             .find(|(m, p, _)| *p == path && m.is_none_or(|m| m == method))
@@ -243,6 +311,178 @@ mod tests {
                 Route::PublisherProxy,
                 "{path}"
             );
+        }
+    }
+
+    /// The item-9 spellings: each reads as one of the service's paths and is answered by the
+    /// service (the route its standard reading names, or `Reserved`), never proxied.
+    #[test]
+    fn spellings_of_the_service_paths_are_the_services() {
+        for (method, path, want) in [
+            ("GET", "//_ts/admin/settings", Route::Admin),
+            ("GET", "/_ts//admin/settings", Route::Admin),
+            ("POST", "/%5Fts/admin/purge", Route::Admin),
+            ("GET", "/%5fts/%61dmin", Route::Admin),
+            ("GET", "/x/../_ts/admin", Route::Admin),
+            ("GET", "/x/%2e%2E/_ts/admin", Route::Admin),
+            ("GET", "/./_ts/./admin/", Route::Admin),
+            ("GET", "//first-party/proxy", Route::FirstPartyProxy),
+            ("GET", "/first-party//click", Route::FirstPartyClick),
+            ("GET", "/%66irst-party/sign", Route::FirstPartySign),
+            ("POST", "//first-party/proxy", Route::FirstPartyOther),
+            ("GET", "///_ts/health", Route::Health),
+            ("GET", "//_ts/ec", Route::EdgeId),
+            ("GET", "//.well-known/trusted-server.json", Route::Discovery),
+            ("POST", "//verify-signature", Route::VerifySignature),
+            ("GET", "//static/tsjs=x.js", Route::Script),
+            ("GET", "/_ts%2Fadmin", Route::Reserved),
+            ("GET", "/first-party%2Fproxy", Route::Reserved),
+            ("GET", "/%255Fts/admin", Route::Reserved),
+            ("GET", "/x/..%2F_ts/admin", Route::Reserved),
+            ("GET", "/_ts\\admin", Route::Reserved),
+            ("GET", "/x\\..\\first-party\\proxy", Route::Reserved),
+        ] {
+            assert_eq!(Route::classify(method, path), want, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn the_path_handlers_read_is_the_one_that_routed() {
+        let routed = Route::resolve("GET", "//_ts/admin/settings");
+        assert_eq!(routed.path, "/_ts/admin/settings");
+        let routed = Route::resolve("GET", "/_ts/admin/../x");
+        assert_eq!(
+            (routed.route, &*routed.path),
+            (Route::Admin, "/_ts/admin/../x")
+        );
+        let routed = Route::resolve("GET", "/news//a.html");
+        assert_eq!(
+            (routed.route, &*routed.path),
+            (Route::PublisherProxy, "/news//a.html")
+        );
+    }
+
+    /// Spellings that no reading makes the service's stay the origin's: case is kept, and a
+    /// reading that leaves a namespace (`..` out of it) is not in it.
+    #[test]
+    fn other_spellings_are_still_proxied() {
+        for (method, path) in [
+            ("GET", "/_TS/admin"),
+            ("GET", "/%5FTS/admin"),
+            ("GET", "//First-Party/proxy"),
+            ("GET", "/_ts/x/../health/y"),
+            ("GET", "/news//a.html"),
+            ("GET", "/a/%2e%2e/b"),
+            ("GET", "/search/a%20b"),
+            ("POST", "//_ts/health"),
+            ("GET", "/x/_ts/admin"),
+            ("GET", "/x//_ts/admin"),
+        ] {
+            assert_eq!(
+                Route::classify(method, path),
+                Route::PublisherProxy,
+                "{method} {path}"
+            );
+        }
+    }
+
+    /// The hand-written table (`fixtures/path-spellings.txt`, also read by Node's WHATWG URL in
+    /// `tests/paths/`): each row's standard reading is what the table says, and the route of
+    /// that reading is what the spelling gets.
+    #[test]
+    fn the_spelling_table() {
+        let table = include_str!("../../../fixtures/path-spellings.txt");
+        let mut rows = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let mut cols = line.split(' ');
+            let (Some(raw), Some(want), None) = (cols.next(), cols.next(), cols.next()) else {
+                panic!("malformed row: {line:?}");
+            };
+            assert_eq!(readings::normalise(raw), want, "{raw}");
+            let named = Route::by_table("GET", want);
+            let got = Route::classify("GET", raw);
+            if named == Route::PublisherProxy {
+                assert!(
+                    matches!(got, Route::PublisherProxy | Route::Reserved),
+                    "{raw}: {got:?}"
+                );
+            } else {
+                assert_eq!(got, named, "{raw}");
+            }
+            rows += 1;
+        }
+        assert!(rows >= 20, "{rows} rows");
+    }
+
+    use proptest::prelude::*;
+
+    fn hostile_path() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("/"),
+            Just("//"),
+            Just("."),
+            Just(".."),
+            Just("%2e"),
+            Just("%2E"),
+            Just("%5F"),
+            Just("%5f"),
+            Just("%2F"),
+            Just("%2f"),
+            Just("%25"),
+            Just("\\"),
+            Just("_ts"),
+            Just("_TS"),
+            Just("admin"),
+            Just("%61dmin"),
+            Just("ec"),
+            Just("health"),
+            Just("first-party"),
+            Just("proxy"),
+            Just("click"),
+            Just("sign"),
+            Just("static"),
+            Just("tsjs="),
+            Just(".well-known"),
+            Just("trusted-server.json"),
+            Just("verify-signature"),
+            Just("x"),
+        ];
+        prop::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    fn method() -> impl Strategy<Value = &'static str> {
+        prop_oneof![Just("GET"), Just("HEAD"), Just("POST"), Just("PUT")]
+    }
+
+    proptest! {
+        /// For any path: when its standard reading (or any other reading) is one the service
+        /// answers, the path is never proxied; when the standard reading names a route, the
+        /// path gets that route.
+        #[test]
+        fn a_path_read_as_the_services_is_never_proxied(
+            path in hostile_path(),
+            method in method(),
+        ) {
+            let got = Route::classify(method, &path);
+            let normal = readings::normalise(&path);
+            let named = Route::by_table(method, &normal);
+            if named != Route::PublisherProxy {
+                prop_assert_eq!(got, named, "{}", path);
+            }
+            for reading in readings::readings(&path) {
+                if Route::by_table(method, &reading) != Route::PublisherProxy {
+                    prop_assert_ne!(got, Route::PublisherProxy, "{} read as {}", path, reading);
+                }
+            }
+        }
+
+        /// Classification never panics, whatever the bytes.
+        #[test]
+        fn any_request_is_classified(path in any::<String>(), method in any::<String>()) {
+            let _ = Route::classify(&method, &path);
         }
     }
 }

@@ -23,6 +23,7 @@ mod delivery;
 mod edge_id;
 mod first_party;
 mod hints;
+mod paths;
 mod shared;
 mod signing;
 
@@ -416,6 +417,14 @@ fn main() {
         (
             "first-party proxy: without its key a 503 that says why; the key never shows",
             first_party::proxy::missing_key_and_the_key_never_shows,
+        ),
+        (
+            "paths: spellings of the service's paths are answered by it and never reach the origin",
+            paths::spellings_of_service_paths_never_reach_the_origin,
+        ),
+        (
+            "paths: Sec-GPC expires the ts-ec cookie on every route",
+            paths::gpc_expires_the_cookie_on_every_route,
         ),
         (
             "page navigations get the script first in <head>; fragments and errors do not",

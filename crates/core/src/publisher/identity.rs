@@ -203,8 +203,6 @@ pub enum CookieAction {
     Leave,
     /// Set this new ID, if the response is a page ([`is_page_response`]).
     SetOnPage(String),
-    /// Expire the client's cookie (`Sec-GPC: 1`), on any response.
-    Expire,
 }
 
 /// The identity decisions for one request.
@@ -227,9 +225,17 @@ impl IdentityPlan {
     };
 }
 
+/// Whether the response to this request, whatever its route, expires the client's `ts-ec`
+/// cookie: `Sec-GPC: 1` with a `ts-ec` cookie sent. Decided once per request and applied where
+/// every response's headers leave, not by each route (the adapter's `timing::stamp`).
+pub fn expires_cookie(facts: &RequestFacts) -> bool {
+    facts.gpc && !facts.cookies.is_empty()
+}
+
 /// Decides the ID for a request.
 ///
-/// * `Sec-GPC: 1`: no ID; a `ts-ec` cookie the client sent is expired. The key is not read.
+/// * `Sec-GPC: 1`: no ID, and the key is not read. (The expiry of a cookie the client still
+///   sends is not the plan's but every response's: [`expires_cookie`].)
 /// * A `ts-ec` cookie that verifies for `ip` is reused as it is and forwarded.
 /// * Otherwise a page navigation gets a new ID (forwarded, and set if the response is a page);
 ///   any other request gets none. The key is read only when a cookie must be checked or an ID
@@ -244,15 +250,7 @@ pub fn plan<E>(
     random: impl FnOnce() -> Result<[u8; 8], E>,
 ) -> Result<IdentityPlan, E> {
     if facts.gpc {
-        let cookie = if facts.cookies.is_empty() {
-            CookieAction::Leave
-        } else {
-            CookieAction::Expire
-        };
-        return Ok(IdentityPlan {
-            cookie,
-            ..IdentityPlan::NONE
-        });
+        return Ok(IdentityPlan::NONE);
     }
     let Some(ip) = ip else {
         return Ok(IdentityPlan::NONE);
@@ -626,20 +624,36 @@ mod tests {
     fn gpc_means_no_id_and_an_expired_cookie() {
         let id = key().mint(ip("192.0.2.1"), [5; 8]);
         let cookie = format!("ts-ec={id}");
+        let gpc = facts(&[NAV, ("sec-gpc", "1"), ("cookie", &cookie)]);
         let p = plan(
-            &facts(&[NAV, ("sec-gpc", "1"), ("cookie", &cookie)]),
+            &gpc,
             Some(ip("192.0.2.1")),
             || Err("the key must not be read"),
             || Err("no randomness either"),
         )
         .unwrap();
-        assert_eq!(p.forward, None);
-        assert_eq!(p.valid_cookie, None);
-        assert_eq!(p.cookie, CookieAction::Expire);
+        assert_eq!(p, IdentityPlan::NONE);
+        assert!(expires_cookie(&gpc));
+        // Any ts-ec value, valid or not, is expired: the client asked for none.
+        assert!(expires_cookie(&facts(&[
+            ("sec-gpc", "1"),
+            ("cookie", "ts-ec=junk")
+        ])));
+        let no_cookie = facts(&[NAV, ("sec-gpc", "1")]);
         assert_eq!(
             run(&[NAV, ("sec-gpc", "1")], "192.0.2.1").unwrap(),
             IdentityPlan::NONE
         );
+        assert!(!expires_cookie(&no_cookie));
+        assert!(!expires_cookie(&facts(&[("cookie", &cookie)])));
+        assert!(!expires_cookie(&facts(&[
+            ("sec-gpc", "0"),
+            ("cookie", &cookie)
+        ])));
+        assert!(!expires_cookie(&facts(&[
+            ("sec-gpc", "1"),
+            ("cookie", "ts-ecx=1")
+        ])));
     }
 
     #[test]
