@@ -200,6 +200,10 @@ fn main() {
             edge_id::valid_cookie_reused_tampered_replaced,
         ),
         (
+            "edge ID: a cookie whose suffix was changed is neither forwarded nor answered",
+            edge_id::a_changed_suffix_is_not_accepted,
+        ),
+        (
             "edge ID: Sec-GPC means no cookie, no header, and an existing one expired",
             edge_id::gpc_means_no_id,
         ),
