@@ -281,6 +281,10 @@ fn main() {
             first_party::click_refuses_tampered_expired_and_other_hosts,
         ),
         (
+            "first party: a validly signed expiry beyond the longest lifetime gets the one 403",
+            first_party::an_expiry_beyond_the_longest_lifetime_is_refused,
+        ),
+        (
             "first party: a missing key answers 503 and logs why",
             first_party::missing_key_answers_503_and_logs_why,
         ),
