@@ -202,7 +202,10 @@ mod tests {
         ));
         // Signed with the key, but not as the sign route would have written it.
         let odd = parse("https://ADS.demo-partner.example/a", 10);
-        assert_eq!(verify(&odd, &k, &p, 0, u64::MAX), Err(Denied::NotNormalised));
+        assert_eq!(
+            verify(&odd, &k, &p, 0, u64::MAX),
+            Err(Denied::NotNormalised)
+        );
         let hostile = parse("http://169.254.169.254/", 10);
         assert!(matches!(
             verify(&hostile, &k, &p, 0, u64::MAX),

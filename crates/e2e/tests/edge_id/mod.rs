@@ -150,11 +150,19 @@ pub fn a_changed_suffix_is_not_accepted(w: &World) -> Outcome {
     let id = new_id(w, &fetch(w.streaming, PAGE, &[identity(), NAV])?)?;
     let other = resuffixed(&id);
     let cookie = format!("ts-ec={other}");
-    let r = fetch(w.streaming, "/__echo", &[identity(), XHR, ("cookie", &cookie)])?;
+    let r = fetch(
+        w.streaming,
+        "/__echo",
+        &[identity(), XHR, ("cookie", &cookie)],
+    )?;
     check(echoed_ids(&r.body).is_empty(), || {
         format!("origin saw {:?} for a changed suffix", echoed_ids(&r.body))
     })?;
-    let r = fetch(w.streaming, "/__echo", &[identity(), NAV, ("cookie", &cookie)])?;
+    let r = fetch(
+        w.streaming,
+        "/__echo",
+        &[identity(), NAV, ("cookie", &cookie)],
+    )?;
     let seen = echoed_ids(&r.body);
     check(
         seen.len() == 1 && seen[0] != other && dev_key(w)?.verify(client_ip(), &seen[0]),

@@ -374,7 +374,13 @@ pub fn an_expiry_beyond_the_longest_lifetime_is_refused(w: &World) -> Outcome {
     let r = fetch(w.streaming, &signed(CLICK_PATH, inside), &[])?;
     check(
         r.status == 302 && r.header("location") == Some(TARGET),
-        || format!("inside the lifetime: {} {:?}", r.status, r.header("location")),
+        || {
+            format!(
+                "inside the lifetime: {} {:?}",
+                r.status,
+                r.header("location")
+            )
+        },
     )?;
     let beyond = now() + PAGE_TTL + 60;
     let ten_years = now() + 10 * 365 * 24 * 3600;

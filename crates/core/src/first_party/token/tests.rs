@@ -77,7 +77,9 @@ fn tokens_good_for_longer_than_the_longest_lifetime_are_refused() {
     let now = 1_700_000_000;
     let at = |expires| SignedParams::parse(query_of(&k.signed_url(PROXY_PATH, URL, expires)));
     assert_eq!(k.verify(&at(now + 3600).unwrap(), now, longest), Ok(()));
-    let e = k.verify(&at(now + 3601).unwrap(), now, longest).unwrap_err();
+    let e = k
+        .verify(&at(now + 3601).unwrap(), now, longest)
+        .unwrap_err();
     assert_eq!(
         e,
         TokenError::TooFarAhead {
