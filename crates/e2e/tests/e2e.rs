@@ -24,6 +24,7 @@ mod edge_id;
 mod first_party;
 mod hints;
 mod signing;
+mod url_rule;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -190,6 +191,10 @@ fn main() {
         (
             "delivery: edge compression re-encodes in wasm when the origin compresses anyway",
             delivery::edge_compression_reencodes_when_the_origin_ignores_identity,
+        ),
+        (
+            "URL rule: origin URLs at the end of a line are rewritten, hosts going on after a newline are not",
+            url_rule::origin_urls_at_the_end_of_a_line,
         ),
         (
             "edge ID: a first navigation gets the cookie with exactly its attributes",
