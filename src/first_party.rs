@@ -160,7 +160,9 @@ pub(crate) fn verify_signed(
         .and_then(|k| Ok((k, now()?)))
         .map_err(|e| Box::new(unavailable(&e, route, settings)))?;
     let policy = policy(fp);
-    let target = first_party::verify(&params, &key, &policy, now).map_err(|e| forbidden(&e))?;
+    let longest = token::longest_lifetime(fp.sign_ttl_secs, fp.page_ttl_secs);
+    let target =
+        first_party::verify(&params, &key, &policy, now, longest).map_err(|e| forbidden(&e))?;
     Ok(Verified {
         target,
         key,

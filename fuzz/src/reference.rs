@@ -22,9 +22,13 @@
 //!    default port of the *target* scheme); with an origin port `P`, `P`, which may be left
 //!    out when it is that default port;
 //! 4. then a boundary: the end of the input, or a character that does not continue an
-//!    authority. The character is `%HH` or `\uHHHH` decoded when the bytes there spell one,
-//!    else the byte itself. It continues an authority when it is an ASCII letter or digit,
-//!    `.`, `-`, `_`, `:`, `@`, tab, LF, CR, or not ASCII at all.
+//!    authority. A character is read as: `%HH` decoded; `\uHHHH` decoded; `\n`, `\r`, `\t`
+//!    as LF, CR, tab; any of those three escapes or `\uHHHH` after one more `\`, decoded
+//!    likewise; else the byte itself. Tab, LF and CR (URL parsing removes them) are skipped
+//!    and the next character read, except when written `%HH` outside the percent-encoded
+//!    form; when more than 32 bytes have been skipped, the authority continues. The
+//!    character reached continues an authority when it is an ASCII letter or digit, `.`,
+//!    `-`, `_`, `:`, `@`, tab, LF, CR (written `%HH`), or not ASCII at all.
 //!
 //! A match (from the scheme, or the first slash, to the end of the port) is replaced by the
 //! target in the same form: `scheme C S S authority` or `S S authority`, where `S` is the
@@ -178,7 +182,7 @@ impl Reference {
             (None, Some(own)) => own == default,
             (None, None) => true,
         };
-        if !fits || continues_authority(input, end) {
+        if !fits || continues_authority(input, end, form == PERCENT) {
             return None;
         }
         Some(Match {
@@ -231,11 +235,36 @@ fn starts_with_ignore_case(input: &[u8], at: usize, word: &[u8]) -> Option<usize
     got.eq_ignore_ascii_case(word).then_some(end)
 }
 
-/// Whether the character at `at` continues an authority (see the module docs).
-fn continues_authority(input: &[u8], at: usize) -> bool {
-    let Some(&first) = input.get(at) else {
-        return false;
-    };
+/// Whether the text at `at` continues an authority (see the module docs, step 4).
+fn continues_authority(input: &[u8], at: usize, percent_form: bool) -> bool {
+    let mut at = at;
+    let mut skipped = 0;
+    loop {
+        let Some((value, len, percent)) = character(input, at) else {
+            return false;
+        };
+        let removed = matches!(value, 0x09 | 0x0A | 0x0D) && (percent_form || !percent);
+        if !removed {
+            return match char::from_u32(value) {
+                Some(c) if c.is_ascii() => {
+                    c.is_ascii_alphanumeric()
+                        || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
+                }
+                _ => true,
+            };
+        }
+        at += len;
+        skipped += len;
+        if skipped > 32 {
+            return true;
+        }
+    }
+}
+
+/// The character at `at` as step 4 reads it: its value, its length in bytes, and whether it
+/// was written `%HH`. `None` at the end of the input.
+fn character(input: &[u8], at: usize) -> Option<(u32, usize, bool)> {
+    let first = *input.get(at)?;
     let hex = |from: usize, len: usize| -> Option<u32> {
         let text = std::str::from_utf8(input.get(from..from + len)?).ok()?;
         if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -243,19 +272,33 @@ fn continues_authority(input: &[u8], at: usize) -> bool {
         }
         u32::from_str_radix(text, 16).ok()
     };
-    let unit = match first {
-        b'%' => hex(at + 1, 2),
-        b'\\' if input.get(at + 1) == Some(&b'u') => hex(at + 2, 4),
-        _ => None,
-    }
-    .unwrap_or(u32::from(first));
-    match char::from_u32(unit) {
-        Some(c) if c.is_ascii() => {
-            c.is_ascii_alphanumeric()
-                || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
+    // One escape `\X` starting at `from`: its value and length.
+    let escape = |from: usize| -> Option<(u32, usize)> {
+        if input.get(from) != Some(&b'\\') {
+            return None;
         }
-        _ => true,
+        match input.get(from + 1)? {
+            b'u' => hex(from + 2, 4).map(|v| (v, 6)),
+            b'n' => Some((0x0A, 2)),
+            b'r' => Some((0x0D, 2)),
+            b't' => Some((0x09, 2)),
+            _ => None,
+        }
+    };
+    if first == b'%' {
+        if let Some(v) = hex(at + 1, 2) {
+            return Some((v, 3, true));
+        }
     }
+    if let Some((v, len)) = escape(at) {
+        return Some((v, len, false));
+    }
+    if first == b'\\' {
+        if let Some((v, len)) = escape(at + 1) {
+            return Some((v, len + 1, false));
+        }
+    }
+    Some((u32::from(first), 1, false))
 }
 
 /// Examples from the specification, checked once by the `url_rule` target before it fuzzes,
@@ -431,6 +474,12 @@ pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
     ),
     ("o.test", "http", "t.io", "//o.test%2Fa", "//t.io%2Fa"),
     ("o.test", "http", "t.io", "//o.test\tx", "//o.test\tx"),
+    ("o.test", "http", "t.io", "//o.test\r\n<", "//t.io\r\n<"),
+    ("o.test", "http", "t.io", "//o.test\r\n.evil", "//o.test\r\n.evil"),
+    ("o.test", "http", "t.io", r"//o.test\n\/", r"//t.io\n\/"),
+    ("o.test", "http", "t.io", r"//o.test\\u002ex", r"//o.test\\u002ex"),
+    ("o.test", "http", "t.io", "//o.test%0A/", "//o.test%0A/"),
+    ("o.test", "http", "t.io", "%2F%2Fo.test%0A%2F", "%2F%2Ft.io%0A%2F"),
     (
         "o.test",
         "http",

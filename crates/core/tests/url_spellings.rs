@@ -190,9 +190,71 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         "http://origin.example.com:443/a",
         Other,
     ),
+    // Tab, CR and LF after the host: URL parsing removes them and reads on, so the next
+    // character decides (an origin URL at the end of a line is ours).
+    (
+        Decode::None,
+        "https://origin.example.com\t/a",
+        "http://127.0.0.1:7676\t/a",
+        Rewritten,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com:443\r\n",
+        "http://127.0.0.1:7676\r\n",
+        Rewritten,
+    ),
+    (
+        Decode::None,
+        "//origin.example.com.\r\n\t/a",
+        "//127.0.0.1:7676\r\n\t/a",
+        Rewritten,
+    ),
+    (
+        Decode::None,
+        "http://origin.example.com\n",
+        "http://127.0.0.1:7676\n",
+        Rewritten,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com\n.evil.test/a",
+        "https://origin.example.com\n.evil.test/a",
+        Other,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com\r\nevil.test/a",
+        "https://origin.example.com\r\nevil.test/a",
+        Other,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com\r\n:8443/a",
+        "https://origin.example.com\r\n:8443/a",
+        Other,
+    ),
+    (
+        Decode::None,
+        "http://origin.example.com:80\n80/a",
+        "http://origin.example.com:80\n80/a",
+        Other,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com%0A/a",
+        "https://origin.example.com%0A/a",
+        Other,
+    ),
     // Spellings the rule does not cover.
     (
         Decode::None,
+        "https://origin.example.com\n:443/a",
+        "https://origin.example.com\n:443/a",
+        Missed,
+    ),
+    (
+        Decode::None,
         "https:////origin.example.com/a",
         "https:////origin.example.com/a",
         Missed,
@@ -213,12 +275,6 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         Decode::None,
         "https://origin.example.com%2e/a",
         "https://origin.example.com%2e/a",
-        Missed,
-    ),
-    (
-        Decode::None,
-        "https://origin.example.com\t/a",
-        "https://origin.example.com\t/a",
         Missed,
     ),
     (
@@ -271,6 +327,48 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         Other,
     ),
     (
+        Decode::Json,
+        r"https:\/\/origin.example.com\r\n",
+        r"http:\/\/127.0.0.1:7676\r\n",
+        Rewritten,
+    ),
+    (
+        Decode::Json,
+        r"https:\/\/origin.example.com\n.evil.test\/a",
+        r"https:\/\/origin.example.com\n.evil.test\/a",
+        Other,
+    ),
+    (
+        Decode::Json,
+        r"https:\u002F\u002Forigin.example.com\u000A\u002Fa",
+        r"http:\u002F\u002F127.0.0.1:7676\u000A\u002Fa",
+        Rewritten,
+    ),
+    (
+        Decode::Json,
+        r"https:\u002F\u002Forigin.example.com\u000d\u000aevil.test",
+        r"https:\u002F\u002Forigin.example.com\u000d\u000aevil.test",
+        Other,
+    ),
+    (
+        Decode::JsonInJs,
+        r"https:\\/\\/origin.example.com\\r\\n\\/api",
+        r"http:\\/\\/127.0.0.1:7676\\r\\n\\/api",
+        Rewritten,
+    ),
+    (
+        Decode::JsonInJs,
+        r"https:\\/\\/origin.example.com\\n.evil.test\\/api",
+        r"https:\\/\\/origin.example.com\\n.evil.test\\/api",
+        Other,
+    ),
+    (
+        Decode::JsonInJs,
+        r"https:\\/\\/origin.example.com\\u002eevil.test\\/api",
+        r"https:\\/\\/origin.example.com\\u002eevil.test\\/api",
+        Other,
+    ),
+    (
         Decode::JsonInJs,
         r"https:\\/\\/origin.example.com\\/api",
         r"http:\\/\\/127.0.0.1:7676\\/api",
@@ -305,6 +403,12 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         Decode::Html,
         "&sol;&sol;origin.example.com&sol;a",
         "&sol;&sol;127.0.0.1:7676&sol;a",
+        Rewritten,
+    ),
+    (
+        Decode::Html,
+        "https:&#x2F;&#x2F;origin.example.com\r\n&#x2F;a",
+        "http:&#x2F;&#x2F;127.0.0.1:7676\r\n&#x2F;a",
         Rewritten,
     ),
     (
@@ -354,6 +458,18 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         Decode::Percent,
         "https%3A%2F%2Fevil.test%2F%2Forigin.example.com%2F",
         "https%3A%2F%2Fevil.test%2F%2Forigin.example.com%2F",
+        Other,
+    ),
+    (
+        Decode::Percent,
+        "https%3A%2F%2Forigin.example.com%0D%0A%2F",
+        "http%3A%2F%2F127.0.0.1%3A7676%0D%0A%2F",
+        Rewritten,
+    ),
+    (
+        Decode::Percent,
+        "https%3A%2F%2Forigin.example.com%0A.evil.test%2F",
+        "https%3A%2F%2Forigin.example.com%0A.evil.test%2F",
         Other,
     ),
     (

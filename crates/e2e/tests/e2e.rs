@@ -26,6 +26,7 @@ mod hints;
 mod paths;
 mod shared;
 mod signing;
+mod url_rule;
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -194,12 +195,20 @@ fn main() {
             delivery::edge_compression_reencodes_when_the_origin_ignores_identity,
         ),
         (
+            "URL rule: origin URLs at the end of a line are rewritten, hosts going on after a newline are not",
+            url_rule::origin_urls_at_the_end_of_a_line,
+        ),
+        (
             "edge ID: a first navigation gets the cookie with exactly its attributes",
             edge_id::cookie_set_on_first_navigation,
         ),
         (
             "edge ID: a valid cookie is reused, a tampered one replaced",
             edge_id::valid_cookie_reused_tampered_replaced,
+        ),
+        (
+            "edge ID: a cookie whose suffix was changed is neither forwarded nor answered",
+            edge_id::a_changed_suffix_is_not_accepted,
         ),
         (
             "edge ID: Sec-GPC means no cookie, no header, and an existing one expired",
@@ -277,6 +286,10 @@ fn main() {
         (
             "first party: click refuses tampered, wrong expiry, expired and other hosts with one 403",
             first_party::click_refuses_tampered_expired_and_other_hosts,
+        ),
+        (
+            "first party: a validly signed expiry beyond the longest lifetime gets the one 403",
+            first_party::an_expiry_beyond_the_longest_lifetime_is_refused,
         ),
         (
             "first party: a missing key answers 503 and logs why",

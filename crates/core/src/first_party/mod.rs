@@ -111,8 +111,9 @@ pub fn signed_body(first_party_url: &str, expires: u64) -> String {
     body
 }
 
-/// Verifies a signed URL's parameters: the token (constant time), the expiry against `now`,
-/// and the policy again, so a URL signed before the settings changed is refused after.
+/// Verifies a signed URL's parameters: the token (constant time), the expiry against `now`
+/// (not passed, and at most `longest` seconds ahead: [`token::longest_lifetime`]), and the
+/// policy again, so a URL signed before the settings changed is refused after.
 ///
 /// # Errors
 /// [`Denied`], for the log.
@@ -121,8 +122,9 @@ pub fn verify(
     key: &UrlKey,
     policy: &TargetPolicy,
     now: u64,
+    longest: u64,
 ) -> Result<Target, Denied> {
-    key.verify(params, now)?;
+    key.verify(params, now, longest)?;
     let target = policy.check(&params.url).map_err(Denied::Refused)?;
     if target.url != params.url {
         return Err(Denied::NotNormalised);
@@ -180,24 +182,33 @@ mod tests {
         };
         let good = parse("https://ads.demo-partner.example/a", 10);
         assert_eq!(
-            verify(&good, &k, &p, 10).unwrap().host,
+            verify(&good, &k, &p, 10, u64::MAX).unwrap().host,
             "ads.demo-partner.example"
         );
         assert!(matches!(
-            verify(&good, &k, &p, 11),
+            verify(&good, &k, &p, 11, u64::MAX),
             Err(Denied::Token(TokenError::Expired { .. }))
         ));
+        // Good for 10 s more than the longest lifetime allows.
+        assert!(matches!(
+            verify(&good, &k, &p, 0, 0),
+            Err(Denied::Token(TokenError::TooFarAhead { .. }))
+        ));
+        assert!(verify(&good, &k, &p, 0, 10).is_ok());
         let other_policy = TargetPolicy::new(["other.example"], &[]);
         assert!(matches!(
-            verify(&good, &k, &other_policy, 0),
+            verify(&good, &k, &other_policy, 0, u64::MAX),
             Err(Denied::Refused(Refusal::NotAllowed(_)))
         ));
         // Signed with the key, but not as the sign route would have written it.
         let odd = parse("https://ADS.demo-partner.example/a", 10);
-        assert_eq!(verify(&odd, &k, &p, 0), Err(Denied::NotNormalised));
+        assert_eq!(
+            verify(&odd, &k, &p, 0, u64::MAX),
+            Err(Denied::NotNormalised)
+        );
         let hostile = parse("http://169.254.169.254/", 10);
         assert!(matches!(
-            verify(&hostile, &k, &p, 0),
+            verify(&hostile, &k, &p, 0, u64::MAX),
             Err(Denied::Refused(_))
         ));
     }

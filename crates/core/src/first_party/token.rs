@@ -71,6 +71,16 @@ pub enum TokenError {
         /// The time of the check.
         now: u64,
     },
+    /// The expiry lies further ahead than the longest lifetime the service gives a URL, so
+    /// this service did not sign it with its current settings (or the key has leaked).
+    TooFarAhead {
+        /// The URL's expiry.
+        expires: u64,
+        /// The time of the check.
+        now: u64,
+        /// The longest lifetime allowed, in seconds.
+        longest: u64,
+    },
 }
 
 impl std::fmt::Display for TokenError {
@@ -87,6 +97,15 @@ impl std::fmt::Display for TokenError {
                     now.saturating_sub(*expires)
                 )
             }
+            TokenError::TooFarAhead {
+                expires,
+                now,
+                longest,
+            } => write!(
+                f,
+                "expires at {expires}, {} s ahead, more than the longest lifetime {longest} s",
+                expires.saturating_sub(*now)
+            ),
         }
     }
 }
@@ -192,22 +211,38 @@ impl UrlKey {
     }
 
     /// Checks the token (in constant time) and then the expiry against `now` (seconds since
-    /// the Unix epoch). A URL is good up to and including the second `expires`.
+    /// the Unix epoch). A URL is good up to and including the second `expires`, and only if
+    /// `expires` is at most `longest` seconds after `now`: the service never signs for longer
+    /// than its longest configured lifetime ([`longest_lifetime`]), so a token that claims more
+    /// was not made by it as configured, and a leaked key cannot mint URLs good for years.
     ///
     /// # Errors
-    /// [`TokenError::Mismatch`] or [`TokenError::Expired`].
-    pub fn verify(&self, params: &SignedParams, now: u64) -> Result<(), TokenError> {
+    /// [`TokenError::Mismatch`], [`TokenError::Expired`] or [`TokenError::TooFarAhead`].
+    pub fn verify(&self, params: &SignedParams, now: u64, longest: u64) -> Result<(), TokenError> {
         self.mac(&params.url, params.expires)
             .verify_slice(&params.token)
             .map_err(|_| TokenError::Mismatch)?;
-        if now > params.expires {
-            return Err(TokenError::Expired {
-                expires: params.expires,
+        let expires = params.expires;
+        if now > expires {
+            return Err(TokenError::Expired { expires, now });
+        }
+        if expires - now > longest {
+            return Err(TokenError::TooFarAhead {
+                expires,
                 now,
+                longest,
             });
         }
         Ok(())
     }
+}
+
+/// The longest lifetime, in seconds, of any URL the service signs: the larger of
+/// `first_party.sign_ttl_secs` (URLs from `/first-party/sign`) and
+/// `first_party.page_ttl_secs` (URLs written into creatives). [`UrlKey::verify`] refuses an
+/// expiry further ahead than this.
+pub fn longest_lifetime(sign_ttl_secs: u32, page_ttl_secs: u32) -> u64 {
+    u64::from(sign_ttl_secs.max(page_ttl_secs))
 }
 
 #[cfg(test)]

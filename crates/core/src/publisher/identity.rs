@@ -1,11 +1,13 @@
 //! The edge ID: a first-party identifier for each browser, kept in the `ts-ec` cookie.
 //!
-//! An ID is `<hmac>.<suffix>`: the HMAC-SHA256 of the client's network (its IPv4 address, or
-//! the /64 of its IPv6 address), keyed by a secret the adapter reads at run time, hex-encoded;
-//! then a dot and [`SUFFIX_LEN`] random letters and digits, so browsers behind one address get
-//! different IDs. A cookie is reused only while its HMAC part verifies for the client sending
-//! it (compared in constant time), so a cookie copied to another network, or edited, is
-//! replaced on the next page navigation.
+//! An ID is `<hmac>.<suffix>`: [`SUFFIX_LEN`] random letters and digits (so browsers behind one
+//! address get different IDs), after the hex-encoded HMAC-SHA256, keyed by a secret the adapter
+//! reads at run time, of the client's network (its IPv4 address, or the /64 of its IPv6
+//! address) **and that suffix**. The HMAC covers the whole ID: a reader who knows its own ID
+//! cannot make another valid one for its network by changing the suffix, so an ID verifies only
+//! if the service minted it whole. A cookie is reused only while it verifies for the client
+//! sending it (compared in constant time), so a cookie copied to another network, or edited
+//! anywhere, is replaced on the next page navigation.
 //!
 //! Everything here is pure: the adapter passes in the request headers, the client address,
 //! the secret (as bytes) and random bytes, and carries out the [`IdentityPlan`]. See
@@ -33,6 +35,8 @@ pub const MIN_SECRET_LEN: usize = 16;
 
 /// Hex digits of the HMAC part.
 const MAC_HEX_LEN: usize = 64;
+/// Domain separation for the HMAC's message (see [`mac_message`]).
+const MAC_LABEL: &str = "ts-ec/v2";
 const SUFFIX_ALPHABET: &[u8; 62] =
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -83,50 +87,64 @@ impl EdgeIdKey {
         Ok(EdgeIdKey { mac })
     }
 
-    fn mac_for(&self, ip: IpAddr) -> Hmac<Sha256> {
+    /// The HMAC over [`mac_message`] for this network and suffix.
+    fn mac_for(&self, ip: IpAddr, suffix: &str) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
-        mac.update(client_network(ip).to_string().as_bytes());
+        mac.update(mac_message(ip, suffix).as_bytes());
         mac
     }
 
     /// A new ID for a client at `ip`; `random` picks the suffix (8 bytes from the platform's
     /// random source).
     pub fn mint(&self, ip: IpAddr, random: [u8; 8]) -> String {
-        let digest = self.mac_for(ip).finalize().into_bytes();
+        // 62^6 ≈ 5.7e10 against 2^64: the modulo bias is below one in 10^8.
+        let mut n = u64::from_le_bytes(random);
+        let mut suffix = String::with_capacity(SUFFIX_LEN);
+        for _ in 0..SUFFIX_LEN {
+            suffix.push(char::from(SUFFIX_ALPHABET[(n % 62) as usize]));
+            n /= 62;
+        }
+        let digest = self.mac_for(ip, &suffix).finalize().into_bytes();
         let mut id = String::with_capacity(MAC_HEX_LEN + 1 + SUFFIX_LEN);
         for byte in digest {
             let _ = write!(id, "{byte:02x}");
         }
         id.push('.');
-        // 62^6 ≈ 5.7e10 against 2^64: the modulo bias is below one in 10^8.
-        let mut n = u64::from_le_bytes(random);
-        for _ in 0..SUFFIX_LEN {
-            id.push(char::from(SUFFIX_ALPHABET[(n % 62) as usize]));
-            n /= 62;
-        }
+        id.push_str(&suffix);
         id
     }
 
     /// Whether `id` is well-formed and its HMAC part was made with this key for the network of
-    /// `ip`. The comparison is constant-time (`hmac`'s `verify_slice`).
+    /// `ip` and the suffix `id` carries. The comparison is constant-time (`hmac`'s
+    /// `verify_slice`).
     pub fn verify(&self, ip: IpAddr, id: &str) -> bool {
-        let Some(mac_hex) = well_formed(id) else {
+        let Some((mac_hex, suffix)) = well_formed(id) else {
             return false;
         };
         let Some(expected) = decode_hex(mac_hex) else {
             return false;
         };
-        self.mac_for(ip).verify_slice(&expected).is_ok()
+        self.mac_for(ip, suffix).verify_slice(&expected).is_ok()
     }
 }
 
-/// The HMAC part of `id` when `id` has the form `<64 lowercase hex>.<6 letters or digits>`.
-fn well_formed(id: &str) -> Option<&str> {
+/// What the HMAC of an ID is computed over: a label, the client network written the standard
+/// way, and the suffix, separated by newlines (which appear in none of them, so no two
+/// (network, suffix) pairs give the same message). The label keeps these MACs apart from the
+/// first format, whose message was the network alone: IDs minted before the suffix was covered
+/// no longer verify.
+fn mac_message(ip: IpAddr, suffix: &str) -> String {
+    format!("{MAC_LABEL}\n{}\n{suffix}", client_network(ip))
+}
+
+/// The HMAC part and the suffix of `id` when `id` has the form
+/// `<64 lowercase hex>.<6 letters or digits>`.
+fn well_formed(id: &str) -> Option<(&str, &str)> {
     let (mac, suffix) = id.split_once('.')?;
     let hex =
         mac.len() == MAC_HEX_LEN && mac.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     let suffix_ok = suffix.len() == SUFFIX_LEN && suffix.bytes().all(|b| b.is_ascii_alphanumeric());
-    (hex && suffix_ok).then_some(mac)
+    (hex && suffix_ok).then_some((mac, suffix))
 }
 
 fn decode_hex(hex: &str) -> Option<[u8; 32]> {
@@ -433,15 +451,20 @@ mod tests {
     }
 
     #[test]
-    fn the_id_is_the_hmac_of_the_client_network_then_a_suffix() {
+    fn the_id_is_the_hmac_of_the_client_network_and_the_suffix_then_the_suffix() {
         let id = key().mint(ip("203.0.113.9"), [7; 8]);
         let (mac, suffix) = id.split_once('.').unwrap();
-        assert_eq!(mac, reference_hmac(SECRET, b"203.0.113.9"));
         assert_eq!(suffix.len(), SUFFIX_LEN);
         assert!(suffix.bytes().all(|b| b.is_ascii_alphanumeric()));
+        let message = format!("ts-ec/v2\n203.0.113.9\n{suffix}");
+        assert_eq!(mac, reference_hmac(SECRET, message.as_bytes()));
         // IPv6: the message is the /64, so the interface half does not matter.
         let id6 = key().mint(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), [0; 8]);
-        assert!(id6.starts_with(&reference_hmac(SECRET, b"2001:db8:1:2::")));
+        let message6 = "ts-ec/v2\n2001:db8:1:2::\n000000";
+        assert_eq!(
+            id6,
+            format!("{}.000000", reference_hmac(SECRET, message6.as_bytes()))
+        );
         // RFC 4231 test case 2 checks the HMAC itself against published values.
         assert_eq!(
             reference_hmac(b"Jefe", b"what do ya want for nothing?"),
@@ -453,12 +476,18 @@ mod tests {
     fn suffixes_come_from_the_random_bytes() {
         let a = key().mint(ip("192.0.2.1"), [1; 8]);
         let b = key().mint(ip("192.0.2.1"), [2; 8]);
-        assert_eq!(a[..MAC_HEX_LEN], b[..MAC_HEX_LEN]);
-        assert_ne!(a, b);
-        assert_eq!(
-            key().mint(ip("192.0.2.1"), [0; 8]),
-            format!("{}.000000", &a[..64])
-        );
+        assert_ne!(a[MAC_HEX_LEN..], b[MAC_HEX_LEN..]);
+        // The HMAC covers the suffix, so it differs too.
+        assert_ne!(a[..MAC_HEX_LEN], b[..MAC_HEX_LEN]);
+        assert!(key().mint(ip("192.0.2.1"), [0; 8]).ends_with(".000000"));
+    }
+
+    /// The first format's IDs (the HMAC of the network alone, then a suffix) no longer verify:
+    /// anyone behind the network could change their suffix.
+    #[test]
+    fn ids_of_the_first_format_no_longer_verify() {
+        let old = format!("{}.Ab3xY9", reference_hmac(SECRET, b"192.0.2.1"));
+        assert!(!key().verify(ip("192.0.2.1"), &old));
     }
 
     #[test]
@@ -502,6 +531,7 @@ mod tests {
         #[test]
         fn verify_accepts_exactly_what_mint_made_for_that_client(
             a in any_ip(), b in any_ip(), random in any::<[u8; 8]>(),
+            other_random in any::<[u8; 8]>(),
             other_secret in proptest::collection::vec(any::<u8>(), 16..80),
         ) {
             let k = key();
@@ -510,12 +540,22 @@ mod tests {
             prop_assert_eq!(k.verify(b, &id), client_network(a) == client_network(b));
             let other = EdgeIdKey::new(&other_secret).unwrap();
             prop_assert_eq!(other.verify(a, &id), other_secret == SECRET);
-            // Any single changed character of the HMAC part, or any other suffix shape, fails.
-            for i in 0..MAC_HEX_LEN {
-                let mut bytes = id.clone().into_bytes();
-                bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
-                prop_assert!(!k.verify(a, &String::from_utf8(bytes).unwrap()));
+            // Any single changed character, in the HMAC part or the suffix, fails.
+            for i in (0..id.len()).filter(|&i| i != MAC_HEX_LEN) {
+                for replacement in SUFFIX_ALPHABET.iter().chain(b".") {
+                    let mut bytes = id.clone().into_bytes();
+                    if bytes[i] == *replacement {
+                        continue;
+                    }
+                    bytes[i] = *replacement;
+                    prop_assert!(!k.verify(a, &String::from_utf8(bytes).unwrap()));
+                }
             }
+            // Any other suffix with the same HMAC part fails.
+            let (mac, _) = id.split_once('.').unwrap();
+            let other_suffix = k.mint(a, other_random);
+            let spliced = format!("{mac}.{}", &other_suffix[MAC_HEX_LEN + 1..]);
+            prop_assert_eq!(k.verify(a, &spliced), spliced == id);
             prop_assert!(!k.verify(a, &id[..id.len() - 1]));
             let longer = format!("{id}x");
             prop_assert!(!k.verify(a, &longer));
@@ -608,7 +648,14 @@ mod tests {
             if id.starts_with('0') { "1" } else { "0" },
             &id[1..]
         );
-        for (cookie, from) in [(&cookie, "192.0.2.2"), (&tampered, "192.0.2.1")] {
+        // A changed suffix: the same HMAC part, so it would pass a check of the network alone.
+        let last = if id.ends_with('a') { 'b' } else { 'a' };
+        let resuffixed = format!("ts-ec={}{last}", &id[..id.len() - 1]);
+        for (cookie, from) in [
+            (&cookie, "192.0.2.2"),
+            (&tampered, "192.0.2.1"),
+            (&resuffixed, "192.0.2.1"),
+        ] {
             let p = run(&[NAV, ("cookie", cookie)], from).unwrap();
             let fresh = key().mint(ip(from), [9; 8]);
             assert_eq!(p.cookie, CookieAction::SetOnPage(fresh.clone()));

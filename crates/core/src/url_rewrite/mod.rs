@@ -41,10 +41,18 @@
 //! Boundaries:
 //!
 //! * after the host and port, the next character must not continue an authority: ASCII
-//!   letters, digits, `.-_:@`, tab, LF, CR (URL parsing removes them, so the host goes on
-//!   after them) and any non-ASCII character (IDNA may map it into the host: U+3002 becomes
-//!   `.`, U+00AD is dropped) all do. A `%HH` or `\uHHHH` there is read as the character it
-//!   encodes, so `origin.example.com%2eevil.test` is a longer host;
+//!   letters, digits, `.-_:@` and any non-ASCII character (IDNA may map it into the host:
+//!   U+3002 becomes `.`, U+00AD is dropped) all do. A `%HH`, `\uHHHH`, `\n`, `\r` or `\t`
+//!   there is read as the character it encodes, also escaped once more (`\\u002e`, `\\n`:
+//!   JSON in a JavaScript string), so `origin.example.com%2eevil.test` is a longer host;
+//! * tab, LF and CR there (raw or escaped) are looked past, as URL parsing removes them
+//!   wherever they are: the next other character decides. So an origin URL at the end of a
+//!   line (`source: http://origin.example.com:80\r\n`) is rewritten, while
+//!   `//origin.example.com\n.evil.test` is the host `origin.example.com.evil.test` and is
+//!   left alone. At most 32 bytes of them are looked past (beyond, the URL is left alone), so
+//!   the streaming replacer decides from a bounded window. Percent-encoded (`%0A`) they are
+//!   looked past only in the percent-encoded form, whose server decodes them first; elsewhere
+//!   URL parsing decodes them into the host, which is then invalid, and the URL is left alone;
 //! * the slashes are counted back from the host, at most three, all in one form; the forms
 //!   are tried longest spelling first (double-escaped, JSON-escaped, Unicode escape,
 //!   character reference, percent-encoded, plain), so `https:\/\/origin…` keeps its escapes;
@@ -54,9 +62,12 @@
 //! Not covered (left byte for byte, although a browser or the server reading the parameter
 //! reaches the origin): a form mixed within one URL (`https:/&#47;origin…`), four or more
 //! slashes, `https:origin…` with no slash, host characters that are percent-encoded, escaped
-//! or IDNA-mapped (`origin%2Eexample.com`, full-width letters), a host followed by `%2e`, a
-//! tab, a newline or U+00AD and then the end of the host (`origin.example.com%2e/`), a tab or
-//! newline elsewhere inside the URL, character references without their `;` or with leading
+//! or IDNA-mapped (`origin%2Eexample.com`, full-width letters), a host followed by `%2e` or
+//! U+00AD and then the end of the host (`origin.example.com%2e/`), a tab or newline elsewhere
+//! inside the URL (within the scheme, slashes or host, or before the port:
+//! `origin.example.com\n:443`), more than 32 bytes of them after the host, `\n`, `\r`, `\t`
+//! in HTML where the backslash starts a path (`origin.example.com\news`), `%0A` in a URL
+//! read as written, character references without their `;` or with leading
 //! zeros (`&#047;`), `&colon;` or `\u003A` for the colon, a backslash spelled `%5C`
 //! or `&bsol;`, a port of six digits or more (`:000443`), double
 //! percent-encoding, and authorities with user info (`//user@origin.example.com`), which no
@@ -154,11 +165,24 @@ impl UrlRule {
             anchor: anchor_offset(host.as_bytes()),
             in_match: {
                 let mut set = Box::new([false; 256]);
-                // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port)
-                // and the punctuation of the spellings.
+                // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port),
+                // the punctuation of the spellings, and the tab and newlines looked past after
+                // the host before the character that decides a match.
                 for b in 0..=255u8 {
                     set[usize::from(b)] = b.is_ascii_alphanumeric()
-                        || matches!(b, b':' | b'/' | b'\\' | b'&' | b'#' | b';' | b'%' | b'.');
+                        || matches!(
+                            b,
+                            b':' | b'/'
+                                | b'\\'
+                                | b'&'
+                                | b'#'
+                                | b';'
+                                | b'%'
+                                | b'.'
+                                | b'\t'
+                                | b'\n'
+                                | b'\r'
+                        );
                 }
                 for b in host.bytes() {
                     set[usize::from(b)] = true;

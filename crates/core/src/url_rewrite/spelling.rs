@@ -41,8 +41,14 @@ pub(super) const MAX_SCHEME: usize = 8;
 /// Longest spelling after the host that is still followed: `.`, a 3-byte colon, 5 digits.
 pub(super) const MAX_SUFFIX: usize = 9;
 
-/// Longest unit read to decide the byte after a match: `\uHHHH`.
-pub(super) const MAX_BOUNDARY: usize = 6;
+/// Most bytes of tab, CR and LF (raw or escaped) looked past after a match before the next
+/// character decides it. Beyond this the match is left alone: a URL parser would read on, but
+/// the decision must come from a bounded window for the streaming replacer.
+pub(super) const MAX_SKIPPED: usize = 32;
+
+/// Longest input read to decide the character after a match: up to [`MAX_SKIPPED`] bytes of
+/// tab and newlines, then one unit of at most 7 bytes (`\\uHHHH`).
+pub(super) const MAX_BOUNDARY: usize = MAX_SKIPPED + 7;
 
 /// The schemes that may precede the slashes, with their default ports (longest first).
 pub(super) const SCHEMES: [(&[u8], u16); 2] = [(b"https", 443), (b"http", 80)];
@@ -161,7 +167,7 @@ pub(super) fn suffix(form: Form, after: &[u8], at_end: bool) -> Suffix {
         }
         _ => {}
     }
-    match boundary(&after[i..], at_end) {
+    match boundary(form, &after[i..], at_end) {
         Boundary::NeedMore => Suffix::NeedMore,
         Boundary::Continues => Suffix::No,
         Boundary::Ends => Suffix::Found { len: i, port },
@@ -174,32 +180,125 @@ enum Boundary {
     Ends,
 }
 
-/// Decides whether `rest`, the input after a host and its port, continues the authority. The
-/// next unit is `%HH` (URL parsing percent-decodes a host), `\uHHHH` (a JavaScript string
-/// decodes it before any URL parsing) or one byte.
-fn boundary(rest: &[u8], at_end: bool) -> Boundary {
-    let Some(&first) = rest.first() else {
-        return if at_end {
-            Boundary::Ends
-        } else {
-            Boundary::NeedMore
+/// Decides whether `rest`, the input after a host and its port, continues the authority.
+///
+/// It is read one character at a time as the consumer reads it ([`unit`]). Tab, LF and CR are
+/// removed by URL parsing wherever they are (so an origin URL at the end of a line,
+/// `origin:8080\r\n`, ends there, while `origin\n.evil.test` is the host
+/// `origin.evil.test`): they are looked past, and the first other character decides. Written
+/// `%09`, `%0A`, `%0D` they are looked past only in the percent-encoded form, whose server
+/// decodes them before URL parsing; elsewhere a URL parser percent-decodes them into the host,
+/// which makes it invalid, so the match is left alone.
+fn boundary(form: Form, rest: &[u8], at_end: bool) -> Boundary {
+    let mut at = 0;
+    loop {
+        let (value, len, percent) = match unit(&rest[at..], at_end) {
+            Unit::NeedMore => return Boundary::NeedMore,
+            Unit::End => return Boundary::Ends,
+            Unit::Char {
+                value,
+                len,
+                percent,
+            } => (value, len, percent),
         };
+        let removed = matches!(value, 0x09 | 0x0A | 0x0D) && (!percent || form == Form::Percent);
+        if !removed {
+            return if continues_authority(value) {
+                Boundary::Continues
+            } else {
+                Boundary::Ends
+            };
+        }
+        at += len;
+        if at > MAX_SKIPPED {
+            return Boundary::Continues;
+        }
+    }
+}
+
+/// One character of the input, as the text around a URL decodes it.
+enum Unit {
+    /// The bytes that decide it have not all arrived.
+    NeedMore,
+    /// The input ends here.
+    End,
+    /// The character `value`, written in `len` bytes; `percent` when written `%HH`.
+    Char {
+        value: u32,
+        len: usize,
+        percent: bool,
+    },
+}
+
+/// Reads the character at the start of `rest`: `%HH` (URL parsing percent-decodes a host),
+/// a JavaScript/JSON escape `\uHHHH`, `\n`, `\r`, `\t` (decoded before any URL parsing),
+/// also escaped once more (`\\uHHHH`, `\\n`: JSON inside a JavaScript string), or one
+/// byte. Reading an escape where the text turns out to be HTML (where `\` is a path) only
+/// leaves more URLs alone.
+fn unit(rest: &[u8], at_end: bool) -> Unit {
+    let Some(&first) = rest.first() else {
+        return if at_end { Unit::End } else { Unit::NeedMore };
     };
     let escaped = match first {
-        b'%' => hex_unit(&rest[1..], 2),
-        b'\\' if rest.get(1) == Some(&b'u') => hex_unit(&rest[2..], 4),
-        b'\\' if rest.len() == 1 => HexUnit::Short,
-        _ => HexUnit::Absent,
+        b'%' => match hex_unit(&rest[1..], 2) {
+            HexUnit::Value(v) => Escape::Value(v, 3),
+            HexUnit::Short => Escape::Short,
+            HexUnit::Absent => Escape::Absent,
+        },
+        b'\\' => js_escape(rest),
+        _ => Escape::Absent,
     };
-    let unit = match escaped {
-        HexUnit::Short if !at_end => return Boundary::NeedMore,
-        HexUnit::Value(v) => v,
-        HexUnit::Short | HexUnit::Absent => u32::from(first),
-    };
-    if continues_authority(unit) {
-        Boundary::Continues
-    } else {
-        Boundary::Ends
+    match escaped {
+        Escape::Short if !at_end => Unit::NeedMore,
+        Escape::Value(value, len) => Unit::Char {
+            value,
+            len,
+            percent: first == b'%',
+        },
+        Escape::Short | Escape::Absent => Unit::Char {
+            value: u32::from(first),
+            len: 1,
+            percent: false,
+        },
+    }
+}
+
+enum Escape {
+    /// The input stops inside what may be an escape.
+    Short,
+    /// Not an escape: read the byte itself.
+    Absent,
+    /// The character and the escape's length in bytes.
+    Value(u32, usize),
+}
+
+/// The escape at the start of `rest` (which starts with `\`): `\uHHHH`, `\n`, `\r`, `\t`, or
+/// one of them after one more backslash.
+fn js_escape(rest: &[u8]) -> Escape {
+    match single_escape(rest) {
+        Escape::Absent if rest.get(1) == Some(&b'\\') => match single_escape(&rest[1..]) {
+            Escape::Value(v, len) => Escape::Value(v, len + 1),
+            other => other,
+        },
+        other => other,
+    }
+}
+
+/// `\uHHHH`, `\n`, `\r` or `\t` at the start of `rest` (which starts with `\`).
+fn single_escape(rest: &[u8]) -> Escape {
+    match rest.get(1) {
+        None => Escape::Short,
+        Some(b'u') => match hex_unit(&rest[2..], 4) {
+            HexUnit::Value(v) => Escape::Value(v, 6),
+            HexUnit::Short => Escape::Short,
+            HexUnit::Absent => Escape::Absent,
+        },
+        Some(b'n') => Escape::Value(0x0A, 2),
+        Some(b'r') => Escape::Value(0x0D, 2),
+        Some(b't') => Escape::Value(0x09, 2),
+        // `\\` and the input stops: `\\n` or `\\u…` may follow.
+        Some(b'\\') if rest.len() == 2 => Escape::Short,
+        Some(_) => Escape::Absent,
     }
 }
 
@@ -230,8 +329,8 @@ fn hex_unit(digits: &[u8], count: usize) -> HexUnit {
 }
 
 /// Whether a character after the host makes it part of a longer or different authority (or
-/// might: non-ASCII is mapped by IDNA, e.g. U+3002 to `.`; tab and newlines are removed by
-/// URL parsing, so the host may go on after them).
+/// might: non-ASCII is mapped by IDNA, e.g. U+3002 to `.`). Tab and newlines reach here only
+/// percent-encoded outside the percent-encoded form, where they make the host invalid.
 fn continues_authority(unit: u32) -> bool {
     match u8::try_from(unit) {
         Ok(b) if b.is_ascii() => {

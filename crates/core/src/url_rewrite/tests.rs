@@ -1,3 +1,4 @@
+use super::spelling::MAX_SKIPPED;
 use super::*;
 use proptest::prelude::*;
 
@@ -196,6 +197,14 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("%3A443".to_owned()),
         Just("\\u002e".to_owned()),
         Just("\t\u{ad}\u{3002}".to_owned()),
+        Just("\r\n".to_owned()),
+        Just("\n".to_owned()),
+        Just("\t".to_owned()),
+        Just("\\n".to_owned()),
+        Just("\\\\r".to_owned()),
+        Just("\\u000A".to_owned()),
+        Just("%0D%0A".to_owned()),
+        Just("\n".repeat(MAX_SKIPPED)),
         Just("evil.test".to_owned()),
         Just("https:/\\origin.example.com".to_owned()),
         Just("/\\".to_owned()),
@@ -394,11 +403,12 @@ fn every_split_of_the_new_forms_gives_the_same_output() {
 #[test]
 fn the_match_byte_set_holds_only_match_bytes() {
     let rule = UrlRule::new("a-b.test", "https", "t.test");
-    for b in [b' ', b'"', b'<', b'\'', b'\n', b'=', b'(', b','] {
+    for b in [b' ', b'"', b'<', b'\'', b'=', b'(', b','] {
         assert!(!rule.in_match[usize::from(b)], "{}", b as char);
     }
     for b in [
-        b'a', b'Z', b'0', b'/', b'\\', b'%', b'&', b'#', b';', b':', b'.', b'-',
+        b'a', b'Z', b'0', b'/', b'\\', b'%', b'&', b'#', b';', b':', b'.', b'-', b'\t', b'\n',
+        b'\r',
     ] {
         assert!(rule.in_match[usize::from(b)], "{}", b as char);
     }
@@ -431,4 +441,87 @@ fn the_host_is_found_in_either_case_of_every_byte() {
             }
         }
     }
+}
+
+/// A URL at the end of a line: tab, CR and LF after the host (raw, escaped in JS/JSON, or
+/// percent-encoded in the percent form) are looked past, and the next character decides.
+#[test]
+fn tab_and_newlines_after_the_host_are_looked_past() {
+    for (input, want) in [
+        (
+            "source:  http://origin.example.com:80\r\n<!-- -->",
+            "source:  http://127.0.0.1:7676\r\n<!-- -->",
+        ),
+        ("//origin.example.com\n", "//127.0.0.1:7676\n"),
+        (
+            "//origin.example.com\r\n\t\r\n/a",
+            "//127.0.0.1:7676\r\n\t\r\n/a",
+        ),
+        (
+            r#""https:\/\/origin.example.com\n""#,
+            r#""http:\/\/127.0.0.1:7676\n""#,
+        ),
+        (
+            r#""https:\\/\\/origin.example.com\\r\\n""#,
+            r#""http:\\/\\/127.0.0.1:7676\\r\\n""#,
+        ),
+        (
+            r"\u002F\u002Forigin.example.com\u000D\u000A ",
+            r"\u002F\u002F127.0.0.1:7676\u000D\u000A ",
+        ),
+        (
+            "https%3A%2F%2Forigin.example.com%0A&x",
+            "http%3A%2F%2F127.0.0.1%3A7676%0A&x",
+        ),
+    ] {
+        assert_eq!(rewrite(input), want, "{input:?}");
+    }
+    for input in [
+        // The host goes on after the newline.
+        "//origin.example.com\n.evil.test/",
+        "//origin.example.com\r\nevil.test",
+        "//origin.example.com\n\t-x.test",
+        "//origin.example.com\n:8443/",
+        "http://origin.example.com:80\n80/",
+        r"https:\/\/origin.example.com\n.evil.test",
+        r"https:\\/\\/origin.example.com\\n.evil.test",
+        r"https:\\/\\/origin.example.com\\u002eevil.test",
+        r"https:\u002F\u002Forigin.example.com\u000Aevil.test",
+        "https%3A%2F%2Forigin.example.com%0A.evil.test",
+        // `%0A` outside the percent form: an invalid host, left alone.
+        "https://origin.example.com%0A/",
+    ] {
+        assert_eq!(rewrite(input), input, "{input:?}");
+    }
+}
+
+/// At most `MAX_SKIPPED` bytes of tab and newlines are looked past; beyond, the match is left
+/// alone, so the streaming replacer decides from a bounded window. Either way the output is
+/// the same for every split, including a cut between CR and LF.
+#[test]
+fn the_bytes_looked_past_are_bounded_and_every_split_agrees() {
+    let at_limit = format!("//origin.example.com{}/a", "\n".repeat(MAX_SKIPPED));
+    let over = format!("//origin.example.com{}/a", "\n".repeat(MAX_SKIPPED + 1));
+    assert_eq!(
+        rewrite(&at_limit),
+        at_limit.replace("origin.example.com", "127.0.0.1:7676")
+    );
+    assert_eq!(rewrite(&over), over);
+    let input = format!(
+        "a //origin.example.com\r\n b //origin.example.com\r\n.evil c {at_limit} d {over} \
+         e https:\\/\\/origin.example.com\\r\\n f //origin.example.com\\u000A\\u000D"
+    );
+    let input = input.as_bytes();
+    let whole = rule().rewrite_all(input);
+    assert_eq!(
+        String::from_utf8_lossy(&whole).matches("127.0.0.1").count(),
+        4,
+        "{}",
+        String::from_utf8_lossy(&whole)
+    );
+    for cut in 0..=input.len() {
+        assert_eq!(run_split(&rule(), input, &[cut]), whole, "cut at {cut}");
+    }
+    let all: Vec<usize> = (1..input.len()).collect();
+    assert_eq!(run_split(&rule(), input, &all), whole);
 }

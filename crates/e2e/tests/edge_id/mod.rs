@@ -137,6 +137,46 @@ pub fn valid_cookie_reused_tampered_replaced(w: &World) -> Outcome {
     Ok(())
 }
 
+/// Changes the last character of the suffix (the HMAC part stays the one the service made).
+fn resuffixed(id: &str) -> String {
+    let last = if id.ends_with('a') { 'b' } else { 'a' };
+    format!("{}{last}", &id[..id.len() - 1])
+}
+
+/// A reader who changes the suffix of its own valid ID (same network, same HMAC part) does
+/// not get that other ID accepted: it is not forwarded as `X-TS-EC`, `/_ts/ec` does not answer
+/// it, and a navigation replaces it with a fresh ID.
+pub fn a_changed_suffix_is_not_accepted(w: &World) -> Outcome {
+    let id = new_id(w, &fetch(w.streaming, PAGE, &[identity(), NAV])?)?;
+    let other = resuffixed(&id);
+    let cookie = format!("ts-ec={other}");
+    let r = fetch(
+        w.streaming,
+        "/__echo",
+        &[identity(), XHR, ("cookie", &cookie)],
+    )?;
+    check(echoed_ids(&r.body).is_empty(), || {
+        format!("origin saw {:?} for a changed suffix", echoed_ids(&r.body))
+    })?;
+    let r = fetch(
+        w.streaming,
+        "/__echo",
+        &[identity(), NAV, ("cookie", &cookie)],
+    )?;
+    let seen = echoed_ids(&r.body);
+    check(
+        seen.len() == 1 && seen[0] != other && dev_key(w)?.verify(client_ip(), &seen[0]),
+        || format!("a navigation with {other}: origin saw {seen:?}"),
+    )?;
+    let api = fetch(w.streaming, "/_ts/ec", &[XHR, ("cookie", &cookie)])?;
+    check(api.body == b"{\"ec\":null}\n", || {
+        format!("/_ts/ec answered {}", String::from_utf8_lossy(&api.body))
+    })?;
+    let r = fetch(w.streaming, PAGE, &[identity(), NAV, ("cookie", &cookie)])?;
+    let fresh = new_id(w, &r)?;
+    check(fresh != other, || format!("{other} set again"))
+}
+
 pub fn gpc_means_no_id(w: &World) -> Outcome {
     let gpc = ("sec-gpc", "1");
     let r = fetch(w.streaming, PAGE, &[identity(), NAV, gpc])?;

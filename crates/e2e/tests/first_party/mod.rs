@@ -20,6 +20,8 @@ const TABLE_FILE: &str = "fixtures/ssrf-targets.txt";
 const TARGET: &str = "https://ads.demo-partner.example/creative.html?slot=top&size=300x250";
 /// The shipped `first_party.sign_ttl_secs`.
 const SIGN_TTL: u64 = 300;
+/// The shipped `first_party.page_ttl_secs`, the longest lifetime the service gives a URL.
+const PAGE_TTL: u64 = 3600;
 
 fn dev_key(w: &World) -> Result<UrlKey, String> {
     let secret = std::fs::read(w.root.join(KEY_FILE)).map_err(|e| format!("{e}"))?;
@@ -353,6 +355,52 @@ pub fn click_refuses_tampered_expired_and_other_hosts(w: &World) -> Outcome {
         super::build_log_line(w, "streaming", &["first-party click refused", needle])?;
     }
     Ok(())
+}
+
+/// A token with a valid MAC (forged with the development key, as a leaked key would allow)
+/// whose `tsexp` lies further ahead than the longest configured lifetime gets the one `403`
+/// on both signed routes; one a little inside the lifetime still redirects.
+pub fn an_expiry_beyond_the_longest_lifetime_is_refused(w: &World) -> Outcome {
+    let key = dev_key(w)?;
+    let signed = |path: &str, exp: u64| {
+        format!(
+            "{path}?tsurl={}&tsexp={exp}&tstoken={}",
+            encode(TARGET),
+            key.token(TARGET, exp)
+        )
+    };
+    // A margin of a minute either side of the bound, for the time between here and the check.
+    let inside = now() + PAGE_TTL - 60;
+    let r = fetch(w.streaming, &signed(CLICK_PATH, inside), &[])?;
+    check(
+        r.status == 302 && r.header("location") == Some(TARGET),
+        || {
+            format!(
+                "inside the lifetime: {} {:?}",
+                r.status,
+                r.header("location")
+            )
+        },
+    )?;
+    let beyond = now() + PAGE_TTL + 60;
+    let ten_years = now() + 10 * 365 * 24 * 3600;
+    for (what, path) in [
+        ("click, a minute too far", signed(CLICK_PATH, beyond)),
+        ("click, ten years ahead", signed(CLICK_PATH, ten_years)),
+        ("click, the largest expiry", signed(CLICK_PATH, u64::MAX)),
+        ("proxy, ten years ahead", signed(PROXY_PATH, ten_years)),
+    ] {
+        forbidden(w, what, &path)?;
+    }
+    super::build_log_line(
+        w,
+        "streaming",
+        &[
+            "first-party click refused",
+            "more than the longest lifetime 3600 s",
+        ],
+    )
+    .map(|_| ())
 }
 
 pub fn missing_key_answers_503_and_logs_why(w: &World) -> Outcome {

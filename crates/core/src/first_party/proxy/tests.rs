@@ -357,8 +357,8 @@ fn the_signer_signs_allowed_normalised_targets_that_verify() {
     assert_eq!(pairs[1].1, "1000");
     assert_eq!(pairs[2].0, TOKEN_PARAM);
     let params = SignedParams::parse(query).unwrap();
-    assert!(check.verify(&params, 1000).is_ok());
-    assert!(check.verify(&params, 1001).is_err());
+    assert!(check.verify(&params, 1000, u64::MAX).is_ok());
+    assert!(check.verify(&params, 1001, u64::MAX).is_err());
     for use_ in [UrlUse::Load, UrlUse::Follow] {
         assert_eq!(sign("https://evil.example/x", use_), None);
         assert_eq!(sign("http://127.0.0.1/x", use_), None);

@@ -3,6 +3,8 @@ use proptest::prelude::*;
 
 const SECRET: &[u8] = b"test key: at least sixteen bytes";
 const URL: &str = "https://ads.demo-partner.example/x?y=1";
+/// A longest lifetime that bounds nothing, for the tests of the other checks.
+const NO_BOUND: u64 = u64::MAX;
 
 fn key() -> UrlKey {
     UrlKey::new(SECRET).unwrap()
@@ -53,15 +55,52 @@ fn the_signed_url_has_the_documented_form() {
 fn expiry_is_inclusive() {
     let k = key();
     let p = SignedParams::parse(query_of(&k.signed_url(PROXY_PATH, URL, 100))).unwrap();
-    assert_eq!(k.verify(&p, 99), Ok(()));
-    assert_eq!(k.verify(&p, 100), Ok(()));
+    assert_eq!(k.verify(&p, 99, NO_BOUND), Ok(()));
+    assert_eq!(k.verify(&p, 100, NO_BOUND), Ok(()));
     assert_eq!(
-        k.verify(&p, 101),
+        k.verify(&p, 101, NO_BOUND),
         Err(TokenError::Expired {
             expires: 100,
             now: 101
         })
     );
+}
+
+/// The defaults (sign 300 s, pages 3600 s): a token good for one second more than an hour is
+/// refused even though its MAC is right; the longest lifetime is the larger of the two.
+#[test]
+fn tokens_good_for_longer_than_the_longest_lifetime_are_refused() {
+    let longest = longest_lifetime(300, 3600);
+    assert_eq!(longest, 3600);
+    assert_eq!(longest_lifetime(7200, 60), 7200);
+    let k = key();
+    let now = 1_700_000_000;
+    let at = |expires| SignedParams::parse(query_of(&k.signed_url(PROXY_PATH, URL, expires)));
+    assert_eq!(k.verify(&at(now + 3600).unwrap(), now, longest), Ok(()));
+    let e = k
+        .verify(&at(now + 3601).unwrap(), now, longest)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        TokenError::TooFarAhead {
+            expires: now + 3601,
+            now,
+            longest
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "expires at 1700003601, 3601 s ahead, more than the longest lifetime 3600 s"
+    );
+    // Years ahead, as a leaked key could make.
+    let far = at(u64::MAX).unwrap();
+    assert!(matches!(
+        k.verify(&far, now, longest),
+        Err(TokenError::TooFarAhead { .. })
+    ));
+    // A wrong MAC is still a mismatch, whatever the expiry.
+    let other = UrlKey::new(b"another key of sixteen bytes+").unwrap();
+    assert_eq!(other.verify(&far, now, longest), Err(TokenError::Mismatch));
 }
 
 #[test]
@@ -152,7 +191,7 @@ fn the_key_never_shows() {
     // Errors of verification carry no key material either.
     let p = SignedParams::parse(query_of(&k.signed_url(PROXY_PATH, URL, 1))).unwrap();
     let other = UrlKey::new(b"another key of sixteen bytes+").unwrap();
-    let e = other.verify(&p, 0).unwrap_err();
+    let e = other.verify(&p, 0, NO_BOUND).unwrap_err();
     assert_eq!(e, TokenError::Mismatch);
     assert!(!e.to_string().contains("sixteen") && !format!("{e:?}").contains("sixteen"));
 }
@@ -173,7 +212,31 @@ proptest! {
         prop_assert_eq!(&p.url, &url);
         prop_assert_eq!(p.expires, expires);
         let want = if now <= expires { Ok(()) } else { Err(TokenError::Expired { expires, now }) };
-        prop_assert_eq!(k.verify(&p, now), want);
+        prop_assert_eq!(k.verify(&p, now, NO_BOUND), want);
+    }
+
+    /// With a validly signed token, the verdict on the expiry is: expired before `now`, good up
+    /// to `longest` seconds ahead, refused beyond (checked with `i128` arithmetic, apart from
+    /// the code's own).
+    #[test]
+    fn an_expiry_further_ahead_than_the_longest_lifetime_is_refused(
+        now in any::<u64>(),
+        ahead in -5i128..5,
+        longest in prop_oneof![0u64..10, any::<u64>()],
+    ) {
+        let expires = i128::from(now) + i128::from(longest) + ahead;
+        let Ok(expires) = u64::try_from(expires) else { return Ok(()) };
+        let k = key();
+        let p = SignedParams::parse(query_of(&k.signed_url(PROXY_PATH, URL, expires))).unwrap();
+        let distance = i128::from(expires) - i128::from(now);
+        let want = if distance < 0 {
+            Err(TokenError::Expired { expires, now })
+        } else if distance > i128::from(longest) {
+            Err(TokenError::TooFarAhead { expires, now, longest })
+        } else {
+            Ok(())
+        };
+        prop_assert_eq!(k.verify(&p, now, longest), want);
     }
 
     #[test]
@@ -193,7 +256,7 @@ proptest! {
                 .append_pair(TOKEN_PARAM, t)
                 .finish()
         };
-        let verdict = |q: String| SignedParams::parse(&q).and_then(|p| k.verify(&p, 0));
+        let verdict = |q: String| SignedParams::parse(&q).and_then(|p| k.verify(&p, 0, NO_BOUND));
         prop_assert_eq!(verdict(query(&url, expires, &token)), Ok(()));
         if other_url != url {
             prop_assert_eq!(verdict(query(&other_url, expires, &token)), Err(TokenError::Mismatch));
