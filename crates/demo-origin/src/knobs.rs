@@ -47,9 +47,6 @@ pub struct Knobs {
     pub status: Option<u16>,
     /// `set_cookie`: add two `Set-Cookie` headers.
     pub set_cookie: bool,
-    /// `echo_cookie`: end a text body with the request's `Cookie` header in a comment, so a
-    /// page that is one reader's shows whose it is (the proxy's shared-cache tests).
-    pub echo_cookie: bool,
     /// `redirect`: answer 302 to `https://origin.demo-publisher.example` + path.
     pub redirect: Option<String>,
     /// `nextjs_timing=0`: replay captured Next.js chunks back to back instead
@@ -124,7 +121,6 @@ impl Knobs {
                     knobs.status = Some(number(key, v, 200, 599)? as u16)
                 }
                 "set_cookie" => knobs.set_cookie = flag(key, v)?,
-                "echo_cookie" => knobs.echo_cookie = flag(key, v)?,
                 "cache_control" | "surrogate_control" | "surrogate_key" | "vary" | "link"
                 | "etag" | "last_modified" => {
                     if v.bytes().any(|b| !(b == b' ' || b.is_ascii_graphic())) {
@@ -248,7 +244,7 @@ mod tests {
     fn parses_every_knob() {
         let k = Knobs::parse(Some(
             "drip_ms=50&encoding=br&die_after=10&truncate=7&lie_encoding=zstd\
-             &headers_delay_ms=20&status=503&set_cookie=1&echo_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
+             &headers_delay_ms=20&status=503&set_cookie=1&redirect=%2Fnews%2Fa.html%3Fx%3D1\
              &nextjs_timing=0&cache_control=public%2C%20max-age%3D60&vary=Cookie\
              &surrogate_key=a%20b&surrogate_control=max-age%3D5&etag=%22v1%22\
              &last_modified=Tue%2C%2015%20Nov%201994%2012%3A45%3A26%20GMT",
@@ -280,7 +276,6 @@ mod tests {
         assert_eq!(k.headers_delay, Some(Duration::from_millis(20)));
         assert_eq!(k.status, Some(503));
         assert!(k.set_cookie);
-        assert!(k.echo_cookie);
         assert_eq!(k.redirect.as_deref(), Some("/news/a.html?x=1"));
         assert!(k.nextjs_instant);
         assert!(

@@ -36,7 +36,6 @@
 //! | `headers_delay_ms=N` | sleep before the status line |
 //! | `status=NNN` | answer with this status (200–599) |
 //! | `set_cookie=1` | add two `Set-Cookie` headers |
-//! | `echo_cookie=1` | end a text body with `<!-- reader-cookie: … -->` (the request's `Cookie`, other bytes as `_`) |
 //! | `redirect=/path` | 302 to `https://origin.demo-publisher.example/path` |
 //! | `nextjs_timing=0` | replay a Next.js capture's chunks back to back instead of at their recorded times |
 //! | `cache_control=`, `surrogate_control=`, `surrogate_key=`, `vary=`, `link=`, `etag=`, `last_modified=` | add that header (percent-encoded value) |

@@ -365,30 +365,6 @@ fn add(headers: &mut HeaderMap, name: &str, value: &str) {
     }
 }
 
-/// `resource` whose body ends with the request's `Cookie` lines in an HTML comment (anything
-/// but letters, digits and `=;_.- ` as `_`, so the comment stays one), never from the body
-/// cache: the `echo_cookie` knob.
-fn with_cookie_echo(mut resource: Resource, head: &Parts) -> Resource {
-    let cookie: String = head
-        .headers
-        .get_all("cookie")
-        .iter()
-        .flat_map(|v| v.as_bytes().iter().copied().chain(*b"; "))
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"=;_.- ".contains(&b) {
-                b as char
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let mut body = resource.body.to_vec();
-    body.extend_from_slice(format!("<!-- reader-cookie: {cookie} -->\n").as_bytes());
-    resource.body = Arc::new(body);
-    resource.cache_key = None;
-    resource
-}
-
 /// The `<!-- echo NAME: VALUES -->` line of the `echo=` knob: the request header's values as
 /// received, joined with `, ` (`(none)` when absent), with `<` and `>` made `_` so the comment
 /// stays one comment.
@@ -476,9 +452,6 @@ fn prepare(
         let mut redirect = Resource::html_message(302, "Found", &format!("Moved to {location}"));
         redirect.headers.push(("Location".to_string(), location));
         resource = redirect;
-    }
-    if knobs.echo_cookie && resource.text {
-        resource = with_cookie_echo(resource, head);
     }
     if !knobs.echo.is_empty() && resource.text && resource.chunks.is_none() {
         let mut body = resource.body.as_ref().clone();

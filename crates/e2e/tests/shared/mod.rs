@@ -1,7 +1,7 @@
 //! End-to-end scenarios of the shared-cache rule (`trusted_server_core::cache::shared`,
 //! docs/caching.md "Readers with cookies"): no reader ever gets another reader's page or
 //! hints. Reader A carries a session cookie (`session=alice`); reader B carries none. The demo
-//! origin's `echo_cookie` knob ends the page with the request's `Cookie`, so a page that is
+//! origin's `echo=cookie` knob ends the page with the request's `Cookie`, so a page that is
 //! A's shows it.
 
 use std::time::{Duration, Instant};
@@ -13,14 +13,14 @@ const PAGE: &str = "/news/article.html";
 const NAV: (&str, &str) = ("sec-fetch-dest", "document");
 const ALICE: (&str, &str) = ("cookie", "session=alice");
 /// What the echo of A's cookie looks like in a page.
-const ALICES_PAGE: &[u8] = b"reader-cookie: session=alice";
+const ALICES_PAGE: &[u8] = b"echo cookie: session=alice";
 
 /// A page the origin lets any cache keep for 5 minutes (`max-age`, not `public`): A's request
 /// passes (`PASS(cookie)`) and stores nothing, remembers nothing; B then gets a page of its
 /// own from the origin (a MISS, without A's cookie), and after it, a HIT; A again passes.
 pub fn a_readers_cookie_page_is_never_served_to_another(w: &World) -> Outcome {
     let t = unique();
-    let path = format!("{PAGE}?cache_control=max-age%3D300&echo_cookie=1&t={t}");
+    let path = format!("{PAGE}?cache_control=max-age%3D300&echo=cookie&t={t}");
     let a = fetch_complete(w.streaming, &path, &[identity(), ALICE])?;
     check(state(&a) == "PASS(cookie)", || {
         format!("A (session cookie): {}", state(&a))
@@ -53,7 +53,7 @@ pub fn a_readers_cookie_page_is_never_served_to_another(w: &World) -> Outcome {
 /// fills and reads the shared copy, a `ts-ec2` (or `xts-ec`) cookie is a reader's own.
 pub fn only_the_edge_id_cookie_is_anonymous(w: &World) -> Outcome {
     let t = unique();
-    let path = format!("{PAGE}?cache_control=max-age%3D300&echo_cookie=1&t={t}");
+    let path = format!("{PAGE}?cache_control=max-age%3D300&echo=cookie&t={t}");
     for cookie in ["ts-ec2=x", "xts-ec=x", "ts-ec=a; theme=dark"] {
         let r = fetch_complete(w.streaming, &path, &[identity(), ("cookie", cookie)])?;
         check(state(&r) == "PASS(cookie)", || {
@@ -100,7 +100,7 @@ pub fn an_explicitly_shared_page_is_filled_and_read_with_cookies(w: &World) -> O
 pub fn the_refresh_follows_the_rule(w: &World) -> Outcome {
     let t = unique();
     let path = format!(
-        "{PAGE}?cache_control=max-age%3D1%2C%20stale-while-revalidate%3D60&echo_cookie=1&t={t}"
+        "{PAGE}?cache_control=max-age%3D1%2C%20stale-while-revalidate%3D60&echo=cookie&t={t}"
     );
     let first = fetch_complete(w.streaming, &path, &[identity()])?;
     check(state(&first) == "MISS", || {
