@@ -117,7 +117,7 @@ pub struct Access {
     pub hints: Option<Vec<String>>,
     /// Whether the response expires the client's `ts-ec` cookie (`Sec-GPC: 1` with the cookie
     /// sent): decided once in `main` (`identity::gpc_expiry`), added to whatever response the
-    /// request gets where its headers leave (`timing::stamp`). Not on the access line.
+    /// request gets where its headers leave (`leaving::stamp`). Not on the access line.
     pub expire_edge_id: bool,
 }
 

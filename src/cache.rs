@@ -411,7 +411,7 @@ fn send_from_cache(
     access.plan = "cache".into();
     access.cache = Some(state.to_string());
     access.outcome = Outcome::PassedThrough(hit_label(&response, label));
-    crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
+    crate::leaving::stamp(&mut response, access, access.cache.as_deref(), settings);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
 }

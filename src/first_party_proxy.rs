@@ -31,7 +31,7 @@ use crate::access::{Access, Outcome};
 use crate::failure::{self, BackendInfo, Failure, Phase};
 use crate::first_party::{verify_signed, Verified};
 use crate::origin::{self, OriginFailure};
-use crate::{body, identity, partner, reply, timing};
+use crate::{body, identity, leaving, partner, reply};
 
 /// The name reports give every partner backend (each backend's own name carries the host).
 const REPORT_NAME: &str = "first_party_partner";
@@ -40,7 +40,7 @@ const REPORT_NAME: &str = "first_party_partner";
 pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     let fp = &settings.first_party;
     let send = |access: &mut Access, mut response: Response| {
-        timing::stamp(&mut response, access, None, settings);
+        leaving::stamp(&mut response, access, None, settings);
         access.headers_sent(response.get_status().as_u16());
         response.send_to_client();
     };
@@ -110,7 +110,7 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
         access.outcome = Outcome::PassedThrough(access.plan.clone());
         return send(access, response);
     };
-    timing::stamp(&mut response, access, None, settings);
+    leaving::stamp(&mut response, access, None, settings);
     let partner_body = response.take_body();
     let expires = now.saturating_add(u64::from(fp.page_ttl_secs));
     let sign = signer(key, policy, expires);

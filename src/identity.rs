@@ -116,7 +116,7 @@ pub fn gpc_expiry(request: &Request, settings: &Settings) -> bool {
 
 /// The expiry of the client's `ts-ec` cookie on `response` when `expire` ([`gpc_expiry`]),
 /// and the response kept out of shared caches. Called where every response's headers are
-/// final (`timing::stamp`), so every route does it: the service's own answers, the
+/// final (`leaving::stamp`), so every route does it: the service's own answers, the
 /// first-party proxy (before it streams), pages from the origin or the cache, and errors.
 pub fn expire_under_gpc(response: &mut Response, expire: bool, settings: &Settings) {
     if !expire {

@@ -5,8 +5,9 @@
 //! **cache** (`cache`: a hit is answered without the origin) → **upstream** (`origin`, with
 //! `client` for what the platform observed) → **response** (`response`: every header decided
 //! before any is sent) → **body** (`body`: streamed through the pipeline, buffered, or passed through
-//! untouched). `timing` adds `Server-Timing` as headers are handed over and times the
-//! pipeline for the access line (`access`).
+//! untouched). Every response's headers, on every route, leave through `leaving::stamp`
+//! (the `Sec-GPC` expiry of `ts-ec`, and `Server-Timing` from `timing`, which also times the
+//! pipeline for the access line, `access`).
 //! Settings were validated at build time and are embedded as a `static`.
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
@@ -24,6 +25,7 @@ mod first_party_proxy;
 mod hints;
 mod identity;
 mod inject;
+mod leaving;
 mod origin;
 mod partner;
 mod reply;
@@ -80,7 +82,7 @@ fn main() {
             return access.log();
         }
     };
-    timing::stamp(&mut response, &access, None, &SETTINGS);
+    leaving::stamp(&mut response, &access, None, &SETTINGS);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
     access.log();
@@ -186,7 +188,7 @@ fn proxy(request: Request, access: &mut Access) {
         }
     };
     access.cache = Some(state.to_string());
-    timing::stamp(
+    leaving::stamp(
         &mut prepared.response,
         access,
         access.cache.as_deref(),
@@ -241,7 +243,7 @@ fn answer_origin_failure(
     let mut response = reply::origin_failure(&failure, &SETTINGS);
     cache::outgoing(&mut response, None, &state, &SETTINGS);
     access.cache = Some(state.to_string());
-    timing::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
+    leaving::stamp(&mut response, access, access.cache.as_deref(), &SETTINGS);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
 }

@@ -13,18 +13,18 @@ use trusted_server_core::Settings;
 
 use crate::access::Access;
 
-/// The last step of every response's headers, on every route: each response is stamped once,
-/// just before they leave (or are handed to the body phase). So it is also where the `ts-ec`
-/// expiry under `Sec-GPC` goes on (`identity::expire_under_gpc`, decided in `access`), one
-/// place for every route rather than one per route.
-///
 /// Adds `Server-Timing` to `response` unless `delivery.server_timing` is off: the origin's wait if it was asked,
 /// the time in the service so far, and `cache`, the cache's verdict for this response if a
-/// cache was consulted (the hook the cache fills; `None` leaves the entry out).
+/// cache was consulted (the hook the cache fills; `None` leaves the entry out). Called for
+/// every response by `leaving::stamp`.
 ///
 /// Appended, not set: an origin's own `Server-Timing` lines are the publisher's to send.
-pub fn stamp(response: &mut Response, access: &Access, cache: Option<&str>, settings: &Settings) {
-    crate::identity::expire_under_gpc(response, access.expire_edge_id, settings);
+pub fn add_server_timing(
+    response: &mut Response,
+    access: &Access,
+    cache: Option<&str>,
+    settings: &Settings,
+) {
     if !settings.delivery.server_timing {
         return;
     }
@@ -64,7 +64,7 @@ mod tests {
         access.origin_wait = Some(Duration::from_millis(7));
         let mut response =
             Response::from_status(StatusCode::OK).with_header(SERVER_TIMING, "db;dur=3");
-        stamp(&mut response, &access, Some("MISS"), &crate::SETTINGS);
+        add_server_timing(&mut response, &access, Some("MISS"), &crate::SETTINGS);
         let lines: Vec<&str> = response.get_header_all_str(SERVER_TIMING);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0], "db;dur=3");
@@ -80,7 +80,7 @@ mod tests {
         let mut settings: S = crate::SETTINGS.clone();
         settings.delivery.server_timing = false;
         let mut response = Response::from_status(StatusCode::OK);
-        stamp(&mut response, &access(), Some("HIT"), &settings);
+        add_server_timing(&mut response, &access(), Some("HIT"), &settings);
         assert_eq!(response.get_header(SERVER_TIMING), None);
     }
 

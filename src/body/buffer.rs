@@ -111,7 +111,7 @@ pub(crate) fn buffer(
             if let Some(state) = access.cache.as_deref() {
                 response.set_header(CACHE_STATE_HEADER, state);
             }
-            crate::timing::stamp(&mut response, access, access.cache.as_deref(), settings);
+            crate::leaving::stamp(&mut response, access, access.cache.as_deref(), settings);
             access.headers_sent(StatusCode::BAD_GATEWAY.as_u16());
             access.outcome = Outcome::Error;
             response.send_to_client();
