@@ -209,16 +209,49 @@ pub fn remembered_for(why: PassWhy, reader: Reader) -> Option<Duration> {
 }
 
 /// Whether a page's hints may be learned from this answer (replayed to every later reader in
-/// a `103`): the request may use the shared cache, the answer is a `200`, and a shared cache
-/// could have stored it for any reader ([`audience`]). Unlike the page cache, no explicit
-/// lifetime is needed: a shared cache may store a `200` without one (RFC 9111 section 4.2.2,
-/// heuristic freshness), and a page without a lifetime is the same for every reader.
+/// a `103`): the request may use the shared cache, the answer is a `200`, a shared cache
+/// could have stored it for any reader ([`audience`]), and it varies by nothing but what the
+/// hints' key already tells apart ([`HINTS_MAY_VARY_BY`]). Learned hints are stored under the
+/// page's key with no variant, so an answer that varies by `X-TS-EC`, the reader's address or
+/// anything else per reader would hand one reader's preloads to all. Unlike the page cache, no
+/// explicit lifetime is needed: a shared cache may store a `200` without one (RFC 9111
+/// section 4.2.2, heuristic freshness), and a page without a lifetime is the same for every
+/// reader.
 pub fn teaches_hints<'h>(
     ask: Ask<'_>,
     status: u16,
     headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
 ) -> bool {
-    request_allows(ask).is_ok() && status == 200 && audience(ask.reader, headers).is_ok()
+    let headers: Vec<(&str, &[u8])> = headers.into_iter().collect();
+    request_allows(ask).is_ok()
+        && status == 200
+        && varies_only_by_the_key(&headers)
+        && audience(ask.reader, headers.iter().copied()).is_ok()
+}
+
+/// The request headers an answer may vary by and still teach hints: the ones the page key
+/// covers (`Accept-Encoding`, and `Accept` and `Sec-Fetch-Dest`, which the navigation rule
+/// reads).
+pub const HINTS_MAY_VARY_BY: [&str; 3] = ["accept-encoding", "accept", "sec-fetch-dest"];
+
+/// Whether every name in every `Vary` line is one of [`HINTS_MAY_VARY_BY`] (a `Vary` that is
+/// not text varies by something unknown).
+fn varies_only_by_the_key(headers: &[(&str, &[u8])]) -> bool {
+    headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("vary"))
+        .all(|(_, value)| {
+            std::str::from_utf8(value).is_ok_and(|text| {
+                text.split(',')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .all(|name| {
+                        HINTS_MAY_VARY_BY
+                            .iter()
+                            .any(|ok| name.eq_ignore_ascii_case(ok))
+                    })
+            })
+        })
 }
 
 #[cfg(test)]

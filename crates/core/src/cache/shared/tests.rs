@@ -238,6 +238,28 @@ fn hints_are_learned_only_from_answers_any_reader_could_get() {
     }
     assert!(!teaches_hints(GET, 200, [("set-cookie", &b"a=1"[..])]));
     assert!(!teaches_hints(GET, 200, [("vary", &b"cookie"[..])]));
+    // An answer that varies per reader (the edge ID, the address, any header the key does not
+    // tell apart) teaches nothing: learned hints have no variants.
+    for per_reader in [
+        "X-TS-EC",
+        "x-forwarded-for",
+        "Accept-Encoding, Forwarded",
+        "Origin",
+    ] {
+        assert!(
+            !teaches_hints(GET, 200, [("vary", per_reader.as_bytes())]),
+            "{per_reader}"
+        );
+    }
+    assert!(!teaches_hints(GET, 200, [("vary", &b"\xff"[..])]));
+    assert!(teaches_hints(
+        GET,
+        200,
+        [
+            ("Vary", &b"Accept-Encoding"[..]),
+            ("vary", &b"accept, Sec-Fetch-Dest"[..])
+        ]
+    ));
     let authorized = Ask {
         authorization: true,
         ..GET
