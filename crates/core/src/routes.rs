@@ -149,14 +149,23 @@ impl Route {
         if raw != Route::PublisherProxy {
             return as_sent(raw);
         }
+        // Whatever the method: another spelling that any server on the way could read as one
+        // of the service's paths is never the origin's. (The path exactly as sent, with a
+        // method its route does not serve, is proxied as before: `POST /_ts/health`.)
         let elsewhere = readings::readings(path)
             .iter()
-            .any(|reading| Route::by_table(method, reading) != Route::PublisherProxy);
+            .any(|reading| reading != path && Route::is_the_services(reading));
         as_sent(if elsewhere {
             Route::Reserved
         } else {
             Route::PublisherProxy
         })
+    }
+
+    /// Whether `path`, exactly as given, is one of the service's paths for some method.
+    fn is_the_services(path: &str) -> bool {
+        ROUTES.iter().any(|(_, p, _)| *p == path)
+            || PREFIX_ROUTES.iter().any(|(_, p, _)| path.starts_with(p))
     }
 
     /// The table alone, on the path exactly as given.
@@ -341,6 +350,13 @@ mod tests {
             ("GET", "/x/..%2F_ts/admin", Route::Reserved),
             ("GET", "/_ts\\admin", Route::Reserved),
             ("GET", "/x\\..\\first-party\\proxy", Route::Reserved),
+            // Servlet path parameters, and a method the route does not serve under a spelling.
+            ("GET", "/_ts;x/admin/settings", Route::Reserved),
+            ("POST", "/x/..;/_ts/admin/purge", Route::Reserved),
+            ("GET", "/first-party;a=b/proxy", Route::Reserved),
+            ("POST", "//_ts/health", Route::Reserved),
+            ("HEAD", "//_ts/ec", Route::Reserved),
+            ("PUT", "/%5Fts/ec", Route::Reserved),
         ] {
             assert_eq!(Route::classify(method, path), want, "{method} {path}");
         }
@@ -374,7 +390,6 @@ mod tests {
             ("GET", "/news//a.html"),
             ("GET", "/a/%2e%2e/b"),
             ("GET", "/search/a%20b"),
-            ("POST", "//_ts/health"),
             ("GET", "/x/_ts/admin"),
             ("GET", "/x//_ts/admin"),
         ] {
@@ -473,7 +488,7 @@ mod tests {
                 prop_assert_eq!(got, named, "{}", path);
             }
             for reading in readings::readings(&path) {
-                if Route::by_table(method, &reading) != Route::PublisherProxy {
+                if reading != path && Route::is_the_services(&reading) {
                     prop_assert_ne!(got, Route::PublisherProxy, "{} read as {}", path, reading);
                 }
             }

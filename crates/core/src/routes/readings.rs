@@ -15,9 +15,11 @@
 //! * [`readings`]: every reading a server on the way could plausibly make, the standard one
 //!   included: with or without decoding, decoding only unreserved characters or every escape
 //!   (`%2F` as a slash, as nginx does, and `%5C` as a backslash), once or until nothing is
-//!   left to decode (an application that decodes twice), a backslash read as a slash (WHATWG
-//!   and IIS do), slashes merged or not, dot segments resolved or not, before or after the
-//!   merge. A path with any reading in the service's namespaces is never proxied.
+//!   left to decode (an application that decodes twice; at most [`MAX_DECODE_PASSES`]), a
+//!   backslash read as a slash (WHATWG and IIS do), `;` path parameters dropped from each
+//!   segment or not (Tomcat, Jetty and Spring drop them: `/_ts;x/admin`, `/x/..;/_ts/admin`),
+//!   slashes merged or not, dot segments resolved or not, before or after the merge. A path
+//!   with any reading in the service's namespaces is never proxied.
 //!
 //! Everything works on bytes: an escape may decode to a byte that is not UTF-8, and any input
 //! is accepted (no panics).
@@ -58,9 +60,16 @@ pub fn normalise(path: &str) -> String {
     String::from_utf8(read).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Most passes of decoding a reading makes (an application decoding what its server already
+/// decoded is plausible; one that decodes nine times is not). It also bounds the work: each
+/// pass is linear in the path, and a path such as `%2525…5F` would otherwise need a pass per
+/// two bytes.
+pub const MAX_DECODE_PASSES: usize = 8;
+
 /// Every plausible reading of `path` (see the module), deduplicated; the bytes as sent and
 /// [`normalise`]'s reading among them. Bytes that are not UTF-8 are replaced (`U+FFFD`): the
-/// service's paths are ASCII, so no replacement makes a path one of them.
+/// service's paths are ASCII, so no replacement makes a path one of them. Each way of
+/// decoding is computed once; the other choices only reshape its result.
 pub fn readings(path: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for decode in [
@@ -69,18 +78,27 @@ pub fn readings(path: &str) -> Vec<String> {
         Decode::Every,
         Decode::EveryRepeatedly,
     ] {
+        let decoded = decoded(path.as_bytes(), decode);
         for backslash in [false, true] {
-            for shape in [
-                Shape::AsSent,
-                Shape::Merged,
-                Shape::Resolved,
-                Shape::MergedThenResolved,
-                Shape::ResolvedThenMerged,
-            ] {
-                let bytes = read(path.as_bytes(), decode, backslash, shape);
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                if !out.contains(&text) {
-                    out.push(text);
+            for params in [false, true] {
+                let mut bytes = decoded.clone();
+                if backslash {
+                    backslash_to_slash(&mut bytes);
+                }
+                if params {
+                    bytes = drop_path_parameters(&bytes);
+                }
+                for shape in [
+                    Shape::AsSent,
+                    Shape::Merged,
+                    Shape::Resolved,
+                    Shape::MergedThenResolved,
+                    Shape::ResolvedThenMerged,
+                ] {
+                    let text = String::from_utf8_lossy(&reshape(&bytes, shape)).into_owned();
+                    if !out.contains(&text) {
+                        out.push(text);
+                    }
                 }
             }
         }
@@ -89,35 +107,69 @@ pub fn readings(path: &str) -> Vec<String> {
 }
 
 /// Whether every reading of `path` is `path` itself: an absolute path without an escape, a
-/// backslash, a repeated slash or a segment that starts with a dot. (The common case, answered
-/// without building the readings.)
+/// backslash, a `;`, a repeated slash or a segment that starts with a dot. (The common case,
+/// answered without building the readings.)
 pub fn is_plain(path: &str) -> bool {
     path.starts_with('/')
         && !path.contains("//")
         && !path.contains("/.")
-        && !path.bytes().any(|b| b == b'%' || b == b'\\')
+        && !path.bytes().any(|b| matches!(b, b'%' | b'\\' | b';'))
 }
 
 fn read(path: &[u8], decode: Decode, backslash_is_slash: bool, shape: Shape) -> Vec<u8> {
-    let mut bytes = match decode {
+    let mut bytes = decoded(path, decode);
+    if backslash_is_slash {
+        backslash_to_slash(&mut bytes);
+    }
+    reshape(&bytes, shape)
+}
+
+/// `path` with the escapes `decode` names decoded.
+fn decoded(path: &[u8], decode: Decode) -> Vec<u8> {
+    match decode {
         Decode::Nothing => path.to_vec(),
         Decode::Unreserved => decode_until_done(path, is_unreserved),
         Decode::Every => percent_decode(path, |_| true),
         Decode::EveryRepeatedly => decode_until_done(path, |_| true),
-    };
-    if backslash_is_slash {
-        for b in &mut bytes {
-            if *b == b'\\' {
-                *b = b'/';
-            }
+    }
+}
+
+/// Every `\` read as `/`.
+fn backslash_to_slash(bytes: &mut [u8]) {
+    for b in bytes {
+        if *b == b'\\' {
+            *b = b'/';
         }
     }
+}
+
+/// Each segment without its `;` parameters (`/a;x=1/b;c` is `/a/b`), as Servlet containers
+/// read a path.
+fn drop_path_parameters(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    let mut in_parameters = false;
+    for &b in path {
+        match b {
+            b'/' => {
+                in_parameters = false;
+                out.push(b);
+            }
+            b';' => in_parameters = true,
+            _ if !in_parameters => out.push(b),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `bytes` merged and dot-resolved as `shape` says.
+fn reshape(bytes: &[u8], shape: Shape) -> Vec<u8> {
     match shape {
-        Shape::AsSent => bytes,
-        Shape::Merged => merge_slashes(&bytes),
-        Shape::Resolved => remove_dot_segments(&bytes),
-        Shape::MergedThenResolved => remove_dot_segments(&merge_slashes(&bytes)),
-        Shape::ResolvedThenMerged => merge_slashes(&remove_dot_segments(&bytes)),
+        Shape::AsSent => bytes.to_vec(),
+        Shape::Merged => merge_slashes(bytes),
+        Shape::Resolved => remove_dot_segments(bytes),
+        Shape::MergedThenResolved => remove_dot_segments(&merge_slashes(bytes)),
+        Shape::ResolvedThenMerged => merge_slashes(&remove_dot_segments(bytes)),
     }
 }
 
@@ -153,16 +205,17 @@ fn percent_decode(path: &[u8], wanted: impl Fn(u8) -> bool) -> Vec<u8> {
 }
 
 /// [`percent_decode`] again until nothing changes (`%%35F` is `%5F` after one pass, `_` after
-/// two). Each pass that changes anything shortens the path, so this ends.
+/// two), at most [`MAX_DECODE_PASSES`] times.
 fn decode_until_done(path: &[u8], wanted: impl Fn(u8) -> bool) -> Vec<u8> {
     let mut bytes = percent_decode(path, &wanted);
-    loop {
+    for _ in 1..MAX_DECODE_PASSES {
         let again = percent_decode(&bytes, &wanted);
         if again.len() == bytes.len() {
-            return bytes;
+            break;
         }
         bytes = again;
     }
+    bytes
 }
 
 /// Runs of `/` become one `/` (nginx's `merge_slashes`, on by default).
@@ -279,8 +332,35 @@ mod tests {
         assert!(all.iter().any(|r| r == "/_ts/admin"), "{all:?}");
         let all = readings("/x/%2e%2E/_ts/admin");
         assert!(all.iter().any(|r| r == "/_ts/admin"), "{all:?}");
+        let all = readings("/_ts;jsessionid=1/admin");
+        assert!(all.iter().any(|r| r == "/_ts/admin"), "{all:?}");
+        let all = readings("/x/..;/_ts/admin");
+        assert!(all.iter().any(|r| r == "/_ts/admin"), "{all:?}");
         // The bytes as sent are a reading too.
         assert!(readings("/a//b").contains(&"/a//b".to_owned()));
+    }
+
+    /// An escape nested `levels` deep: each decoding pass peels one level (`%5F`, `%%35F`,
+    /// `%%%335F`, …), so the whole path needs `levels` passes to become `/_`.
+    fn nested(levels: usize) -> String {
+        let mut s = "%5F".to_owned();
+        for _ in 1..levels {
+            let at = s.find(|c: char| c.is_ascii_digit()).expect("a digit");
+            let digit = &s[at..=at];
+            s = format!("{}%3{digit}{}", &s[..at], &s[at + 1..]);
+        }
+        format!("/{s}")
+    }
+
+    /// Decoding stops after `MAX_DECODE_PASSES`: a reading is linear work per pass, and a path
+    /// nested deeper (4,000 levels in an 8 KB path) is read as what that many passes give.
+    #[test]
+    fn decoding_stops_after_the_most_passes() {
+        assert_eq!(normalise(&nested(MAX_DECODE_PASSES)), "/_");
+        assert_ne!(normalise(&nested(MAX_DECODE_PASSES + 1)), "/_");
+        let deep = nested(4000);
+        assert!(deep.len() > 8000);
+        assert!(readings(&deep).iter().all(|r| r != "/_"));
     }
 
     #[test]
