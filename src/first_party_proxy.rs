@@ -20,8 +20,8 @@ use fastly::http::{HeaderName, HeaderValue, StatusCode, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
-    body_plan, client_response_headers, confine, next_hop, partner_request_headers, signer, Hop,
-    ProxyBody,
+    body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
+    partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
 use trusted_server_core::{apply_standard_headers, Settings};
@@ -167,6 +167,9 @@ fn fetch(
         }
         request.set_header("host", authority(&current));
         request.set_version(Version::HTTP_11);
+        if partner_fetch_passes(headers) {
+            request.set_pass(true);
+        }
         partner::sign(&mut request, settings);
         let sent_at = Instant::now();
         let response = request

@@ -125,6 +125,17 @@ pub fn partner_request_headers<'h>(
     out
 }
 
+/// Whether a partner request with these headers ([`partner_request_headers`]) must bypass
+/// the platform's HTTP cache in front of the fetch: when it carries the reader's edge ID. A
+/// partner may answer such a request for that reader alone without saying so (`max-age`
+/// without `Vary: X-TS-EC`), and a shared cache keyed on the URL would hand that answer to the
+/// next reader of the creative.
+pub fn partner_fetch_passes(headers: &[(HeaderName, HeaderValue)]) -> bool {
+    headers
+        .iter()
+        .any(|(name, _)| name.as_str() == crate::publisher::identity::ORIGIN_HEADER)
+}
+
 /// What to do with a partner response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hop {

@@ -45,11 +45,14 @@ fn partners_get_only_what_a_fetch_needs() {
     );
     assert_eq!(value(&out, "accept-encoding"), Some("br, gzip;q=0.5"));
     assert_eq!(value(&out, "x-ts-ec"), Some("abc.DEF"));
+    // A request with the reader's ID bypasses the platform's HTTP cache.
+    assert!(partner_fetch_passes(&out));
     // Without an ID the client's own never passes; without a supported coding, identity.
     let client = headers(&[("x-ts-ec", "spoofed"), ("accept-encoding", "zstd")]);
     let out = partner_request_headers(client.iter().map(|(n, v)| (n, v)), None);
     assert_eq!(names(&out), ["accept-encoding"]);
     assert_eq!(value(&out, "accept-encoding"), Some("identity"));
+    assert!(!partner_fetch_passes(&out));
 }
 
 /// RFC 3986 §5.4.1 and §5.4.2 reference resolution examples, on an allowed host (the RFC's
