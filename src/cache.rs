@@ -2,10 +2,10 @@
 //! decision is the core's (`trusted_server_core::cache`); this file only talks to the platform.
 //!
 //! Per request: [`lookup`] before the origin is asked, with the headers of the origin request
-//! already built (a variant is keyed on what the origin receives; see
-//! `trusted_server_core::cache::fill`) (a hit is answered from the cache without
-//! the origin or the pipeline; concurrent misses for one key wait in the transaction for the
-//! one request that fills it); [`assess`] on the origin's response headers; then
+//! already built, since a variant is keyed on what the origin receives
+//! (`trusted_server_core::cache::fill`). A hit is answered from the cache without the origin
+//! or the pipeline; concurrent misses for one key wait in the transaction for the one request
+//! that fills it. Then [`assess`] on the origin's response headers; then
 //! [`Storing::begin`] on the way into the body phase, which starts the insert and gives back
 //! the body the client reads (the stored bytes, streamed back as they are written), or, in a
 //! buffered build, the insert to make once the whole page is rewritten ([`Store`]). A failure

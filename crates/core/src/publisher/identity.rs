@@ -245,7 +245,7 @@ impl IdentityPlan {
 
 /// Whether the response to this request, whatever its route, expires the client's `ts-ec`
 /// cookie: `Sec-GPC: 1` with a `ts-ec` cookie sent. Decided once per request and applied where
-/// every response's headers leave, not by each route (the adapter's `timing::stamp`).
+/// every response's headers leave, not by each route (the adapter's `leaving::stamp`).
 pub fn expires_cookie(facts: &RequestFacts) -> bool {
     facts.gpc && !facts.cookies.is_empty()
 }
