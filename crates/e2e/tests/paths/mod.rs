@@ -1,5 +1,5 @@
 //! End-to-end scenarios of how the service reads request paths and of the `Sec-GPC` expiry
-//! (docs/security-notes-paths.md): spellings of the service's own paths (repeated slashes,
+//! (docs/security.md): spellings of the service's own paths (repeated slashes,
 //! escaped unreserved characters, dot segments, encoded slashes) are answered by the service
 //! and never reach the demo origin, whose request log shows it; and a `ts-ec` cookie sent with
 //! `Sec-GPC: 1` is expired on whatever response the request gets, route by route.
@@ -157,6 +157,17 @@ pub fn spellings_of_service_paths_never_reach_the_origin(w: &World) -> Outcome {
         ("GET", "/_ts%2fadmin".into(), &auth, 404, ""),
         ("GET", "/%255Fts/admin/settings".into(), &auth, 404, ""),
         ("GET", "/x/..%2F_ts/admin/settings".into(), &auth, 404, ""),
+        // Servlet path parameters, and another method under another spelling.
+        ("GET", "/_ts;x/admin/settings".into(), &auth, 404, ""),
+        ("GET", "/x/..;/_ts/admin/settings".into(), &auth, 404, ""),
+        (
+            "GET",
+            format!("/first-party;a=b/proxy?{signed}"),
+            &auth,
+            404,
+            "",
+        ),
+        ("POST", "//_ts/health".into(), &auth, 404, ""),
         (
             "GET",
             "/x/%2e%2e/_ts/admin/settings".into(),

@@ -171,8 +171,10 @@ fn a_103_names(w: &World, needle: &str, wait: Duration) -> bool {
 /// does teach, and the next navigation gets its `103`.
 pub fn hints_are_never_learned_from_a_readers_own_page(w: &World) -> Outcome {
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         ("session cookie", &[ALICE], false),
+        // Learned hints have no variants: a page that varies by the edge ID is one reader's.
+        ("page with Vary: X-TS-EC", &[("vary", "X-TS-EC")], false),
         ("private page", &[("cache_control", "private")], false),
         (
             "session cookie, private page",
