@@ -45,7 +45,8 @@ pub fn state(r: &e2e::Timed) -> &str {
     r.header("x-ts-cache").unwrap_or("(none)")
 }
 
-fn our_cookies(r: &e2e::Timed) -> Vec<String> {
+/// Our `Set-Cookie` lines (`ts-ec=…`) of a response.
+pub fn our_cookies(r: &e2e::Timed) -> Vec<String> {
     r.header_values("set-cookie")
         .into_iter()
         .map(|v| String::from_utf8_lossy(v).into_owned())

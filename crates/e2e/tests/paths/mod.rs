@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use e2e::raw_origin::Step;
 use trusted_server_core::first_party::token::{CLICK_PATH, PROXY_PATH};
 
+use super::cache::our_cookies;
 use super::{check, fetch, identity, Outcome, World, TIMEOUT};
 
 const ADMIN_FILE: &str = "fixtures/dev-only/admin-credentials.DEVELOPMENT-ONLY.json";
@@ -197,15 +198,6 @@ pub fn spellings_of_service_paths_never_reach_the_origin(w: &World) -> Outcome {
     check(seen.is_empty(), || {
         format!("the origin saw spellings of the service's paths: {seen:?}")
     })
-}
-
-/// Our `Set-Cookie` lines (`ts-ec=…`) of a response.
-fn our_cookies(r: &e2e::Timed) -> Vec<String> {
-    r.header_values("set-cookie")
-        .into_iter()
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .filter(|v| v.starts_with("ts-ec="))
-        .collect()
 }
 
 /// `r` expires the cookie (one line, exactly the expiry) and stays out of shared caches.
