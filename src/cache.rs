@@ -111,23 +111,13 @@ impl Fill {
     }
 }
 
-/// What the shared-cache rule (`trusted_server_core::cache::shared`) needs of `request`: its
-/// method, whether it has `Authorization`, and whether it carries the reader's own cookies.
-pub fn ask(request: &Request) -> shared::Ask<'_> {
-    shared::Ask {
-        method: request.get_method_str(),
-        authorization: request.get_header("authorization").is_some(),
-        reader: shared::reader(request.get_header_all("cookie").map(HeaderValue::as_bytes)),
-    }
-}
-
 /// The lookup of the entry `key` ([`page_key`] of the client's request) for the origin
 /// request `upstream` (`crate::origin::build_request`). Only `GET` without `Authorization`
 /// looks; a request with the reader's own cookies is served only an entry stored for every
 /// reader (`PASS(cookie)` otherwise). The origin's `Vary` is matched against `upstream`'s headers as a fill sends them
 /// (`trusted_server_core::cache::fill`): the values the origin receives, not the client's.
 pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
-    let ask = ask(upstream);
+    let ask = crate::origin::ask(upstream);
     if let Err(why) = shared::request_allows(ask) {
         return Lookup::Pass(why);
     }
@@ -847,13 +837,13 @@ pub(crate) mod tests {
     #[test]
     fn the_shared_rule_reads_every_cookie_line() {
         let mut request = Request::get("http://www.pub.test/").with_header("cookie", "ts-ec=a");
-        assert_eq!(ask(&request).reader, Reader::Anonymous);
-        assert!(!shared::origin_fetch_passes(ask(&request)));
+        assert_eq!(crate::origin::ask(&request).reader, Reader::Anonymous);
+        assert!(!shared::origin_fetch_passes(crate::origin::ask(&request)));
         request.append_header("cookie", "session=alice");
-        assert_eq!(ask(&request).reader, Reader::WithCookies);
-        assert!(shared::origin_fetch_passes(ask(&request)));
+        assert_eq!(crate::origin::ask(&request).reader, Reader::WithCookies);
+        assert!(shared::origin_fetch_passes(crate::origin::ask(&request)));
         let request = Request::get("http://www.pub.test/").with_header("authorization", "Bearer x");
-        assert!(ask(&request).authorization);
-        assert_eq!(ask(&request).reader, Reader::Anonymous);
+        assert!(crate::origin::ask(&request).authorization);
+        assert_eq!(crate::origin::ask(&request).reader, Reader::Anonymous);
     }
 }

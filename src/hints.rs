@@ -76,7 +76,7 @@ pub fn before_origin(
         interim.send_to_client();
     }
     access.hints = Some(Vec::new());
-    let ask = crate::cache::ask(request);
+    let ask = crate::origin::ask(request);
     Some(Learning {
         key,
         stored,

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
 use fastly::http::request::{SendError, SendErrorCause};
-use fastly::http::Version;
+use fastly::http::{HeaderValue, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::cache::{fill, shared};
 use trusted_server_core::compression;
@@ -50,13 +50,23 @@ pub fn backend_info(settings: &Settings) -> BackendInfo {
 /// (`trusted_server_core::cache::shared::origin_fetch_passes`).
 pub fn send(mut request: Request, settings: &Settings) -> Result<Response, OriginFailure> {
     let backend = backend(settings)?;
-    if shared::origin_fetch_passes(crate::cache::ask(&request)) {
+    if shared::origin_fetch_passes(ask(&request)) {
         request.set_pass(true);
     }
     let sent_at = Instant::now();
     request
         .send(backend)
         .map_err(|e| send_failure(&e, sent_at, settings))
+}
+
+/// What the shared-cache rule (`trusted_server_core::cache::shared`) needs of `request`: its
+/// method, whether it has `Authorization`, and whether it carries the reader's own cookies.
+pub fn ask(request: &Request) -> shared::Ask<'_> {
+    shared::Ask {
+        method: request.get_method_str(),
+        authorization: request.get_header("authorization").is_some(),
+        reader: shared::reader(request.get_header_all("cookie").map(HeaderValue::as_bytes)),
+    }
 }
 
 /// Makes `request` (an origin request from [`build_request`]) the request of a cache fill:
