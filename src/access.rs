@@ -11,7 +11,7 @@ use trusted_server_settings::LogLevel;
 
 use crate::failure::{Phase, Progress};
 
-/// The log endpoint the records go to (see the README's deploy section).
+/// The log endpoint the records go to (see docs/deploy.md).
 pub const LOG_ENDPOINT: &str = "trusted_server";
 
 /// Sends `log` records up to `level` (the `logging.level` setting) to [`LOG_ENDPOINT`].

@@ -6,7 +6,7 @@
 //! a request never parses anything: every Fastly request runs in a fresh WASM instance, and
 //! parsing TOML per request cost the system we replace several percent of its CPU.
 //!
-//! Every knob has a documented default (see [`Settings::DEFAULT`] and `README.md`). A bad value
+//! Every knob has a documented default (see [`Settings::DEFAULT`] and `docs/settings.md`). A bad value
 //! fails the build with a message naming the key.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

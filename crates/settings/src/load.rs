@@ -1515,11 +1515,11 @@ mod tests {
         assert_eq!(e.origin, Some(Origin::Line(6)));
     }
 
-    /// The README's "Settings" table documents exactly the keys the types accept.
+    /// The settings table (docs/settings.md) documents exactly the keys the types accept.
     #[test]
     fn every_key_of_the_types_is_documented_and_watched() {
-        let readme = include_str!("../../../README.md");
-        let settings = &readme[readme.find("## Settings").expect("a Settings section")..];
+        let doc = include_str!("../../../docs/settings.md");
+        let settings = &doc[doc.find("# Settings").expect("a Settings section")..];
         let documented: Vec<&str> = settings
             .lines()
             .take_while(|l| !l.starts_with("## ") || l.starts_with("## Settings"))
@@ -1536,12 +1536,12 @@ mod tests {
         }
     }
 
-    /// The README's "Settings" table repeats each default; the defaults live in
+    /// The settings table (docs/settings.md) repeats each default; the defaults live in
     /// `Settings::DEFAULT`. Setting a key to the value its row documents must change nothing.
     #[test]
     fn every_documented_default_is_the_default() {
-        let readme = include_str!("../../../README.md");
-        let settings = &readme[readme.find("## Settings").expect("a Settings section")..];
+        let doc = include_str!("../../../docs/settings.md");
+        let settings = &doc[doc.find("# Settings").expect("a Settings section")..];
         let rows = settings
             .lines()
             .skip(1)
@@ -1559,7 +1559,7 @@ mod tests {
             let var = format!("TRUSTED_SERVER__{}", key.replace('.', "__").to_uppercase());
             let value = default.trim_matches('"');
             let set = load(MINIMAL, [(var.as_str(), value)]).unwrap();
-            assert_eq!(set, defaults, "{key}: the README says {default}");
+            assert_eq!(set, defaults, "{key}: docs/settings.md says {default}");
             checked += 1;
         }
         assert_eq!(checked, 29, "rows with a literal default");
