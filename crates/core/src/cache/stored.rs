@@ -132,9 +132,19 @@ pub fn windows(block: &[u8]) -> Option<StaleWindows> {
 /// it before reading the rest): [`Audience::Everyone`] only for a `TSH3` block that says so;
 /// anything else (an older layout, a pass marker, damage) serves anonymous readers only.
 pub fn audience(block: &[u8]) -> Audience {
-    match block.strip_prefix(MAGIC).and_then(|rest| rest.get(8)) {
-        Some(1) => Audience::Everyone,
-        _ => Audience::Anonymous,
+    block
+        .strip_prefix(MAGIC)
+        .and_then(|rest| rest.get(8))
+        .and_then(|&byte| audience_of(byte))
+        .unwrap_or(Audience::Anonymous)
+}
+
+/// The audience a `TSH3` block's audience byte names; `None` for a byte no layout writes.
+fn audience_of(byte: u8) -> Option<Audience> {
+    match byte {
+        0 => Some(Audience::Anonymous),
+        1 => Some(Audience::Everyone),
+        _ => None,
     }
 }
 
@@ -142,11 +152,7 @@ pub fn audience(block: &[u8]) -> Audience {
 /// version, an unknown audience byte, invalid names or values, trailing bytes).
 pub fn decode(block: &[u8]) -> Option<Block> {
     let (windows, audience, mut rest) = if let Some(rest) = block.strip_prefix(MAGIC) {
-        let audience = match rest.get(8)? {
-            0 => Audience::Anonymous,
-            1 => Audience::Everyone,
-            _ => return None,
-        };
+        let audience = audience_of(*rest.get(8)?)?;
         (Some(windows(block)?), audience, rest.get(9..)?)
     } else if let Some(rest) = block.strip_prefix(MAGIC_V2) {
         (Some(windows(block)?), Audience::Anonymous, rest.get(8..)?)
