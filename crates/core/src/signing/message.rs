@@ -9,7 +9,7 @@ use super::components::{
 };
 use super::keys::{Keypair, PublicKey};
 use super::params::{
-    parse_signature, serialize_signature, ParamValue, SignatureParams, SyntaxError,
+    parse_signature, serialize_input, serialize_signature, ParamValue, SignatureParams, SyntaxError,
 };
 
 /// The label of our signature in both fields.
@@ -58,7 +58,7 @@ pub fn sign_request(
     let base = signature_base(request, &params)?;
     let signature = key.sign(base.as_bytes());
     Ok(SignatureHeaders {
-        signature_input: format!("{LABEL}={}", params.serialize()),
+        signature_input: serialize_input(LABEL, &params),
         signature: serialize_signature(LABEL, &signature),
     })
 }

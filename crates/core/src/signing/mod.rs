@@ -17,7 +17,8 @@
 //!
 //! * [`components`](RequestParts): the covered components and their values;
 //! * [`signature_base`]: the text that is signed;
-//! * [`SignatureParams`]: `Signature-Input` written and read (Structured Fields subset);
+//! * [`SignatureParams`]: `Signature-Input` written and read (the Structured Field syntax is
+//!   the `sfv` crate's);
 //! * [`sign_request`] / [`verify_request`]: both ends;
 //! * [`Keypair`] / [`PublicKey`]: keys from their secrets, and as JWKs;
 //! * [`discovery_document`] / [`verify_signature`]: the two public endpoints.
@@ -44,7 +45,9 @@ pub use keys::{KeyError, Keypair, PublicKey};
 pub use message::{
     partner_params, sign_request, verify_request, Policy, SignatureHeaders, VerifyError, ALG, LABEL,
 };
-pub use params::{parse_signature, serialize_signature, ParamValue, SignatureParams, SyntaxError};
+pub use params::{
+    parse_signature, serialize_input, serialize_signature, ParamValue, SignatureParams, SyntaxError,
+};
 
 #[cfg(test)]
 mod tests;
