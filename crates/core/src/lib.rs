@@ -31,6 +31,7 @@ mod content;
 pub mod first_party;
 mod forward;
 pub mod hints;
+pub mod hmac_key;
 pub mod publisher;
 mod qvalue;
 mod response;

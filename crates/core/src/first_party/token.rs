@@ -10,17 +10,14 @@
 //!
 //! The length prefix means no (url, expiry) pair can be re-split into another; the label keeps
 //! these MACs apart from any other use of a key. The token is the 32-byte MAC in unpadded
-//! base64url (43 characters), checked in constant time (`hmac`'s `verify_slice`). The expiry
+//! base64url (43 characters), checked in constant time ([`HmacKey::verify`]). The expiry
 //! is seconds since the Unix epoch, the last second at which the URL is still good; `now` is
 //! the caller's, so the rule is tested without a clock.
 
+use super::query::{self, ParamError};
+use crate::hmac_key::{HmacKey, WeakSecret, TAG_LEN};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
-use super::query::{self, ParamError};
-use crate::publisher::identity::{WeakSecret, MIN_SECRET_LEN};
 
 /// The route that fetches a signed target and streams it back.
 pub const PROXY_PATH: &str = "/first-party/proxy";
@@ -36,20 +33,12 @@ pub const TOKEN_PARAM: &str = "tstoken";
 /// Domain separation for the MAC input.
 const LABEL: &[u8] = b"ts-first-party-url/v1\0";
 /// Length of a MAC, in bytes.
-const MAC_LEN: usize = 32;
+const MAC_LEN: usize = TAG_LEN;
 
-/// The HMAC key that signs and verifies first-party URLs.
-#[derive(Clone)]
-pub struct UrlKey {
-    mac: Hmac<Sha256>,
-}
-
-impl std::fmt::Debug for UrlKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print key material.
-        f.write_str("UrlKey(..)")
-    }
-}
+/// The HMAC key that signs and verifies first-party URLs. `Debug` shows `UrlKey(..)`, never
+/// the key.
+#[derive(Clone, Debug)]
+pub struct UrlKey(HmacKey);
 
 /// Why a signed URL is refused. For the log: the client gets the same `403` for every one.
 /// No variant carries the token or the key.
@@ -164,29 +153,22 @@ impl UrlKey {
     /// A key from the secret's bytes, used as they are.
     ///
     /// # Errors
-    /// [`WeakSecret`] when the secret is shorter than [`MIN_SECRET_LEN`] bytes.
+    /// [`WeakSecret`] when the secret is shorter than
+    /// [`MIN_SECRET_LEN`](crate::hmac_key::MIN_SECRET_LEN) bytes.
     pub fn new(secret: &[u8]) -> Result<Self, WeakSecret> {
-        if secret.len() < MIN_SECRET_LEN {
-            return Err(WeakSecret { len: secret.len() });
-        }
-        let mac =
-            Hmac::<Sha256>::new_from_slice(secret).map_err(|_| WeakSecret { len: secret.len() })?;
-        Ok(UrlKey { mac })
+        HmacKey::new(secret).map(UrlKey)
     }
 
-    fn mac(&self, url: &str, expires: u64) -> Hmac<Sha256> {
-        let mut mac = self.mac.clone();
-        mac.update(LABEL);
+    /// The MAC input for `url` and `expires` (see the module), in parts, handed to `with`.
+    fn message<T>(url: &str, expires: u64, with: impl FnOnce(&[&[u8]]) -> T) -> T {
         // usize → u64 never truncates on the targets this builds for (32 and 64 bits).
-        mac.update(&(url.len() as u64).to_be_bytes());
-        mac.update(url.as_bytes());
-        mac.update(&expires.to_be_bytes());
-        mac
+        let len = (url.len() as u64).to_be_bytes();
+        with(&[LABEL, &len, url.as_bytes(), &expires.to_be_bytes()])
     }
 
     /// The token for `url` good until `expires`: unpadded base64url of the MAC.
     pub fn token(&self, url: &str, expires: u64) -> String {
-        URL_SAFE_NO_PAD.encode(self.mac(url, expires).finalize().into_bytes())
+        URL_SAFE_NO_PAD.encode(Self::message(url, expires, |m| self.0.tag(m)))
     }
 
     /// The signed first-party URL: `path?tsurl=…&tsexp=…&tstoken=…`, with `url`
@@ -219,9 +201,11 @@ impl UrlKey {
     /// # Errors
     /// [`TokenError::Mismatch`], [`TokenError::Expired`] or [`TokenError::TooFarAhead`].
     pub fn verify(&self, params: &SignedParams, now: u64, longest: u64) -> Result<(), TokenError> {
-        self.mac(&params.url, params.expires)
-            .verify_slice(&params.token)
-            .map_err(|_| TokenError::Mismatch)?;
+        if !Self::message(&params.url, params.expires, |m| {
+            self.0.verify(m, &params.token)
+        }) {
+            return Err(TokenError::Mismatch);
+        }
         let expires = params.expires;
         if now > expires {
             return Err(TokenError::Expired { expires, now });

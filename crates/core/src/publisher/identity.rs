@@ -16,11 +16,12 @@
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
-use hmac::{Hmac, Mac};
 use http::header::{HeaderName, HeaderValue};
-use sha2::Sha256;
 
+use crate::hmac_key::{HmacKey, TAG_LEN};
 use crate::publisher::navigation::is_page_navigation;
+
+pub use crate::hmac_key::{WeakSecret, MIN_SECRET_LEN};
 
 /// The cookie that carries the ID.
 pub const COOKIE_NAME: &str = "ts-ec";
@@ -30,8 +31,6 @@ pub const ORIGIN_HEADER: &str = "x-ts-ec";
 pub const MAX_AGE_SECS: u32 = 365 * 24 * 60 * 60;
 /// Random letters and digits after the dot.
 pub const SUFFIX_LEN: usize = 6;
-/// Shortest secret accepted, in bytes: shorter keys make the HMAC guessable.
-pub const MIN_SECRET_LEN: usize = 16;
 
 /// Hex digits of the HMAC part.
 const MAC_HEX_LEN: usize = 64;
@@ -40,37 +39,9 @@ const MAC_LABEL: &str = "ts-ec/v2";
 const SUFFIX_ALPHABET: &[u8; 62] =
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/// Why a secret cannot key the HMAC.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WeakSecret {
-    /// The secret's length in bytes (never its content).
-    pub len: usize,
-}
-
-impl std::fmt::Display for WeakSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the secret is {} bytes long; at least {MIN_SECRET_LEN} are required",
-            self.len
-        )
-    }
-}
-
-impl std::error::Error for WeakSecret {}
-
-/// The HMAC key that makes and checks IDs.
-#[derive(Clone)]
-pub struct EdgeIdKey {
-    mac: Hmac<Sha256>,
-}
-
-impl std::fmt::Debug for EdgeIdKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print key material.
-        f.write_str("EdgeIdKey(..)")
-    }
-}
+/// The HMAC key that makes and checks IDs. `Debug` shows `EdgeIdKey(..)`, never the key.
+#[derive(Clone, Debug)]
+pub struct EdgeIdKey(HmacKey);
 
 impl EdgeIdKey {
     /// A key from the secret's bytes, used as they are.
@@ -78,20 +49,7 @@ impl EdgeIdKey {
     /// # Errors
     /// [`WeakSecret`] when the secret is shorter than [`MIN_SECRET_LEN`] bytes.
     pub fn new(secret: &[u8]) -> Result<Self, WeakSecret> {
-        if secret.len() < MIN_SECRET_LEN {
-            return Err(WeakSecret { len: secret.len() });
-        }
-        // HMAC takes a key of any length; this cannot fail.
-        let mac =
-            Hmac::<Sha256>::new_from_slice(secret).map_err(|_| WeakSecret { len: secret.len() })?;
-        Ok(EdgeIdKey { mac })
-    }
-
-    /// The HMAC over [`mac_message`] for this network and suffix.
-    fn mac_for(&self, ip: IpAddr, suffix: &str) -> Hmac<Sha256> {
-        let mut mac = self.mac.clone();
-        mac.update(mac_message(ip, suffix).as_bytes());
-        mac
+        HmacKey::new(secret).map(EdgeIdKey)
     }
 
     /// A new ID for a client at `ip`; `random` picks the suffix (8 bytes from the platform's
@@ -104,7 +62,7 @@ impl EdgeIdKey {
             suffix.push(char::from(SUFFIX_ALPHABET[(n % 62) as usize]));
             n /= 62;
         }
-        let digest = self.mac_for(ip, &suffix).finalize().into_bytes();
+        let digest = self.0.tag(&[mac_message(ip, &suffix).as_bytes()]);
         let mut id = String::with_capacity(MAC_HEX_LEN + 1 + SUFFIX_LEN);
         for byte in digest {
             let _ = write!(id, "{byte:02x}");
@@ -115,8 +73,8 @@ impl EdgeIdKey {
     }
 
     /// Whether `id` is well-formed and its HMAC part was made with this key for the network of
-    /// `ip` and the suffix `id` carries. The comparison is constant-time (`hmac`'s
-    /// `verify_slice`).
+    /// `ip` and the suffix `id` carries. The comparison is constant-time
+    /// ([`HmacKey::verify`]).
     pub fn verify(&self, ip: IpAddr, id: &str) -> bool {
         let Some((mac_hex, suffix)) = well_formed(id) else {
             return false;
@@ -124,7 +82,8 @@ impl EdgeIdKey {
         let Some(expected) = decode_hex(mac_hex) else {
             return false;
         };
-        self.mac_for(ip, suffix).verify_slice(&expected).is_ok()
+        self.0
+            .verify(&[mac_message(ip, suffix).as_bytes()], &expected)
     }
 }
 
@@ -147,8 +106,8 @@ fn well_formed(id: &str) -> Option<(&str, &str)> {
     (hex && suffix_ok).then_some((mac, suffix))
 }
 
-fn decode_hex(hex: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
+fn decode_hex(hex: &str) -> Option<[u8; TAG_LEN]> {
+    let mut out = [0u8; TAG_LEN];
     for (i, pair) in hex.as_bytes().chunks_exact(2).enumerate() {
         let digit = |b: u8| (b as char).to_digit(16);
         *out.get_mut(i)? = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
@@ -403,6 +362,7 @@ pub fn endpoint_body(id: Option<&str>) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use sha2::Sha256;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     const SECRET: &[u8] = b"test secret, at least sixteen bytes";
