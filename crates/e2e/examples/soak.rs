@@ -37,7 +37,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use e2e::{build_and_start_demo_origin, get, start_service_pair, target_dir, workspace_root};
+use e2e::{
+    build_and_start_demo_origin, get, start_service_pair, target_dir, workspace_root, ServicePair,
+};
 use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
@@ -859,6 +861,7 @@ fn main() -> ExitCode {
     }
 }
 
+/// Sets up, runs the load, checks the builds after it, and reports: PASS is `Ok(true)`.
 fn soak() -> Result<bool, String> {
     let args = parse_args()?;
     let root = workspace_root();
@@ -871,22 +874,7 @@ fn soak() -> Result<bool, String> {
     let built = set_up.elapsed();
     let mix = mix();
     let expect = expectations(origin_addr, &mix)?;
-    let total_weight: u32 = mix.iter().map(|s| s.weight).sum();
-    let mut shares: BTreeMap<Category, u32> = BTreeMap::new();
-    for s in &mix {
-        *shares.entry(s.category).or_default() += s.weight;
-    }
-    let shares: Vec<String> = shares
-        .iter()
-        .map(|(c, w)| {
-            format!(
-                "{} {:.0}%",
-                c.name(),
-                f64::from(*w) * 100.0 / f64::from(total_weight)
-            )
-        })
-        .collect();
-    eprintln!("soak: the mix by weight: {}", shares.join(", "));
+    eprintln!("soak: the mix by weight: {}", shares(&mix));
     let pids: Vec<u32> = pair.guards.iter().filter_map(|g| g.id()).collect();
     if pids.len() != 2 {
         return Err("Viceroy is not running".into());
@@ -902,40 +890,74 @@ fn soak() -> Result<bool, String> {
         args.seed
     );
 
+    let mut run = run_load(&args, &mix, &expect, &pair, &pids);
+    let mut problems = check_after_load(&dir, &pair);
+    drop(pair);
+    report(&args, &mut run, &mut problems);
+    Ok(verdict(&problems))
+}
+
+/// Each category's share of the mix by weight: `good 60%, dripped 10%, …`.
+fn shares(mix: &[Spec]) -> String {
+    let total_weight: u32 = mix.iter().map(|s| s.weight).sum();
+    let mut shares: BTreeMap<Category, u32> = BTreeMap::new();
+    for s in mix {
+        *shares.entry(s.category).or_default() += s.weight;
+    }
+    let shares: Vec<String> = shares
+        .iter()
+        .map(|(c, w)| {
+            format!(
+                "{} {:.0}%",
+                c.name(),
+                f64::from(*w) * 100.0 / f64::from(total_weight)
+            )
+        })
+        .collect();
+    shares.join(", ")
+}
+
+/// What a run of the load measured.
+struct Run {
+    /// How long the load ran.
+    elapsed: Duration,
+    /// Per build (streaming, buffered): counts and latencies.
+    stats: [Stats; 2],
+    /// Per build: `(time since the start, RSS)` of its Viceroy process.
+    samples: [Vec<(Duration, u64)>; 2],
+    /// The machine's load average, sampled alongside.
+    loads: Vec<f64>,
+    /// How many requests failed, and the first [`SHOWN_FAILURES`] of them.
+    failures: (u64, Vec<Failure>),
+}
+
+/// Runs `args.threads` clients against both builds for `args.minutes`, while the memory of
+/// the Viceroy processes `pids` (streaming, buffered) is sampled.
+fn run_load(
+    args: &Args,
+    mix: &[Spec],
+    expect: &[Expectation],
+    pair: &ServicePair,
+    pids: &[u32],
+) -> Run {
     let run_for = Duration::from_secs_f64(args.minutes * 60.0);
     let sample_every = Duration::from_secs_f64((run_for.as_secs_f64() / 100.0).clamp(0.5, 5.0));
     let started = Instant::now();
+    let failures = Mutex::new((0, Vec::new()));
     let load = Load {
-        mix: &mix,
-        expect: &expect,
+        mix,
+        expect,
         streaming: pair.streaming,
         buffered: pair.buffered,
         deadline: started + run_for,
-        failures: &Mutex::new((0, Vec::new())),
+        failures: &failures,
     };
     let done = AtomicBool::new(false);
     let mut samples: [Vec<(Duration, u64)>; 2] = [Vec::new(), Vec::new()];
     let mut loads: Vec<f64> = Vec::new();
     let mut stats = [Stats::default(), Stats::default()];
     std::thread::scope(|scope| {
-        let sampler = scope.spawn(|| {
-            let mut samples: [Vec<(Duration, u64)>; 2] = [Vec::new(), Vec::new()];
-            let mut loads = Vec::new();
-            let mut next = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                if Instant::now() >= next {
-                    for (i, pid) in pids.iter().enumerate() {
-                        if let Some(v) = rss(*pid) {
-                            samples[i].push((started.elapsed(), v));
-                        }
-                    }
-                    loads.extend(load_average());
-                    next += sample_every;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            (samples, loads)
-        });
+        let sampler = scope.spawn(|| sample(pids, started, sample_every, &done));
         let mut rng = Rng(args.seed | 1);
         let clients: Vec<_> = (0..args.threads)
             .map(|_| {
@@ -957,9 +979,42 @@ fn soak() -> Result<bool, String> {
         }
     });
     let elapsed = started.elapsed();
+    Run {
+        elapsed,
+        stats,
+        samples,
+        loads,
+        failures: failures.into_inner().unwrap_or_else(|e| e.into_inner()),
+    }
+}
 
-    // After the load: both builds still answer, and neither guest panicked.
-    let mut ok = true;
+/// Samples the RSS of `pids` and the machine's load average every `every` until `done`.
+fn sample(
+    pids: &[u32],
+    started: Instant,
+    every: Duration,
+    done: &AtomicBool,
+) -> ([Vec<(Duration, u64)>; 2], Vec<f64>) {
+    let mut samples: [Vec<(Duration, u64)>; 2] = [Vec::new(), Vec::new()];
+    let mut loads = Vec::new();
+    let mut next = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        if Instant::now() >= next {
+            for (i, pid) in pids.iter().enumerate() {
+                if let Some(v) = rss(*pid) {
+                    samples[i].push((started.elapsed(), v));
+                }
+            }
+            loads.extend(load_average());
+            next += every;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (samples, loads)
+}
+
+/// After the load: the problems if a build no longer answers or its guest panicked.
+fn check_after_load(dir: &Path, pair: &ServicePair) -> Vec<String> {
     let mut problems = Vec::new();
     for (build, addr) in [("streaming", pair.streaming), ("buffered", pair.buffered)] {
         match get(addr, "/_ts/health", &[], REQUEST_TIMEOUT) {
@@ -975,12 +1030,17 @@ fn soak() -> Result<bool, String> {
             ));
         }
     }
-    drop(pair);
+    problems
+}
 
+/// Prints the run's summary, each build's figures and the failed requests, adding to
+/// `problems` what fails the soak.
+fn report(args: &Args, run: &mut Run, problems: &mut Vec<String>) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let loads = &run.loads;
     println!(
         "\nsoak: {:.1} s of load, {} clients, seed {}; machine load average (1 min) during the run {:.1} to {:.1}, mean {:.1}, on {cores} cores",
-        elapsed.as_secs_f64(),
+        run.elapsed.as_secs_f64(),
         args.threads,
         args.seed,
         loads.iter().copied().fold(f64::INFINITY, f64::min),
@@ -988,77 +1048,102 @@ fn soak() -> Result<bool, String> {
         loads.iter().sum::<f64>() / loads.len().max(1) as f64,
     );
     for (i, build) in [Build::Streaming, Build::Buffered].into_iter().enumerate() {
-        let st = &mut stats[i];
-        st.good_latency.sort();
-        st.all_latency.sort();
-        println!(
-            "{:<9}  {} requests, {:.1} req/s: {} correct, {} abandoned as expected, {} FAILED",
-            build.name(),
-            st.total(),
-            st.total() as f64 / elapsed.as_secs_f64(),
-            st.class(Class::Correct),
-            st.class(Class::Abandoned),
-            st.class(Class::Failed)
+        report_build(
+            build,
+            &mut run.stats[i],
+            &run.samples[i],
+            run.elapsed,
+            problems,
         );
-        let by: Vec<String> = st
-            .counts
+    }
+    report_failures(&run.failures, problems);
+}
+
+/// Prints one build's counts, latencies and memory; its problems go to `problems`.
+fn report_build(
+    build: Build,
+    st: &mut Stats,
+    samples: &[(Duration, u64)],
+    elapsed: Duration,
+    problems: &mut Vec<String>,
+) {
+    st.good_latency.sort();
+    st.all_latency.sort();
+    println!(
+        "{:<9}  {} requests, {:.1} req/s: {} correct, {} abandoned as expected, {} FAILED",
+        build.name(),
+        st.total(),
+        st.total() as f64 / elapsed.as_secs_f64(),
+        st.class(Class::Correct),
+        st.class(Class::Abandoned),
+        st.class(Class::Failed)
+    );
+    let by: Vec<String> = st
+        .counts
+        .iter()
+        .map(|((cat, class), n)| format!("{} {class:?} {n}", cat.name()))
+        .collect();
+    println!("           {}", by.join(", "));
+    println!(
+        "           last byte: good pages p50 {:.1} ms, p95 {:.1} ms; all requests p50 {:.1} ms, p95 {:.1} ms",
+        percentile(&st.good_latency, 0.5),
+        percentile(&st.good_latency, 0.95),
+        percentile(&st.all_latency, 0.5),
+        percentile(&st.all_latency, 0.95)
+    );
+    let (line, grew_ok) = judge_memory(samples, elapsed);
+    println!("           {line}");
+    if !grew_ok {
+        problems.push(format!(
+            "{}: memory grew beyond the bound ({line})",
+            build.name()
+        ));
+    }
+    if st.total() == 0 || st.class(Class::Correct) == 0 || st.class(Class::Abandoned) == 0 {
+        problems.push(format!(
+            "{}: the mix did not run (no correct or no abandoned response)",
+            build.name()
+        ));
+    }
+}
+
+/// Prints the failed requests (the first [`SHOWN_FAILURES`]), a problem if there were any.
+fn report_failures(failures: &(u64, Vec<Failure>), problems: &mut Vec<String>) {
+    if failures.0 == 0 {
+        return;
+    }
+    println!(
+        "\n{} failed requests; the first {}:",
+        failures.0,
+        failures.1.len()
+    );
+    for f in &failures.1 {
+        let extra: Vec<String> = f
+            .spec
+            .extra
             .iter()
-            .map(|((cat, class), n)| format!("{} {class:?} {n}", cat.name()))
+            .map(|(n, v)| format!("{n}: {v}"))
             .collect();
-        println!("           {}", by.join(", "));
         println!(
-            "           last byte: good pages p50 {:.1} ms, p95 {:.1} ms; all requests p50 {:.1} ms, p95 {:.1} ms",
-            percentile(&st.good_latency, 0.5),
-            percentile(&st.good_latency, 0.95),
-            percentile(&st.all_latency, 0.5),
-            percentile(&st.all_latency, 0.95)
+            "  {} GET {} (accept-encoding {}, host {}{}{}): {}",
+            f.build.name(),
+            f.spec.path,
+            f.spec.accept,
+            f.host,
+            if extra.is_empty() { "" } else { ", " },
+            extra.join(", "),
+            f.why
         );
-        let (line, grew_ok) = judge_memory(&samples[i], elapsed);
-        println!("           {line}");
-        if !grew_ok {
-            problems.push(format!(
-                "{}: memory grew beyond the bound ({line})",
-                build.name()
-            ));
-        }
-        if st.total() == 0 || st.class(Class::Correct) == 0 || st.class(Class::Abandoned) == 0 {
-            problems.push(format!(
-                "{}: the mix did not run (no correct or no abandoned response)",
-                build.name()
-            ));
-        }
     }
-    let failures = load.failures.lock().unwrap_or_else(|e| e.into_inner());
-    if failures.0 > 0 {
-        println!(
-            "\n{} failed requests; the first {}:",
-            failures.0,
-            failures.1.len()
-        );
-        for f in &failures.1 {
-            let extra: Vec<String> = f
-                .spec
-                .extra
-                .iter()
-                .map(|(n, v)| format!("{n}: {v}"))
-                .collect();
-            println!(
-                "  {} GET {} (accept-encoding {}, host {}{}{}): {}",
-                f.build.name(),
-                f.spec.path,
-                f.spec.accept,
-                f.host,
-                if extra.is_empty() { "" } else { ", " },
-                extra.join(", "),
-                f.why
-            );
-        }
-        problems.push(format!("{} requests failed", failures.0));
-    }
-    for p in &problems {
+    problems.push(format!("{} requests failed", failures.0));
+}
+
+/// Prints each problem and the verdict; PASS when there are none.
+fn verdict(problems: &[String]) -> bool {
+    for p in problems {
         println!("problem: {p}");
-        ok = false;
     }
+    let ok = problems.is_empty();
     println!("\nsoak: {}", if ok { "PASS" } else { "FAIL" });
-    Ok(ok)
+    ok
 }
