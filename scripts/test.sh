@@ -23,6 +23,13 @@ cargo clippy --target wasm32-wasip1 --locked -p trusted-server-edge --all-target
 log "rustdoc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin -p ts-testkit
 
+# crates/archcheck (docs/testing.md#architecture): its own tests first (fixture trees it must
+# catch or leave alone, and a full read of this tree), then the check itself.
+log "architecture: no import cycles, the engine names no stage, phases import no flow"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p archcheck
+cargo test --locked -q -p archcheck
+cargo run --locked -q -p archcheck
+
 log "native unit and property tests"
 cargo test --locked -p trusted-server-settings --features load
 cargo test --locked -p trusted-server-core -p demo-origin -p ts-bench -p ts-testkit
