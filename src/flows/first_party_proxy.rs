@@ -1,8 +1,8 @@
 //! `GET /first-party/proxy?tsurl=…&tsexp=…&tstoken=…`, adapter side: verify the signed URL
-//! (as `/first-party/click` does, with the same key, clock and policy from `first_party`),
+//! (as `/first-party/click` does, with the same key, clock and policy from `kit::signed_url`),
 //! fetch the target from the partner through a dynamic backend, following redirects, each hop
 //! signed by `partner::sign`, and stream the answer: an HTML or CSS creative through the
-//! creative pipeline (`body::stream`, the machinery that streams the publisher's pages), any
+//! creative pipeline (`phases::body::stream`, the machinery that streams the publisher's pages), any
 //! other body untouched. What passes in each direction, when a redirect is followed and the
 //! sandbox every relayed response is confined to are the core's decisions
 //! (`first_party::proxy`).
@@ -24,28 +24,22 @@ use trusted_server_core::first_party::proxy::{
     partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
-use trusted_server_core::{apply_standard_headers, Settings};
+use trusted_server_core::{apply_standard_headers, PipelineReport, Settings};
 use trusted_server_settings::FirstParty;
 
 use crate::kit::access::{Access, Outcome};
-use crate::kit::failure::OriginFailure;
-use crate::kit::failure::{self, BackendInfo, Failure, Phase};
+use crate::kit::failure::{self, BackendInfo, Failure, OriginFailure, Phase};
 use crate::kit::signed_url::{verify_signed, Verified};
 use crate::kit::{leaving, partner, reply};
-use crate::phases::origin;
-use crate::phases::{body, identity};
+use crate::phases::response::header_text;
+use crate::phases::{body, identity, origin};
 
 /// The name reports give every partner backend (each backend's own name carries the host).
 const REPORT_NAME: &str = "first_party_partner";
 
-/// The route: verify, fetch, stream. Everything it learns goes into `access`.
+/// The flow: verify, fetch, relay the headers, stream the body. Everything it learns goes
+/// into `access`.
 pub fn run(request: Request, settings: &Settings, access: &mut Access) {
-    let fp = &settings.first_party;
-    let send = |access: &mut Access, mut response: Response| {
-        leaving::stamp(&mut response, access, None, settings);
-        access.headers_sent(response.get_status().as_u16());
-        response.send_to_client();
-    };
     let Verified {
         target,
         key,
@@ -53,65 +47,32 @@ pub fn run(request: Request, settings: &Settings, access: &mut Access) {
         now,
     } = match verify_signed(&request, "first-party proxy", settings) {
         Ok(verified) => verified,
-        Err(answer) => return send(access, *answer),
+        Err(answer) => return send(*answer, settings, access),
     };
-    // The ID the client already holds, unless consent says none (`Sec-GPC: 1`): the proxy
-    // never mints one, since it sets no cookie.
-    let plan = identity::request_phase(&request, settings);
-    let edge_id = plan.valid_cookie.filter(|_| plan.forward.is_some());
-    let headers = partner_request_headers(request.get_headers(), edge_id.as_deref());
+    let headers = partner_headers(&request, settings);
     let client_version = request.get_version();
-    let asked = Instant::now();
-    let fetched = fetch(target, &headers, &policy, settings);
-    access.origin_wait = Some(asked.elapsed());
-    let (mut response, last) = match fetched {
-        Ok(fetched) => fetched,
-        Err((failure, backend)) => {
-            let progress = access.progress(Phase::Upstream, 0, 0);
-            failure::record(failure.kind(), failure.detail(), &backend, progress);
-            access.outcome = Outcome::Error;
-            return send(access, reply::origin_failure(&failure, settings));
-        }
+    let Some((response, last)) = ask_partner(target, &headers, &policy, settings, access) else {
+        return;
     };
-    let status = response.get_status().as_u16();
     let plan = body_plan(
-        status,
-        crate::phases::response::header_text(&response, "content-type").as_deref(),
-        crate::phases::response::header_text(&response, "content-encoding").as_deref(),
+        response.get_status().as_u16(),
+        header_text(&response, "content-type").as_deref(),
+        header_text(&response, "content-encoding").as_deref(),
     );
     access.plan = plan.label();
-    let partner_headers: Vec<(HeaderName, HeaderValue)> = response
-        .get_headers()
-        .map(|(n, v)| (n.clone(), v.clone()))
-        .collect();
-    let mut headers = match client_response_headers(partner_headers, plan.rewritten()) {
-        Ok(headers) => headers,
-        Err(e) => {
-            let progress = access.progress(Phase::Upstream, 0, 0);
-            failure::record(
-                Failure::OriginUnavailable,
-                &e,
-                &backend_info(&last, fp),
-                progress,
-            );
-            access.outcome = Outcome::Error;
-            return send(access, reply::error(StatusCode::BAD_GATEWAY, settings));
-        }
+    let Some(mut response) = relay_headers(response, &last, &plan, settings, access) else {
+        return;
     };
-    apply_standard_headers(&mut headers, &settings.response_headers);
-    // Last, so no configured header can undo it: partner content never runs as the publisher.
-    confine(&mut headers);
-    reply::replace_headers(&mut response, headers);
     response.set_version(client_version);
     let ProxyBody::Rewrite { codec, creative } = plan else {
         // Untouched: the platform streams the partner's bytes, as for the publisher's.
         access.outcome = Outcome::PassedThrough(access.plan.clone());
-        return send(access, response);
+        return send(response, settings, access);
     };
+    let expires = now.saturating_add(u64::from(settings.first_party.page_ttl_secs));
+    let sign = signer(key, policy, expires);
     leaving::stamp(&mut response, access, None, settings);
     let partner_body = response.take_body();
-    let expires = now.saturating_add(u64::from(fp.page_ttl_secs));
-    let sign = signer(key, policy, expires);
     let streamed = body::stream::stream_through(
         response,
         partner_body,
@@ -120,26 +81,106 @@ pub fn run(request: Request, settings: &Settings, access: &mut Access) {
         access,
     );
     match streamed.result {
-        Ok(report) => {
-            if let Some(c) = report.creative {
-                log::info!(
-                    "first-party creative {}: {} URLs rewritten, {} not allowed, {} unreadable{}",
-                    last.url,
-                    c.rewritten,
-                    c.not_allowed,
-                    c.unreadable,
-                    c.degraded
-                        .map_or(String::new(), |d| format!(", degraded: {d}"))
-                );
-            }
-        }
+        Ok(report) => log_creative(&report, &last),
         Err(failure) => body::report_for(
             failure,
             streamed.bytes_in,
             streamed.bytes_out,
-            &backend_info(&last, fp),
+            &backend_info(&last, &settings.first_party),
             access,
         ),
+    }
+}
+
+/// Sends a response the service made whole (stamped as every response is).
+fn send(mut response: Response, settings: &Settings, access: &mut Access) {
+    leaving::stamp(&mut response, access, None, settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+}
+
+/// What the partner gets of the client's request: its headers as the core filters them, with
+/// the ID the client already holds, unless consent says none (`Sec-GPC: 1`). The proxy never
+/// mints one, since it sets no cookie.
+fn partner_headers(request: &Request, settings: &Settings) -> Vec<(HeaderName, HeaderValue)> {
+    let plan = identity::request_phase(request, settings);
+    let edge_id = plan.valid_cookie.filter(|_| plan.forward.is_some());
+    partner_request_headers(request.get_headers(), edge_id.as_deref())
+}
+
+/// [`fetch`], timed for the access line; a failure is reported and answered `502` or `504`
+/// here (`None`).
+fn ask_partner(
+    target: Target,
+    headers: &[(HeaderName, HeaderValue)],
+    policy: &TargetPolicy,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<(Response, Target)> {
+    let asked = Instant::now();
+    let fetched = fetch(target, headers, policy, settings);
+    access.origin_wait = Some(asked.elapsed());
+    match fetched {
+        Ok(fetched) => Some(fetched),
+        Err((failure, backend)) => {
+            let progress = access.progress(Phase::Upstream, 0, 0);
+            failure::record(failure.kind(), failure.detail(), &backend, progress);
+            access.outcome = Outcome::Error;
+            send(reply::origin_failure(&failure, settings), settings, access);
+            None
+        }
+    }
+}
+
+/// The partner's response with the headers the client gets: the core's selection, the
+/// standard headers, and last the sandbox, so no configured header can undo it (partner
+/// content never runs as the publisher). Headers the core refuses are reported and answered
+/// `502` here (`None`).
+fn relay_headers(
+    mut response: Response,
+    last: &Target,
+    plan: &ProxyBody,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Response> {
+    let partner_headers: Vec<(HeaderName, HeaderValue)> = response
+        .get_headers()
+        .map(|(n, v)| (n.clone(), v.clone()))
+        .collect();
+    let mut headers = match client_response_headers(partner_headers, plan.rewritten()) {
+        Ok(headers) => headers,
+        Err(e) => {
+            let progress = access.progress(Phase::Upstream, 0, 0);
+            let backend = backend_info(last, &settings.first_party);
+            failure::record(Failure::OriginUnavailable, &e, &backend, progress);
+            access.outcome = Outcome::Error;
+            send(
+                reply::error(StatusCode::BAD_GATEWAY, settings),
+                settings,
+                access,
+            );
+            return None;
+        }
+    };
+    apply_standard_headers(&mut headers, &settings.response_headers);
+    confine(&mut headers);
+    reply::replace_headers(&mut response, headers);
+    Some(response)
+}
+
+/// Logs what the creative pipeline did to the creative's URLs.
+fn log_creative(report: &PipelineReport, last: &Target) {
+    if let Some(c) = &report.creative {
+        log::info!(
+            "first-party creative {}: {} URLs rewritten, {} not allowed, {} unreadable{}",
+            last.url,
+            c.rewritten,
+            c.not_allowed,
+            c.unreadable,
+            c.degraded
+                .as_ref()
+                .map_or(String::new(), |d| format!(", degraded: {d}"))
+        );
     }
 }
 
