@@ -216,7 +216,7 @@ pub fn preconditions(request: &Request) -> Preconditions {
 }
 
 /// The cache key of the rewritten answer to `request` (also the base of its learned early
-/// hints' key, `crate::phases::hints`).
+/// hints' key, `phases::hints`).
 pub fn page_key(request: &Request, client: &Client) -> [u8; 32] {
     key_under(&SETTINGS_FINGERPRINT, request, client)
 }
