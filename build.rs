@@ -70,7 +70,7 @@ fn settings() {
 const SCRIPT_SOURCE: &str = "js/tsjs/src/tsjs.js";
 
 /// Writes `tsjs.js`, `tsjs.js.gz` and `tsjs.js.br` to `OUT_DIR` and `script.rs`, which names
-/// them with the path and the `ETag`s (`src/script.rs` includes it).
+/// them with the path and the `ETag`s (`src/kit/generated.rs` includes it).
 fn script() {
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

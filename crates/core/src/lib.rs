@@ -3,8 +3,8 @@
 //! Bytes in, bytes out: no `fastly` dependency, so every property here is tested natively. The
 //! Fastly adapter (`src/main.rs`) owns the I/O and calls into this crate for every decision:
 //!
-//! * [`Route::resolve`]: which endpoint a request is for, however its path is spelt
-//!   ([`path_readings`]);
+//! * [`RouteTable::resolve`]: which line of the caller's route table a request is for, however
+//!   its path is spelt ([`path_readings`]);
 //! * [`origin_request_headers`]: what the origin sees of the client's request;
 //! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
 //! * [`origin_response_headers`]: the response headers, decided before any are sent;
@@ -57,7 +57,7 @@ pub use publisher::script::{
 pub use response::{
     apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };
-pub use routes::{readings as path_readings, Route, Routed};
+pub use routes::{readings as path_readings, Methods, PathMatch, RouteLine, RouteTable, Routed};
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.

@@ -1,192 +1,317 @@
-//! Route classification in one place: the service's own endpoints first, then the publisher
-//! proxy as the fallback. A new endpoint is one line in [`ROUTES`].
+//! Route resolution: the service's own endpoints first, then the fallback. The table itself is
+//! the caller's: one [`RouteLine`] per endpoint, `(methods, path, log name, handler)`, generic
+//! over what a line routes to, so this module owns the path readings and the `Reserved` rule
+//! and no handler. A new endpoint is its handler plus one line in the caller's table.
 //!
 //! A path is classified as a server that normalises it would read it ([`readings`]): its
 //! standard reading first (repeated slashes merged, dot segments resolved, escaped unreserved
 //! characters decoded; letter case kept), then the bytes as sent, then every other plausible
-//! reading. A path is proxied only when no reading of it is one the service answers, so no
-//! spelling carries a request for the service's paths (with its `Authorization` or signed
-//! query) to the origin.
+//! reading. A path goes to the fallback only when no reading of it is one the service
+//! answers, so no spelling carries a request for the service's paths (with its
+//! `Authorization` or signed query) to the origin.
 
 use std::borrow::Cow;
 
 pub mod readings;
 
-/// What a request is for.
+/// Which methods a line serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    /// `GET /_ts/health`: liveness and version, answered without touching the origin.
-    Health,
-    /// `GET` or `HEAD /static/tsjs=…`: the first-party script (any hash: a stale one gets its
-    /// `404` there, not from the origin).
-    Script,
-    /// `GET /_ts/ec`: the client's edge ID as JSON, for the first-party script.
-    EdgeId,
-    /// `GET /.well-known/trusted-server.json`: the service version and the public keys that
-    /// verify its partner request signatures (a JWKS).
-    Discovery,
-    /// `POST /verify-signature`: checks a signature against a key ID.
-    VerifySignature,
-    /// Any method on `/_ts/admin` and everything under it: the admin routes, behind basic
-    /// auth, never proxied (see [`crate::admin`]).
-    Admin,
-    /// `GET /first-party/sign?url=…`: a signed first-party proxy URL for an allowed target.
-    FirstPartySign,
-    /// `GET /first-party/click?tsurl=…&tsexp=…&tstoken=…`: a redirect to a signed target.
-    FirstPartyClick,
-    /// `GET /first-party/proxy?tsurl=…&tsexp=…&tstoken=…`: the signed target fetched from the
-    /// partner (redirects followed and re-checked), its creative rewritten as it streams.
-    FirstPartyProxy,
-    /// Any other method or path under `/first-party/`: the service's namespace, answered
-    /// `405` or `404` by the service and never proxied (a signed URL's query must not reach
-    /// the origin).
-    FirstPartyOther,
-    /// A path whose bytes and standard reading are no route of the service's, but which some
-    /// other plausible reading (`%2F` or a backslash read as a slash, escapes decoded twice)
-    /// turns into one: answered `404` by the service, never proxied.
-    Reserved,
-    /// Everything else: proxied to the publisher origin.
-    PublisherProxy,
+pub enum Methods {
+    /// Any method, even one no server knows.
+    Any,
+    /// Only these (`"GET"`, `"HEAD"`, …), exactly as spelt.
+    Only(&'static [&'static str]),
 }
 
-/// A request's route and the path it was routed by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Routed<'a> {
-    /// What the request is for.
-    pub route: Route,
+impl Methods {
+    fn allow(self, method: &str) -> bool {
+        match self {
+            Methods::Any => true,
+            Methods::Only(methods) => methods.contains(&method),
+        }
+    }
+}
+
+/// Which requests a line is for, by path (without the query string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathMatch {
+    /// Exactly this path. Tried before every prefix.
+    Exact(&'static str),
+    /// Every path that starts with this one, tried in table order after the exact paths.
+    Prefix(&'static str),
+    /// A path whose bytes and standard reading are no line's, but which some other plausible
+    /// reading (`%2F` or a backslash read as a slash, escapes decoded twice) turns into one of
+    /// the service's paths: answered by the service, never by the fallback.
+    Reserved,
+    /// Everything else: the fallback (for the service, the publisher proxy).
+    Otherwise,
+}
+
+/// One line of a route table: `(methods, path, log name, handler)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteLine<H> {
+    /// The methods it serves ([`PathMatch::Reserved`] and [`PathMatch::Otherwise`] lines take
+    /// every method whatever this says).
+    pub methods: Methods,
+    /// The path it serves.
+    pub path: PathMatch,
+    /// Its name in the access log's `plan=` field.
+    pub name: &'static str,
+    /// What it routes to.
+    pub handler: H,
+}
+
+/// A route table: the lines, checked when the table is built (at compile time, for a `const`
+/// or `static` table) to have one [`PathMatch::Reserved`] and one [`PathMatch::Otherwise`]
+/// line, so that every request resolves to a line.
+#[derive(Debug)]
+pub struct RouteTable<H: 'static> {
+    lines: &'static [RouteLine<H>],
+    reserved: usize,
+    otherwise: usize,
+}
+
+/// A request's line and the path it was routed by.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Routed<'t, 'a, H> {
+    /// The line that answers it.
+    pub line: &'t RouteLine<H>,
     /// The reading of the path that decided: its standard reading
-    /// ([`readings::normalise`]) when that named the route, else the path as sent. The service's handlers
-    /// read this one, so `//_ts/admin/settings` is the settings page (behind the same auth).
+    /// ([`readings::normalise`]) when that named the line, else the path as sent. The
+    /// service's handlers read this one, so `//_ts/admin/settings` is the settings page
+    /// (behind the same auth).
     pub path: Cow<'a, str>,
 }
 
-/// `(method, exact path, route)`; `None` matches any method.
-const ROUTES: &[(Option<&str>, &str, Route)] = &[
-    (Some("GET"), "/_ts/health", Route::Health),
-    (Some("GET"), "/_ts/ec", Route::EdgeId),
-    (
-        Some("GET"),
-        "/.well-known/trusted-server.json",
-        Route::Discovery,
-    ),
-    (Some("POST"), "/verify-signature", Route::VerifySignature),
-    (
-        Some("GET"),
-        crate::first_party::SIGN_PATH,
-        Route::FirstPartySign,
-    ),
-    (
-        Some("GET"),
-        crate::first_party::token::CLICK_PATH,
-        Route::FirstPartyClick,
-    ),
-    (
-        Some("GET"),
-        crate::first_party::token::PROXY_PATH,
-        Route::FirstPartyProxy,
-    ),
-];
-
-/// `(methods, path prefix, route)`, tried after [`ROUTES`]; `None` matches any method.
-const PREFIX_ROUTES: &[(Option<&[&str]>, &str, Route)] = &[
-    (
-        Some(&["GET", "HEAD"]),
-        crate::publisher::script::SCRIPT_PATH_PREFIX,
-        Route::Script,
-    ),
-    (None, crate::admin::ADMIN_PREFIX, Route::Admin),
-    (None, crate::first_party::PREFIX, Route::FirstPartyOther),
-];
-
-impl Route {
-    /// The route's name in the access log's `plan=` field (the publisher proxy's plan names
-    /// its body's handling instead).
-    pub fn name(self) -> &'static str {
-        match self {
-            Route::Health => "health",
-            Route::Script => "script",
-            Route::EdgeId => "edge-id",
-            Route::Discovery => "discovery",
-            Route::VerifySignature => "verify-signature",
-            Route::Admin => "admin",
-            Route::FirstPartySign => "first-party-sign",
-            Route::FirstPartyClick => "first-party-click",
-            Route::FirstPartyProxy => "first-party-proxy",
-            Route::FirstPartyOther => "first-party-other",
-            Route::Reserved => "reserved",
-            Route::PublisherProxy => "proxy",
+impl<H> RouteTable<H> {
+    /// The table of `lines`. Panics (at compile time in a constant) unless exactly one line
+    /// is [`PathMatch::Reserved`] and exactly one [`PathMatch::Otherwise`].
+    pub const fn new(lines: &'static [RouteLine<H>]) -> Self {
+        let (mut reserved, mut otherwise) = (None, None);
+        let mut i = 0;
+        while i < lines.len() {
+            match lines[i].path {
+                PathMatch::Reserved => {
+                    assert!(reserved.is_none(), "two Reserved lines");
+                    reserved = Some(i);
+                }
+                PathMatch::Otherwise => {
+                    assert!(otherwise.is_none(), "two Otherwise lines");
+                    otherwise = Some(i);
+                }
+                PathMatch::Exact(_) | PathMatch::Prefix(_) => {}
+            }
+            i += 1;
+        }
+        let (Some(reserved), Some(otherwise)) = (reserved, otherwise) else {
+            panic!("a route table needs a Reserved and an Otherwise line");
+        };
+        RouteTable {
+            lines,
+            reserved,
+            otherwise,
         }
     }
 
-    /// Classifies a request by method and path (without the query string): [`Route::resolve`]'s
-    /// route.
-    pub fn classify(method: &str, path: &str) -> Route {
-        Route::resolve(method, path).route
+    /// Every line, in table order.
+    pub fn lines(&self) -> &'static [RouteLine<H>] {
+        self.lines
     }
 
     /// Routes a request by method and path (without the query string), as the module says:
-    /// the route its standard reading names, else the route of the bytes as sent
-    /// (`/_ts/admin/../x` stays the admin's), else [`Route::Reserved`] when any other reading
-    /// is the service's, else the publisher proxy.
-    pub fn resolve<'a>(method: &str, path: &'a str) -> Routed<'a> {
-        let as_sent = |route| Routed {
-            route,
+    /// the line its standard reading names, else the line of the bytes as sent
+    /// (`/_ts/admin/../x` stays the admin's), else the [`PathMatch::Reserved`] line when any
+    /// other reading is the service's, else the [`PathMatch::Otherwise`] line.
+    pub fn resolve<'t, 'a>(&'t self, method: &str, path: &'a str) -> Routed<'t, 'a, H> {
+        let as_sent = |line| Routed {
+            line,
             path: Cow::Borrowed(path),
         };
         if readings::is_plain(path) {
             // Every reading is the path as sent.
-            return as_sent(Route::by_table(method, path));
+            return as_sent(self.by_table(method, path).unwrap_or(self.otherwise()));
         }
         let normal = readings::normalise(path);
-        let standard = Route::by_table(method, &normal);
-        if standard != Route::PublisherProxy {
+        if let Some(line) = self.by_table(method, &normal) {
             return Routed {
-                route: standard,
+                line,
                 path: Cow::Owned(normal),
             };
         }
-        let raw = Route::by_table(method, path);
-        if raw != Route::PublisherProxy {
-            return as_sent(raw);
+        if let Some(line) = self.by_table(method, path) {
+            return as_sent(line);
         }
         // Whatever the method: another spelling that any server on the way could read as one
-        // of the service's paths is never the origin's. (The path exactly as sent, with a
-        // method its route does not serve, is proxied as before: `POST /_ts/health`.)
+        // of the service's paths is never the fallback's. (The path exactly as sent, with a
+        // method its line does not serve, goes to the fallback as before: `POST /_ts/health`.)
         let elsewhere = readings::readings(path)
             .iter()
-            .any(|reading| reading != path && Route::is_the_services(reading));
+            .any(|reading| reading != path && self.is_the_services(reading));
         as_sent(if elsewhere {
-            Route::Reserved
+            &self.lines[self.reserved]
         } else {
-            Route::PublisherProxy
+            self.otherwise()
         })
     }
 
-    /// Whether `path`, exactly as given, is one of the service's paths for some method.
-    fn is_the_services(path: &str) -> bool {
-        ROUTES.iter().any(|(_, p, _)| *p == path)
-            || PREFIX_ROUTES.iter().any(|(_, p, _)| path.starts_with(p))
+    fn otherwise(&self) -> &RouteLine<H> {
+        &self.lines[self.otherwise]
     }
 
-    /// The table alone, on the path exactly as given.
-    fn by_table(method: &str, path: &str) -> Route {
-        ROUTES
-            .iter()
-            .find(|(m, p, _)| *p == path && m.is_none_or(|m| m == method))
-            .map(|(_, _, route)| *route)
+    /// Whether `path`, exactly as given, is one of the table's paths for some method.
+    fn is_the_services(&self, path: &str) -> bool {
+        self.lines.iter().any(|line| match line.path {
+            PathMatch::Exact(p) => p == path,
+            PathMatch::Prefix(p) => path.starts_with(p),
+            PathMatch::Reserved | PathMatch::Otherwise => false,
+        })
+    }
+
+    /// The table alone, on the path exactly as given: an exact line, else a prefix line.
+    fn by_table(&self, method: &str, path: &str) -> Option<&RouteLine<H>> {
+        let serving = || self.lines.iter().filter(|line| line.methods.allow(method));
+        serving()
+            .find(|line| matches!(line.path, PathMatch::Exact(p) if p == path))
             .or_else(|| {
-                PREFIX_ROUTES
-                    .iter()
-                    .find(|(m, p, _)| path.starts_with(p) && m.is_none_or(|m| m.contains(&method)))
-                    .map(|(_, _, route)| *route)
+                serving()
+                    .find(|line| matches!(line.path, PathMatch::Prefix(p) if path.starts_with(p)))
             })
-            .unwrap_or(Route::PublisherProxy)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Methods::{Any, Only};
+    use PathMatch::{Exact, Otherwise, Prefix, Reserved};
+
+    /// What a request is for: the handlers of the service's table, named.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Route {
+        Health,
+        Script,
+        EdgeId,
+        Discovery,
+        VerifySignature,
+        Admin,
+        FirstPartySign,
+        FirstPartyClick,
+        FirstPartyProxy,
+        FirstPartyOther,
+        Reserved,
+        PublisherProxy,
+    }
+
+    const fn line(
+        methods: Methods,
+        path: PathMatch,
+        name: &'static str,
+        handler: Route,
+    ) -> RouteLine<Route> {
+        RouteLine {
+            methods,
+            path,
+            name,
+            handler,
+        }
+    }
+
+    const GET: Methods = Only(&["GET"]);
+
+    /// The service's table as the adapter has it (`ROUTES` in `src/main.rs`), each handler
+    /// named by a [`Route`].
+    static TABLE: RouteTable<Route> = RouteTable::new(&[
+        line(GET, Exact("/_ts/health"), "health", Route::Health),
+        line(GET, Exact("/_ts/ec"), "edge-id", Route::EdgeId),
+        line(
+            GET,
+            Exact("/.well-known/trusted-server.json"),
+            "discovery",
+            Route::Discovery,
+        ),
+        line(
+            Only(&["POST"]),
+            Exact("/verify-signature"),
+            "verify-signature",
+            Route::VerifySignature,
+        ),
+        line(
+            GET,
+            Exact(crate::first_party::SIGN_PATH),
+            "first-party-sign",
+            Route::FirstPartySign,
+        ),
+        line(
+            GET,
+            Exact(crate::first_party::token::CLICK_PATH),
+            "first-party-click",
+            Route::FirstPartyClick,
+        ),
+        line(
+            GET,
+            Exact(crate::first_party::token::PROXY_PATH),
+            "first-party-proxy",
+            Route::FirstPartyProxy,
+        ),
+        line(
+            Only(&["GET", "HEAD"]),
+            Prefix(crate::publisher::script::SCRIPT_PATH_PREFIX),
+            "script",
+            Route::Script,
+        ),
+        line(
+            Any,
+            Prefix(crate::admin::ADMIN_PREFIX),
+            "admin",
+            Route::Admin,
+        ),
+        line(
+            Any,
+            Prefix(crate::first_party::PREFIX),
+            "first-party-other",
+            Route::FirstPartyOther,
+        ),
+        line(Any, Reserved, "reserved", Route::Reserved),
+        line(Any, Otherwise, "proxy", Route::PublisherProxy),
+    ]);
+
+    /// A request's route and the path it was routed by.
+    struct Resolved<'a> {
+        route: Route,
+        path: Cow<'a, str>,
+    }
+
+    impl Route {
+        fn classify(method: &str, path: &str) -> Route {
+            TABLE.resolve(method, path).line.handler
+        }
+
+        fn resolve<'a>(method: &str, path: &'a str) -> Resolved<'a> {
+            let routed = TABLE.resolve(method, path);
+            Resolved {
+                route: routed.line.handler,
+                path: routed.path,
+            }
+        }
+
+        fn by_table(method: &str, path: &str) -> Route {
+            TABLE
+                .by_table(method, path)
+                .map_or(Route::PublisherProxy, |line| line.handler)
+        }
+
+        fn is_the_services(path: &str) -> bool {
+            TABLE.is_the_services(path)
+        }
+    }
+
+    #[test]
+    fn each_line_is_found_with_its_name() {
+        assert_eq!(TABLE.resolve("GET", "/_ts/health").line.name, "health");
+        assert_eq!(TABLE.resolve("GET", "/_ts%2Fadmin").line.name, "reserved");
+        assert_eq!(TABLE.resolve("GET", "/").line.name, "proxy");
+        assert_eq!(TABLE.lines().len(), 12);
+    }
 
     #[test]
     fn own_endpoints_first_then_the_proxy() {

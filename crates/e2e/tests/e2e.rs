@@ -693,7 +693,7 @@ fn first_bytes_before_second_chunk(w: &World) -> Outcome {
     Ok(())
 }
 
-/// The streaming build holds its output while the origin has more ready (src/body/downstream.rs):
+/// The streaming build holds its output while the origin has more ready (src/phases/body/downstream.rs):
 /// a page whose every promised byte arrived before anything was sent goes out as one
 /// response with a `Content-Length`, like the buffered build's, not as a chunked stream (whose
 /// second write waits for the client's delayed ACK on a kept-alive connection). The small page
@@ -1184,7 +1184,7 @@ fn head_matches_get(w: &World) -> Outcome {
         })?;
     }
     // A rewritten GET carries a Content-Length when its body was complete before anything
-    // was sent (src/body/downstream.rs), which HEAD cannot know without fetching the body. RFC 9110
+    // was sent (src/phases/body/downstream.rs), which HEAD cannot know without fetching the body. RFC 9110
     // lets HEAD omit it, never send a different one.
     check(
         head.header("content-length").is_none()

@@ -237,7 +237,7 @@ pub fn pages_without_vary_with_vary_star_and_with_several_vary_lines(w: &World) 
     let t = unique();
     let path = format!("{PAGE}?{CACHEABLE}&no_vary=1&t={t}");
     let first = fetch_complete(w.streaming, &path, &[identity()])?;
-    // The service's own `Vary` (navigation, `src/inject.rs`) may be there; the origin's none.
+    // The service's own `Vary` (navigation, `src/phases/inject.rs`) may be there; the origin's none.
     let vary = first.header("vary").unwrap_or("").to_ascii_lowercase();
     check(!vary.contains("accept-encoding"), || {
         format!("the origin sent Vary {vary:?}")

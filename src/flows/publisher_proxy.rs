@@ -1,0 +1,189 @@
+//! The publisher proxy: every request no own endpoint answers. Read top to bottom as its
+//! phases: **client** and **identity** (what the platform observed, the edge ID) → **hints**
+//! (learned early hints leave first) → **cache** (a hit is answered without the origin) →
+//! **origin** (or, when it fails, a stale copy or the service's 502/504) → **response** and
+//! **injection** (every header decided before any is sent) → **body** (streamed through the
+//! pipeline, buffered, or passed through untouched; filling the cache entry when it may be
+//! stored) → **hints** learned from the page.
+
+use std::time::Instant;
+
+use fastly::{Request, Response};
+use trusted_server_core::cache::stale;
+use trusted_server_core::publisher::identity::IdentityPlan;
+use trusted_server_core::Settings;
+
+use crate::flows::refresh::refresh;
+use crate::kit::access::{Access, Outcome};
+use crate::kit::failure::{self, Failure, OriginFailure, Phase};
+use crate::kit::{leaving, reply};
+use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
+use crate::phases::response::Prepared;
+use crate::phases::{body, client, hints, identity, inject, origin, response};
+
+/// The flow: identity, hints, cache, origin, response, body, hints.
+pub fn run(request: Request, settings: &Settings, access: &mut Access) {
+    let client = client::observe(&request, settings);
+    let edge_id = identity::request_phase(&request, settings);
+    let is_head = request.get_method_str() == "HEAD";
+    let key = cache::page_key(&request, &client);
+    // Learned early hints leave first, before the page cache or the origin is asked.
+    let learning = hints::before_origin(&request, &client, &key, settings);
+    // The origin request is built before the lookup: the lookup matches the origin's `Vary`
+    // against the headers the origin receives.
+    let preconditions = cache::preconditions(&request);
+    let forward = edge_id.forward.as_deref();
+    let mut upstream = origin::build_request(request, &client, forward, settings);
+    let lookup = cache::lookup(&upstream, key, &client);
+    let recipient = Recipient {
+        preconditions: &preconditions,
+        client: &client,
+        edge_id: &edge_id,
+    };
+    let lookup = match cache::answer_hit(lookup, &recipient, settings, access) {
+        AfterHit::Served => return,
+        AfterHit::Refresh(fill) => {
+            origin::for_fill(&mut upstream);
+            let learn_hints = learning.is_some();
+            return refresh(upstream, fill, &client, learn_hints, settings, access);
+        }
+        AfterHit::Origin(lookup) => lookup,
+    };
+    // A fill asks for the whole page; a request that passes forwards its range and
+    // preconditions as they came.
+    if lookup.fills() {
+        origin::for_fill(&mut upstream);
+    }
+    let Some((origin_response, lookup)) =
+        ask_origin(upstream, lookup, &recipient, settings, access)
+    else {
+        return;
+    };
+    // Hints are learned only from an answer any reader could get.
+    let learning = hints::from_shared_answer(learning, &origin_response);
+    let (prepared, storing) = prepare(
+        origin_response,
+        lookup,
+        &recipient,
+        is_head,
+        settings,
+        access,
+    );
+    let link_hints = learning
+        .as_ref()
+        .and_then(|_| hints::from_response(&prepared.response));
+    let sent = body::send(prepared, storing, learning.is_some(), settings, access);
+    if let (Some(learning), true) = (learning, sent.complete) {
+        hints::after_page(learning, link_hints, sent.head_hints);
+    }
+}
+
+/// Sends the origin request. The origin's answer comes back with the lookup, to be relayed;
+/// when the origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale copy
+/// answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
+/// relayed as the origin's answer, and the others get the service's `502` or `504` here.
+fn ask_origin(
+    upstream: Request,
+    lookup: Lookup,
+    recipient: &Recipient,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<(Response, Lookup)> {
+    let asked = Instant::now();
+    let fetched = origin::send(upstream, settings);
+    access.origin_wait = Some(asked.elapsed());
+    // What failed, for the log, and what to relay or answer unless a stale copy answers.
+    let (failed, unusable) = match fetched {
+        Err(failure) => {
+            let named = format!("{}: {}", failure.kind(), failure.detail());
+            let kind = failure.kind();
+            (named, Err((failure, kind)))
+        }
+        // 100 and 103 are interim and consumed by the platform; a 1xx that reaches us as the
+        // final answer (101 Switching Protocols, 102) cannot be relayed: the platform refuses
+        // to send it and there is no body to stream.
+        Ok(response) if response.get_status().is_informational() => {
+            let cause = format!("status {}", response.get_status());
+            let named = format!("{}: {cause}", Failure::InterimAsFinal);
+            let failure = OriginFailure::Unavailable(cause);
+            (named, Err((failure, Failure::InterimAsFinal)))
+        }
+        Ok(response) if stale::is_origin_error(response.get_status().as_u16()) => (
+            format!("origin answered {}", response.get_status()),
+            Ok(response),
+        ),
+        Ok(response) => return Some((response, lookup)),
+    };
+    let lookup = cache::serve_stale_if_error(lookup, &failed, recipient, settings, access).err()?;
+    match unusable {
+        Ok(response) => Some((response, lookup)),
+        Err((failure, kind)) => {
+            answer_origin_failure(access, lookup, failure, kind, settings);
+            None
+        }
+    }
+}
+
+/// The origin gave no response to relay: the failure is reported (before any header was
+/// sent) and the client gets the service's `502` or `504`, with the cache's state and timings.
+#[track_caller]
+fn answer_origin_failure(
+    access: &mut Access,
+    lookup: Lookup,
+    failure: OriginFailure,
+    kind: Failure,
+    settings: &Settings,
+) {
+    let progress = access.progress(Phase::Upstream, 0, 0);
+    failure::record(
+        kind,
+        failure.detail(),
+        &origin::backend_info(settings),
+        progress,
+    );
+    access.outcome = Outcome::Error;
+    let state = cache::origin_failed(lookup);
+    let mut response = reply::origin_failure(&failure, settings);
+    cache::outgoing(&mut response, None, &state, settings);
+    access.cache = Some(state.to_string());
+    leaving::stamp(&mut response, access, access.cache.as_deref(), settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+}
+
+/// The response and injection phases, with the cache's part: a response that may be stored
+/// is prepared without the reader's parts (the edge-ID cookie), which the cache adds on the
+/// way out; any other gets them here. Its headers are final when this returns, stamped as
+/// every response's are, with the insert to fill, if any.
+fn prepare(
+    origin_response: Response,
+    lookup: Lookup,
+    recipient: &Recipient,
+    is_head: bool,
+    settings: &Settings,
+    access: &mut Access,
+) -> (Prepared, Option<Store>) {
+    let Recipient {
+        preconditions,
+        client,
+        edge_id,
+    } = *recipient;
+    let assessed = cache::assess(lookup, &origin_response);
+    let identity = match assessed {
+        Ok(_) => &IdentityPlan::NONE,
+        Err(_) => edge_id,
+    };
+    let mut prepared = response::prepare(origin_response, client, identity, is_head, settings);
+    prepared.inject = inject::decide(&prepared.response, &prepared.plan, client, settings);
+    let response = &mut prepared.response;
+    let (state, storing) = match assessed {
+        Ok(storing) => storing.begin(response, &prepared.plan, edge_id, preconditions, settings),
+        Err(state) => {
+            cache::outgoing(response, None, &state, settings);
+            (state, None)
+        }
+    };
+    access.cache = Some(state.to_string());
+    leaving::stamp(response, access, access.cache.as_deref(), settings);
+    (prepared, storing)
+}

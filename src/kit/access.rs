@@ -1,0 +1,291 @@
+//! One access line per request, the Fastly way: `log` records sent to a real-time log
+//! endpoint by `log-fastly`. `fastly compute serve` (Viceroy) prints every endpoint's records
+//! as `trusted_server :: <line>`; on the edge they go wherever the endpoint is configured.
+
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use fastly::Request;
+use trusted_server_settings::LogLevel;
+
+use crate::kit::failure::{Phase, Progress};
+
+/// The log endpoint the records go to (see docs/deploy.md).
+pub const LOG_ENDPOINT: &str = "trusted_server";
+
+/// Sends `log` records up to `level` (the `logging.level` setting) to [`LOG_ENDPOINT`].
+/// Called once, first thing.
+pub fn init_logging(level: LogLevel) {
+    // `try_init` fails only if a logger is already set: then keep that one.
+    let _ = log_fastly::Logger::builder()
+        .max_level(level_filter(level))
+        .default_endpoint(LOG_ENDPOINT)
+        .try_init();
+    crate::kit::failure::plain_reports();
+}
+
+/// The `log` filter for a `logging.level` setting. (The settings crate does not depend on
+/// `log`, so the mapping lives here.)
+pub fn level_filter(level: LogLevel) -> log::LevelFilter {
+    match level {
+        LogLevel::Off => log::LevelFilter::Off,
+        LogLevel::Error => log::LevelFilter::Error,
+        LogLevel::Warn => log::LevelFilter::Warn,
+        LogLevel::Info => log::LevelFilter::Info,
+        LogLevel::Debug => log::LevelFilter::Debug,
+        LogLevel::Trace => log::LevelFilter::Trace,
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The whole response was sent and properly ended.
+    Finished,
+    /// The body stream was abandoned after the headers: the client sees an incomplete transfer.
+    Abandoned,
+    /// The client went away.
+    ClientGone,
+    /// The body passed through untouched, host-side; why.
+    PassedThrough(String),
+    /// The service answered an error status itself.
+    Error,
+}
+
+/// Counters a body sink updates as it writes; shared with the access record.
+#[derive(Debug, Default)]
+pub struct SinkStats {
+    /// When the first body byte was written.
+    pub first_write: Cell<Option<Instant>>,
+    /// Body bytes written.
+    pub bytes: Cell<u64>,
+    /// Write calls (host calls on Fastly).
+    pub writes: Cell<u64>,
+    /// When the response head was sent, if the sink sends it (see `downstream`).
+    pub sent_at: Cell<Option<Instant>>,
+}
+
+impl SinkStats {
+    /// Records one write (one host call) of `bytes` body bytes.
+    pub fn record(&self, bytes: usize) {
+        if bytes > 0 && self.first_write.get().is_none() {
+            self.first_write.set(Some(Instant::now()));
+        }
+        self.bytes.set(self.bytes.get() + bytes as u64);
+        self.writes.set(self.writes.get() + 1);
+    }
+}
+
+/// What the access line reports about one request.
+#[derive(Debug)]
+pub struct Access {
+    started: Instant,
+    trace_id: String,
+    method: String,
+    path: String,
+    /// Response status sent to the client.
+    pub status: u16,
+    /// The body plan (`rewrite:html+gzip`, `pass:not-text`, ...).
+    pub plan: String,
+    /// When the response headers were sent.
+    pub headers_at: Option<Instant>,
+    /// When the first body byte was written, if the guest wrote the body.
+    pub first_body_at: Option<Instant>,
+    /// When the last body byte was written, if the guest wrote the body.
+    pub last_byte_at: Option<Instant>,
+    /// Origin body bytes read, if the guest read the body.
+    pub bytes_in: Option<u64>,
+    /// Body bytes written, if the guest wrote the body.
+    pub bytes_out: Option<u64>,
+    /// Host write calls for the body.
+    pub writes: Option<u64>,
+    /// How long the origin took to answer with its headers (or to fail), if it was asked.
+    pub origin_wait: Option<Duration>,
+    /// Time spent in the body pipeline (decode, rewrite, encode), if the body was rewritten:
+    /// see `timing::timed`.
+    pub rewrite: Option<Duration>,
+    /// For a rewritten HTML body: whether lol_html ran (`true`), or the URL rule alone
+    /// rewrote it (no Flight marker, no unsafe `<meta>` charset; see the core's lazy stage).
+    pub html_structured: Option<bool>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
+    pub cache: Option<String>,
+    /// Whether the response expires the client's `ts-ec` cookie (`Sec-GPC: 1` with the cookie
+    /// sent): decided once in `main` (`edge_cookie::gpc_expiry`), added to whatever response the
+    /// request gets where its headers leave (`leaving::stamp`). Not on the access line.
+    pub expire_edge_id: bool,
+}
+
+impl Access {
+    /// Starts the record for `request`.
+    pub fn start(request: &Request) -> Self {
+        Access {
+            started: Instant::now(),
+            trace_id: std::env::var("FASTLY_TRACE_ID").unwrap_or_else(|_| "-".into()),
+            method: request.get_method_str().to_owned(),
+            path: request.get_path().to_owned(),
+            status: 0,
+            plan: "-".into(),
+            headers_at: None,
+            first_body_at: None,
+            last_byte_at: None,
+            bytes_in: None,
+            bytes_out: None,
+            writes: None,
+            origin_wait: None,
+            rewrite: None,
+            html_structured: None,
+            outcome: Outcome::Finished,
+            cache: None,
+            expire_edge_id: false,
+        }
+    }
+
+    /// Time since the request arrived.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Where the request is, for a failure report.
+    pub fn progress(&self, phase: Phase, bytes_in: u64, bytes_out: u64) -> Progress {
+        Progress {
+            phase,
+            bytes_in,
+            bytes_out,
+            elapsed: self.elapsed(),
+        }
+    }
+
+    /// Records the response headers as sent now, with `status`.
+    pub fn headers_sent(&mut self, status: u16) {
+        self.status = status;
+        self.headers_at = Some(Instant::now());
+    }
+
+    /// Takes the body counters of a sink.
+    pub fn body_written(&mut self, stats: &SinkStats) {
+        self.first_body_at = stats.first_write.get();
+        self.bytes_out = Some(stats.bytes.get());
+        self.writes = Some(stats.writes.get());
+    }
+
+    /// The access line.
+    pub fn line(&self) -> String {
+        let ms = |at: Option<Instant>| match at {
+            Some(t) => format!("{:.1}", (t - self.started).as_secs_f64() * 1000.0),
+            None => "-".into(),
+        };
+        let dur = |d: Option<Duration>| match d {
+            Some(d) => format!("{:.1}", d.as_secs_f64() * 1000.0),
+            None => "-".into(),
+        };
+        let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+        let outcome = match &self.outcome {
+            Outcome::Finished => "finished".to_owned(),
+            Outcome::Abandoned => "abandoned".to_owned(),
+            Outcome::ClientGone => "client-gone".to_owned(),
+            Outcome::PassedThrough(why) => format!("passed-through({why})"),
+            Outcome::Error => "error".to_owned(),
+        };
+        let html = match self.html_structured {
+            Some(true) => "lol_html",
+            Some(false) => "plain",
+            None => "-",
+        };
+        let mut line = String::with_capacity(200);
+        let _ = write!(
+            line,
+            "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
+             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={}",
+            self.trace_id,
+            self.method,
+            self.path,
+            self.status,
+            self.plan,
+            n(self.bytes_in),
+            n(self.bytes_out),
+            n(self.writes),
+            html,
+            dur(self.origin_wait),
+            ms(self.headers_at),
+            ms(self.first_body_at),
+            dur(self.rewrite),
+            ms(self.last_byte_at),
+            outcome,
+            self.cache.as_deref().unwrap_or("-")
+        );
+        line
+    }
+
+    /// Logs the access line at `info`.
+    pub fn log(&self) {
+        log::info!("{}", self.line());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    #[test]
+    fn each_setting_level_is_the_log_level_of_that_name() {
+        for level in LogLevel::ALL {
+            let filter = level_filter(level);
+            assert!(
+                filter.as_str().eq_ignore_ascii_case(level.as_str()),
+                "{level:?}"
+            );
+        }
+        // Access lines are `info`, failure reports `warn`: `warn` keeps only the reports.
+        assert!(level_filter(LogLevel::Warn) < log::Level::Info);
+        assert!(level_filter(LogLevel::Warn) >= log::Level::Warn);
+    }
+
+    #[test]
+    fn the_line_has_every_field_and_dashes_for_the_unknown() {
+        let request = Request::get("http://www.pub.test/a%20b?q=1");
+        let mut access = Access::start(&request);
+        let line = access.line();
+        for field in [
+            "method=GET",
+            "path=\"/a%20b\"",
+            "status=0",
+            "in=-",
+            "html=-",
+            "first_byte_ms=-",
+            "origin_ms=-",
+            "rewrite_ms=-",
+            "outcome=finished",
+            "cache=-",
+        ] {
+            assert!(line.contains(field), "{field} missing from {line}");
+        }
+        let stats = Rc::new(SinkStats::default());
+        stats.record(5);
+        stats.record(6);
+        access.headers_sent(200);
+        access.body_written(&stats);
+        access.outcome = Outcome::PassedThrough("not-text".into());
+        access.html_structured = Some(true);
+        access.cache = Some("PASS(no-ttl)".into());
+        access.origin_wait = Some(Duration::from_micros(12_340));
+        access.rewrite = Some(Duration::from_micros(2_500));
+        let line = access.line();
+        for field in [
+            "status=200",
+            "out=11",
+            "writes=2",
+            "html=lol_html",
+            "origin_ms=12.3",
+            "rewrite_ms=2.5",
+            "outcome=passed-through(not-text)",
+            "cache=PASS(no-ttl)",
+        ] {
+            assert!(line.contains(field), "{field} missing from {line}");
+        }
+        assert!(!line.contains("first_byte_ms=-"), "{line}");
+    }
+}

@@ -1,0 +1,17 @@
+//! The kit: shared leaves that every room may use and that import no phase, flow or endpoint
+//! (only each other): what `build.rs` generates, replies, the access line, failures, timing,
+//! secrets and signing keys, partner request signing, signed first-party URLs, the edge-ID
+//! cookie's header writers, and the stamp every response gets on its way out.
+
+pub mod access;
+pub mod edge_cookie;
+pub mod failure;
+pub mod generated;
+pub mod leaving;
+pub mod limits;
+pub mod partner;
+pub mod reply;
+pub mod secrets;
+pub mod signed_url;
+pub mod signing_keys;
+pub mod timing;

@@ -1,0 +1,120 @@
+//! The body phase of a response being stored (`crate::phases::cache`): the pipeline writes into the
+//! cache entry, and the client reads the entry back as it is written (the host streams it), so
+//! the first client gets the page while it is stored, and requests that waited for this fill
+//! read the same bytes.
+//!
+//! The entry is finished only when the origin body ended cleanly and the pipeline finished it;
+//! on any failure the insert is dropped unfinished, which abandons it: nothing short is ever
+//! stored, and the clients reading it back see an incomplete transfer, as without a cache.
+
+use std::io::{self, Write};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use fastly::{Body, Response};
+use trusted_server_core::{BodyPipeline, PipelineReport, Settings};
+
+use super::origin_read::read_to_end;
+use super::{classify, record_report, report, BodyFailure, Job};
+use crate::kit::access::{Access, Outcome, SinkStats};
+use crate::kit::failure::Failure;
+use crate::kit::timing::timed;
+use crate::phases::cache::Filling;
+
+/// The insert body, counting what it is given for the access line.
+struct Counting<W> {
+    inner: W,
+    stats: Rc<SinkStats>,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.stats.record(n);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Sends `response` with the body read back from the entry (unless the client already has
+/// its answer: a refresh), or as a `304` when the reader's copy is current, then fills the
+/// entry. The early hints of the page's head when the entry was filled, `None` when it failed.
+pub(crate) fn fill(
+    mut response: Response,
+    mut origin_body: Body,
+    job: Job,
+    mut filling: Filling,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Vec<String>> {
+    let status = response.get_status().as_u16();
+    let length = origin_body.known_length();
+    if let Some(streamed_back) = filling.client_body.take() {
+        response.set_body(streamed_back);
+        response.send_to_client();
+        access.headers_sent(status);
+    } else if filling.not_modified {
+        // The reader's copy is current: a 304 now (no body to wait for), then the fill.
+        crate::phases::cache::not_modified(&mut response, settings);
+        access.headers_sent(response.get_status().as_u16());
+        response.send_to_client();
+    }
+    let stats = Rc::new(SinkStats::default());
+    let fill_key = filling.fill_key();
+    let sink = Counting {
+        inner: filling.insert,
+        stats: Rc::clone(&stats),
+    };
+    let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+    let mut bytes_in = 0;
+    let mut rewrite = Duration::ZERO;
+    let result = pump(pipeline, origin_body, length, &mut bytes_in, &mut rewrite);
+    access.bytes_in = Some(bytes_in);
+    access.rewrite = Some(rewrite);
+    access.body_written(&stats);
+    match result {
+        Ok(pipeline_report) => {
+            access.last_byte_at = Some(Instant::now());
+            Some(record_report(&pipeline_report, settings, access))
+        }
+        Err(failure) => {
+            // The insert was dropped unfinished in `pump`: abandoned; and discarded.
+            Filling::discard(&fill_key);
+            access.outcome = Outcome::Abandoned;
+            report(failure, bytes_in, stats.bytes.get(), settings, access);
+            None
+        }
+    }
+}
+
+/// The origin body through the pipeline into the entry; the entry finished only after the
+/// whole body (every promised byte, when the origin said how many) went through.
+fn pump(
+    mut pipeline: BodyPipeline<Counting<fastly::http::body::StreamingBody>>,
+    origin_body: Body,
+    length: Option<u64>,
+    bytes_in: &mut u64,
+    rewrite: &mut Duration,
+) -> Result<PipelineReport, BodyFailure> {
+    let mut origin_body = origin_body.into_handle();
+    read_to_end(&mut origin_body, length, bytes_in, |chunk, _| {
+        timed(rewrite, || pipeline.push(chunk)).map_err(classify)
+    })?;
+    if let Some(len) = length.filter(|len| *bytes_in < *len) {
+        return Err((
+            Failure::OriginBody,
+            format!("origin body ended after {bytes_in} of its {len} bytes"),
+        ));
+    }
+    let (sink, pipeline_report) = timed(rewrite, || pipeline.finish()).map_err(classify)?;
+    sink.inner.finish().map_err(|e| {
+        (
+            Failure::CacheWrite,
+            format!("cache entry did not finish: {e}"),
+        )
+    })?;
+    Ok(pipeline_report)
+}

@@ -1,0 +1,205 @@
+//! The body phase: untouched bodies stream host-side (`send_to_client`); rewritten bodies go
+//! through the core pipeline, streamed ([`stream`]) into `stream_to_client()` by way of the
+//! client body that carries out the core's `Release` ([`downstream`]), or, with
+//! `publisher.streaming = false`, collected and sent with a `Content-Length` ([`buffer`]). A
+//! page being stored in the cache is written into the entry and read back ([`fill`]), or in a
+//! buffered build stored whole by [`buffer`] before it is sent. The streaming body and the
+//! cache fill read the origin body through one loop ([`origin_read`]).
+//!
+//! The phase hands what it learned back to the flow that called it ([`Sent`]); what the access
+//! line reports it writes into the access record, and never reads back.
+
+mod buffer;
+pub mod downstream;
+mod fill;
+mod origin_read;
+pub(crate) mod stream;
+
+use trusted_server_core::{
+    BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
+};
+
+use crate::kit::access::{Access, Outcome};
+use crate::kit::failure::{self, Failure, Phase};
+use crate::phases::cache::Store;
+use crate::phases::origin;
+use crate::phases::response::Prepared;
+
+/// What the body phase hands back to the flow that called it.
+pub struct Sent {
+    /// The body reached its end: rewritten and finished, or passed through host-side.
+    pub complete: bool,
+    /// The early hints the page's head carried (URLs already first-party), when the flow asked
+    /// for them (`learn_hints`) and the pipeline finished.
+    pub head_hints: Vec<String>,
+}
+
+/// The body phase. What the access line reports goes into `access`; failures are reported
+/// once. `storing`: the cache entry this response fills (`crate::phases::cache::Store`):
+/// streamed into it and read back by the client, or, in a buffered build, stored whole once
+/// rewritten; for a rewritten body only. `learn_hints`: the pipeline also reads the early
+/// hints in the page's head, for [`Sent::head_hints`].
+pub fn send(
+    prepared: Prepared,
+    storing: Option<Store>,
+    learn_hints: bool,
+    settings: &Settings,
+    access: &mut Access,
+) -> Sent {
+    let Prepared {
+        mut response,
+        plan,
+        rule,
+        inject,
+    } = prepared;
+    access.plan = plan_label(&plan);
+    let BodyPlan::Rewrite { codec, rewrite } = plan else {
+        // Untouched: the platform streams origin bytes to the client without a guest copy.
+        access.headers_sent(response.get_status().as_u16());
+        access.outcome = Outcome::PassedThrough(access.plan.clone());
+        response.send_to_client();
+        return Sent {
+            complete: true,
+            head_hints: Vec::new(),
+        };
+    };
+    let origin_body = response.take_body();
+    let options = PipelineOptions {
+        nextjs: settings.integrations.nextjs,
+        inject,
+        learn_hints,
+        ..PipelineOptions::default()
+    };
+    let job = Job {
+        codec,
+        rewrite,
+        rule,
+        options,
+    };
+    let finished = match storing {
+        Some(Store::Streaming(filling)) => {
+            fill::fill(response, origin_body, job, filling, settings, access)
+        }
+        Some(Store::Whole(insert)) => {
+            buffer::buffer(response, origin_body, job, Some(insert), settings, access)
+        }
+        None if settings.publisher.streaming => {
+            stream::stream(response, origin_body, job, settings, access)
+        }
+        None => buffer::buffer(response, origin_body, job, None, settings, access),
+    };
+    Sent {
+        complete: finished.is_some(),
+        head_hints: finished.unwrap_or_default(),
+    }
+}
+
+/// `rewrite:html+gzip`, `pass:NotText`, ...: the plan as the access line shows it.
+fn plan_label(plan: &BodyPlan) -> String {
+    match plan {
+        BodyPlan::Rewrite { codec, rewrite } => {
+            let stage = match rewrite {
+                Rewrite::Html(_) => "html",
+                Rewrite::Text => "text",
+                Rewrite::Flight => "flight",
+            };
+            format!(
+                "rewrite:{stage}+{}",
+                format!("{codec:?}").to_ascii_lowercase()
+            )
+        }
+        BodyPlan::PassThrough(reason) => format!("pass:{reason:?}"),
+    }
+}
+
+pub(crate) struct Job {
+    codec: Codec,
+    rewrite: Rewrite,
+    rule: UrlRule,
+    options: PipelineOptions,
+}
+
+/// A failure of the body phase: what it was and its cause.
+pub(crate) type BodyFailure = (Failure, String);
+
+pub(crate) fn classify(error: PipelineError) -> BodyFailure {
+    let failure = match &error {
+        PipelineError::Origin(_) => Failure::OriginBody,
+        PipelineError::Client(_) => Failure::ClientGone,
+        _ => Failure::Reencoding,
+    };
+    (failure, error.to_string())
+}
+
+/// Logs a body-phase failure of the publisher's page as one report.
+#[track_caller]
+pub(crate) fn report(
+    failure: BodyFailure,
+    bytes_in: u64,
+    bytes_out: u64,
+    settings: &Settings,
+    access: &Access,
+) {
+    report_for(
+        failure,
+        bytes_in,
+        bytes_out,
+        &origin::backend_info(settings),
+        access,
+    );
+}
+
+/// Logs a body-phase failure as one report, naming the backend the body came from.
+#[track_caller]
+pub(crate) fn report_for(
+    failure: BodyFailure,
+    bytes_in: u64,
+    bytes_out: u64,
+    backend: &failure::BackendInfo,
+    access: &Access,
+) {
+    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
+    failure::record(failure.0, failure.1, backend, progress);
+}
+
+/// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
+/// response, where rewriting gave way to passing original bytes through. Returns the early
+/// hints the page's head carried, for [`Sent::head_hints`].
+pub(crate) fn record_report(
+    pipeline_report: &PipelineReport,
+    settings: &Settings,
+    access: &mut Access,
+) -> Vec<String> {
+    access.html_structured = pipeline_report.html_structured;
+    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.injected {
+        log::info!("script not injected: {why}");
+    }
+    let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
+    if pipeline_report.utf16 {
+        log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
+    }
+    if pipeline_report.ignored_trailing > 0 {
+        log::info!(
+            "ignored {} bytes after the end of the compressed body, as browsers do",
+            pipeline_report.ignored_trailing
+        );
+    }
+    if let Some(reason) = &pipeline_report.html_bail_out {
+        let failure = (Failure::HtmlBailOut, reason.clone());
+        report(failure, bytes_in, bytes_out, settings, access);
+    }
+    if let Some(reason) = pipeline_report.rsc.degraded {
+        let cause = format!(
+            "{reason} (held at most {} bytes)",
+            pipeline_report.rsc.peak_held
+        );
+        report(
+            (Failure::RscDegraded, cause),
+            bytes_in,
+            bytes_out,
+            settings,
+            access,
+        );
+    }
+    pipeline_report.hints.clone()
+}

@@ -1,0 +1,161 @@
+//! Streaming: the origin body through the pipeline into the client body, read by read.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use fastly::handle::BodyHandle;
+use fastly::{Body, Response};
+use trusted_server_core::{BodyPipeline, Codec, PipelineReport, Release, Settings, Step};
+
+use super::downstream::{self, ClientBody, HoldingSink};
+use super::origin_read::read_to_end;
+use super::{classify, record_report, report, BodyFailure, Job};
+use crate::kit::access::{Access, Outcome, SinkStats};
+use crate::kit::failure::Failure;
+use crate::kit::timing::timed;
+
+/// The head and the body as the origin delivers it, through the pipeline into a
+/// [`ClientBody`]: output waits only while the origin has more ready (see `downstream`), so a
+/// body the origin sends at once leaves in one write, with a `Content-Length`, and a slow one
+/// streams as it arrives. On any failure the client body is dropped without `finish()`: the
+/// transfer is abandoned, so the client sees an incomplete transfer rather than a short page
+/// that looks complete. The early hints of the page's head when it finished, `None` when it
+/// failed.
+pub(crate) fn stream(
+    response: Response,
+    origin_body: Body,
+    job: Job,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Vec<String>> {
+    let Job {
+        codec,
+        rewrite,
+        rule,
+        options,
+    } = job;
+    let streamed = stream_through(
+        response,
+        origin_body,
+        codec,
+        |sink| BodyPipeline::new(codec, rewrite, rule, &options, sink),
+        access,
+    );
+    match streamed.result {
+        Ok(pipeline_report) => Some(record_report(&pipeline_report, settings, access)),
+        Err(failure) => {
+            report(
+                failure,
+                streamed.bytes_in,
+                streamed.bytes_out,
+                settings,
+                access,
+            );
+            None
+        }
+    }
+}
+
+/// What [`stream_through`] did: the pipeline's report or the failure (not yet reported), and
+/// the bytes read and written.
+pub(crate) struct Streamed {
+    pub(crate) result: Result<PipelineReport, BodyFailure>,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+}
+
+/// The streaming machinery for any pipeline over `codec` (the publisher's page, or a
+/// first-party creative): `make` builds the pipeline on the client body's sink. Records in
+/// `access` the time spent rewriting, when the head and the last byte left and the outcome;
+/// the caller reports a failure, naming its own backend.
+pub(crate) fn stream_through(
+    response: Response,
+    origin_body: Body,
+    codec: Codec,
+    make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink>,
+    access: &mut Access,
+) -> Streamed {
+    let status = response.get_status().as_u16();
+    let stats = Rc::new(SinkStats::default());
+    let mut origin_body = origin_body;
+    let length = origin_body.known_length();
+    let client_body = ClientBody::new(response, Rc::clone(&stats), length);
+    let pipeline = make(client_body.sink());
+    let mut bytes_in = 0;
+    let mut rewrite = Duration::ZERO;
+    let release = Release::new(codec, length);
+    let result = pump(
+        pipeline,
+        origin_body.into_handle(),
+        release,
+        client_body,
+        (&mut bytes_in, &mut rewrite),
+    );
+    access.rewrite = Some(rewrite);
+    access.headers_sent(status);
+    access.headers_at = stats.sent_at.get();
+    access.bytes_in = Some(bytes_in);
+    access.body_written(&stats);
+    match &result {
+        Ok(_) => access.last_byte_at = Some(Instant::now()),
+        Err(failure) => {
+            access.outcome = if failure.0 == Failure::ClientGone {
+                Outcome::ClientGone
+            } else {
+                Outcome::Abandoned
+            };
+        }
+    }
+    Streamed {
+        result,
+        bytes_in,
+        bytes_out: stats.bytes.get(),
+    }
+}
+
+/// Reads the origin body through the pipeline to the end and finishes the client body. After
+/// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
+/// client body holds, flushing the pipeline first when that is worth it. On an error the
+/// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
+/// the pipeline into `counters`.
+fn pump(
+    mut pipeline: BodyPipeline<HoldingSink>,
+    mut origin_body: BodyHandle,
+    mut release: Release,
+    client_body: ClientBody,
+    counters: (&mut u64, &mut Duration),
+) -> Result<PipelineReport, BodyFailure> {
+    let (bytes_in, rewrite) = counters;
+    let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
+    let length = release.origin_length();
+    read_to_end(&mut origin_body, length, bytes_in, |chunk, origin_body| {
+        timed(rewrite, || pipeline.push(chunk)).map_err(classify)?;
+        // Decided after the work on this chunk, which gives the origin's next bytes time to
+        // arrive.
+        let progress = pipeline.progress();
+        match release.after_read(chunk.len(), progress, || {
+            downstream::origin_has_more_ready(origin_body)
+        }) {
+            Step::Hold => {}
+            // Flushing the pipeline flushes the client body: what it holds leaves.
+            Step::Send { flush: true } => timed(rewrite, || pipeline.flush()).map_err(classify)?,
+            Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
+        }
+        Ok(())
+    })?;
+    if let Some((read, len)) = release.origin_short() {
+        return Err((
+            Failure::OriginBody,
+            format!("origin body ended after {read} of its {len} bytes"),
+        ));
+    }
+    let (sink, pipeline_report) = timed(rewrite, || pipeline.finish()).map_err(classify)?;
+    drop(sink);
+    client_body.finish().map_err(|e| {
+        (
+            Failure::ClientGone,
+            format!("client stream did not finish: {e}"),
+        )
+    })?;
+    Ok(pipeline_report)
+}

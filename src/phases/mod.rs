@@ -1,0 +1,12 @@
+//! The phases: one platform job each. A phase may use another's types (a [`client::Client`],
+//! a [`cache::Store`]) and small shared rules, but never calls another phase's entry point:
+//! the order of things is the flows' (`crate::flows`). No phase imports a flow or an endpoint.
+
+pub mod body;
+pub mod cache;
+pub mod client;
+pub mod hints;
+pub mod identity;
+pub mod inject;
+pub mod origin;
+pub mod response;

@@ -1,0 +1,277 @@
+//! The upstream phase: build the origin request and send it through a dynamic backend.
+
+use std::time::{Duration, Instant};
+
+use fastly::backend::BackendCreationError;
+use fastly::http::request::{SendError, SendErrorCause};
+use fastly::http::{HeaderValue, Version};
+use fastly::{Backend, Request, Response};
+use trusted_server_core::cache::{fill, shared};
+use trusted_server_core::compression;
+use trusted_server_core::publisher::identity::ORIGIN_HEADER;
+use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
+use trusted_server_settings::Scheme;
+
+use crate::kit::failure::{BackendInfo, OriginFailure};
+use crate::phases::client::Client;
+
+/// Name of the dynamic backend for `publisher.origin_url`.
+const BACKEND_NAME: &str = "publisher_origin";
+
+/// The backend every origin request uses, for reports.
+pub fn backend_info(settings: &Settings) -> BackendInfo {
+    BackendInfo {
+        name: BACKEND_NAME,
+        address: settings.publisher.origin_address.to_string(),
+    }
+}
+
+/// Sends the origin request ([`build_request`]) and returns the origin's response as soon as
+/// the headers arrive; the body streams afterwards. A request whose answer may be the reader's
+/// own bypasses the platform's HTTP cache in front of the origin
+/// (`trusted_server_core::cache::shared::origin_fetch_passes`).
+pub fn send(mut request: Request, settings: &Settings) -> Result<Response, OriginFailure> {
+    let backend = backend(settings)?;
+    if shared::origin_fetch_passes(ask(&request)) {
+        request.set_pass(true);
+    }
+    let sent_at = Instant::now();
+    request
+        .send(backend)
+        .map_err(|e| send_failure(&e, sent_at, settings))
+}
+
+/// What the shared-cache rule (`trusted_server_core::cache::shared`) needs of `request`: its
+/// method, whether it has `Authorization`, and whether it carries the reader's own cookies.
+pub fn ask(request: &Request) -> shared::Ask<'_> {
+    shared::Ask {
+        method: request.get_method_str(),
+        authorization: request.get_header("authorization").is_some(),
+        reader: shared::reader(request.get_header_all("cookie").map(HeaderValue::as_bytes)),
+    }
+}
+
+/// Makes `request` (an origin request from [`build_request`]) the request of a cache fill:
+/// without `Range` and preconditions (`trusted_server_core::cache::fill::FILL_DROPPED`), so
+/// the origin answers with the whole page, which is what an entry stores.
+pub fn for_fill(request: &mut Request) {
+    let dropped: Vec<_> = request
+        .get_header_names()
+        .filter(|name| fill::fill_drops(name.as_str()))
+        .cloned()
+        .collect();
+    for name in dropped {
+        request.remove_header(name);
+    }
+}
+
+/// What a failed `send` means: a timeout (504) or an unavailable upstream (502). Shared with
+/// the first-party proxy, whose backends use the same timeouts.
+pub fn send_failure(e: &SendError, sent_at: Instant, settings: &Settings) -> OriginFailure {
+    let detail = format!("{e}");
+    let timed_out = matches!(
+        e.root_cause(),
+        SendErrorCause::ConnectionTimeout
+            | SendErrorCause::HttpResponseTimeout
+            | SendErrorCause::DnsTimeout
+    );
+    // Viceroy reports an expired first-byte timeout as a generic error; the elapsed time
+    // tells the two apart there.
+    let waited_out =
+        sent_at.elapsed() >= Duration::from_millis(settings.publisher.first_byte_timeout_ms.into());
+    if timed_out || waited_out {
+        OriginFailure::Timeout(detail)
+    } else {
+        OriginFailure::Unavailable(detail)
+    }
+}
+
+/// Turns the client's request into the origin's: same method, path, query and body; the
+/// origin's URL and `Host`; headers filtered by the core's forwarding policy (which drops a
+/// client's own `X-TS-EC`), then ours (the edge ID in `X-TS-EC` when there is one). Built
+/// before the cache lookup: the lookup matches the origin's `Vary` against these headers,
+/// the ones the origin receives (`trusted_server_core::cache::fill`).
+pub fn build_request(
+    mut request: Request,
+    client: &Client,
+    edge_id: Option<&str>,
+    settings: &Settings,
+) -> Request {
+    let p = &settings.publisher;
+    let path_and_query = match request.get_query_str() {
+        Some(q) => format!("{}?{q}", request.get_path()),
+        None => request.get_path().to_owned(),
+    };
+    let info = ClientInfo {
+        host: &client.authority,
+        scheme: client.scheme,
+        ip: client.ip,
+    };
+    let headers = origin_request_headers(request.get_headers(), &info, &p.origin_host);
+    let names: Vec<_> = request.get_header_names().cloned().collect();
+    for name in names {
+        request.remove_header(name);
+    }
+    for (name, value) in headers {
+        request.append_header(name, value);
+    }
+    if let Some(id) = edge_id {
+        request.set_header(ORIGIN_HEADER, id);
+    }
+    // `delivery.compression = "edge"`: the body comes uncompressed, Fastly compresses it.
+    if let Some(coding) = compression::upstream_accept_encoding(settings.delivery.compression) {
+        request.set_header(fastly::http::header::ACCEPT_ENCODING, coding);
+    }
+    // Always HTTP/1.1 to the origin, whatever the client spoke: the client's HTTP/2 is not a
+    // version the backend connection speaks, and HTTP/1.0 would lose chunked framing.
+    request.set_version(Version::HTTP_11);
+    request.set_url(format!(
+        "{}://{}{}",
+        p.origin_scheme.as_str(),
+        p.origin_host,
+        path_and_query
+    ));
+    request
+}
+
+fn backend(settings: &Settings) -> Result<Backend, OriginFailure> {
+    let p = &settings.publisher;
+    let mut builder = Backend::builder(BACKEND_NAME, &*p.origin_address)
+        .override_host(&*p.origin_host)
+        .connect_timeout(Duration::from_millis(p.connect_timeout_ms.into()))
+        .first_byte_timeout(Duration::from_millis(p.first_byte_timeout_ms.into()))
+        .between_bytes_timeout(Duration::from_millis(p.between_bytes_timeout_ms.into()));
+    if p.origin_scheme == Scheme::Https {
+        builder = builder
+            .enable_ssl()
+            .sni_hostname(&*p.origin_tls_host)
+            .check_certificate(&*p.origin_tls_host);
+    }
+    match builder.finish() {
+        Ok(backend) => Ok(backend),
+        Err(BackendCreationError::NameInUse) => Backend::from_name(BACKEND_NAME)
+            .map_err(|e| OriginFailure::Unavailable(format!("backend {BACKEND_NAME}: {e}"))),
+        Err(e) => Err(OriginFailure::Unavailable(format!(
+            "cannot create backend for {}: {e}",
+            p.origin_address
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phases::client;
+
+    #[test]
+    fn origin_request_keeps_method_path_query_and_replaces_forwarding() {
+        let mut incoming = Request::post("http://www.pub.test:7676/search/a%20b?q=1&r=%C3%A9")
+            .with_header("host", "www.pub.test:7676")
+            .with_header("x-forwarded-for", "6.6.6.6")
+            .with_header("x-forwarded-host", "evil.test")
+            .with_header("connection", "close")
+            .with_header("cookie", "a=1")
+            .with_header("x-ts-ec", "spoofed")
+            .with_body("form=1");
+        incoming.set_header("accept-encoding", "zstd, gzip");
+        let client = client::observe(&incoming, &crate::kit::generated::SETTINGS);
+        let mut out = build_request(incoming, &client, None, &crate::kit::generated::SETTINGS);
+        let p = &crate::kit::generated::SETTINGS.publisher;
+        assert_eq!(out.get_method_str(), "POST");
+        assert_eq!(out.get_path(), "/search/a%20b");
+        assert_eq!(out.get_query_str(), Some("q=1&r=%C3%A9"));
+        assert_eq!(out.get_url().host_str(), p.origin_host.split(':').next());
+        assert_eq!(out.get_header_str("host"), Some(&*p.origin_host));
+        assert_eq!(
+            out.get_header_str("x-forwarded-host"),
+            Some("www.pub.test:7676")
+        );
+        assert_eq!(out.get_header_str("x-forwarded-proto"), Some("http"));
+        assert_eq!(out.get_header_str("accept-encoding"), Some("gzip"));
+        assert_eq!(out.get_header_str("cookie"), Some("a=1"));
+        assert_eq!(out.get_header("connection"), None);
+        assert_eq!(
+            out.get_header("x-ts-ec"),
+            None,
+            "a client's own ID never reaches the origin"
+        );
+        // No client IP in a synthetic request: the spoofed value must be gone, not kept.
+        assert_ne!(out.get_header_str("x-forwarded-for"), Some("6.6.6.6"));
+        assert_eq!(out.get_version(), Version::HTTP_11);
+        assert_eq!(out.take_body_str(), "form=1");
+    }
+
+    #[test]
+    fn the_edge_id_replaces_the_clients_own() {
+        let incoming = Request::get("http://www.pub.test/")
+            .with_header("host", "www.pub.test")
+            .with_header("x-ts-ec", "spoofed");
+        let client = client::observe(&incoming, &crate::kit::generated::SETTINGS);
+        let out = build_request(
+            incoming,
+            &client,
+            Some("abc.DEF123"),
+            &crate::kit::generated::SETTINGS,
+        );
+        let all: Vec<&str> = out.get_header_all_str("x-ts-ec");
+        assert_eq!(all, ["abc.DEF123"]);
+    }
+
+    #[test]
+    fn a_fill_asks_for_the_whole_page_and_keeps_the_rest() {
+        let incoming = Request::get("http://www.pub.test/")
+            .with_header("host", "www.pub.test")
+            .with_header("range", "bytes=0-9")
+            .with_header("if-range", "\"v1\"")
+            .with_header("if-none-match", "\"v1\"")
+            .with_header("if-modified-since", "Tue, 15 Nov 1994 12:45:26 GMT")
+            .with_header("if-match", "\"v1\"")
+            .with_header("if-unmodified-since", "Tue, 15 Nov 1994 12:45:26 GMT")
+            .with_header("accept-language", "de");
+        let client = client::observe(&incoming, &crate::kit::generated::SETTINGS);
+        let mut out = build_request(
+            incoming,
+            &client,
+            Some("abc.DEF123"),
+            &crate::kit::generated::SETTINGS,
+        );
+        // A request that passes forwards them as they came.
+        assert_eq!(out.get_header_str("if-none-match"), Some("\"v1\""));
+        assert_eq!(out.get_header_str("range"), Some("bytes=0-9"));
+        for_fill(&mut out);
+        for gone in fill::FILL_DROPPED {
+            assert_eq!(out.get_header(gone), None, "{gone}");
+        }
+        assert_eq!(out.get_header_str("accept-language"), Some("de"));
+        assert_eq!(out.get_header_str("x-ts-ec"), Some("abc.DEF123"));
+    }
+
+    #[test]
+    fn edge_compression_asks_the_origin_for_identity() {
+        let mut settings = crate::kit::generated::SETTINGS.clone();
+        let incoming = || {
+            Request::get("http://www.pub.test/")
+                .with_header("host", "www.pub.test")
+                .with_header("accept-encoding", "br, gzip")
+        };
+        let client = client::observe(&incoming(), &settings);
+        let out = build_request(incoming(), &client, None, &settings);
+        assert_eq!(out.get_header_str("accept-encoding"), Some("br, gzip"));
+        settings.delivery.compression = trusted_server_settings::Compression::Edge;
+        let out = build_request(incoming(), &client, None, &settings);
+        let all: Vec<&str> = out.get_header_all_str("accept-encoding");
+        assert_eq!(all, ["identity"]);
+    }
+
+    #[test]
+    fn origin_requests_are_http_1_1_whatever_the_client_spoke() {
+        for version in [Version::HTTP_10, Version::HTTP_2, Version::HTTP_3] {
+            let mut incoming =
+                Request::get("http://www.pub.test/").with_header("host", "www.pub.test");
+            incoming.set_version(version);
+            let client = client::observe(&incoming, &crate::kit::generated::SETTINGS);
+            let out = build_request(incoming, &client, None, &crate::kit::generated::SETTINGS);
+            assert_eq!(out.get_version(), Version::HTTP_11, "client {version:?}");
+        }
+    }
+}
