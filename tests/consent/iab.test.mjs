@@ -380,11 +380,28 @@ test('US Privacy: every valid string reads the same as @iabgpp/cmpapi', () => {
   console.log(`US Privacy: ${strings.length} strings, 0 disagreements`)
 })
 
-// Real strings. Each decodes in both libraries and must read the same.
+// Real strings written by CMPs, each with where it was found. Each must read the same in both.
 const REAL_TCF = [
-  // The IAB TCF v2 specification ("TCF v2.0 Consent String and Vendor List Formats", the
-  // example TC string shown in the "Example" section of the IAB Tech Lab's GitHub document).
-  'COw4XqLOw4XqLAAAAAENAXCAAAAAAAAAAAAAAAAAAAAA.IFoEUQQgAIQwgIwQABAEAAAAOIAACAIAAAAQAIAgEAACEAAAAAgAQBAAAAAAAGBAAgAAAAAAAFAAECAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.QFukWSQh',
+  // SirDataFR/iabtcfv2 (Go), decode_test.go, TestDecode: a CMP's string with core,
+  // DisclosedVendors and publisher TC segments.
+  'COxR03kOxR1CqBcABCENAgCMAP_AAH_AAAqIF3EXySoGY2thI2YVFxBEIYwfJxyigMgChgQIsSwNQIeFLBoGLiAAHBGYJAQAGBAEEACBAQIkHGBMCQAAgAgBiRCMQEGMCzNIBIBAggEbY0FACCVmHkHSmZCY7064O__QLuIJEFQMAkSBAIACLECIQwAQDiAAAYAlAAABAhIaAAgIWBQEeAAAACAwAAgAAABBAAACAAQAAICIAAABAAAgAiAQAAAAGgIQAACBABACRIAAAEANCAAgiCEAQg4EAo4AAA.IF3EXySoGY2tho2YVFzBEIYwfJxyigMgShgQIsS0NQIeFLBoGPiAAHBGYJAQAGBAkkACBAQIsHGBMCQABgAgRiRCMQEGMDzNIBIBAggkbY0FACCVmnkHS3ZCY70-6u__QA.elAAAAAAAWA',
+  // The same test file, TestDecodeCoreString: its core segment alone.
+  'COxR03kOxR1CqBcABCENAgCMAP_AAH_AAAqIF3EXySoGY2thI2YVFxBEIYwfJxyigMgChgQIsSwNQIeFLBoGLiAAHBGYJAQAGBAEEACBAQIkHGBMCQAAgAgBiRCMQEGMCzNIBIBAggEbY0FACCVmHkHSmZCY7064O__QLuIJEFQMAkSBAIACLECIQwAQDiAAAYAlAAABAhIaAAgIWBQEeAAAACAwAAgAAABBAAACAAQAAICIAAABAAAgAiAQAAAAGgIQAACBABACRIAAAEANCAAgiCEAQg4EAo4AAA',
+  // ethyca/fides, clients/fides-js tests (fidesString): a TC string with an empty
+  // DisclosedVendors segment, and the same without it.
+  'CPzvOIAPzvOIAGXABBENAUEAAACAAAAAAAAAAAAAAAAA.IAAA',
+  'CPzvOIAPzvOIAGXABBENAUEAAACAAAAAAAAAAAAAAAAA',
+  // lib_tcstring (advancedSTORE, Rust), README example.
+  'COvFyGBOvFyGBAbAAAENAPCAAOAAAAAAAAAAAEEUACCKAAA',
+]
+const REAL_GPP = [
+  // ethyca/fides, clients/fides-js tests (lib/gpp decoder): US national with a GPC segment,
+  // California with a GPC segment, EU TCF.
+  'DBABLA~BVAoAAAAAABk.QA',
+  'DBABBg~BUoAAABg.Q',
+  'DBABMA~CQNb38AQNb38AGXABBENBeFgALAAAENAAAAAFyQAQFyAXJABAXIAAAAA',
+  // @iabgpp/cmpapi's own tests (GppModel.test): a model with no sections.
+  'DBAA',
 ]
 
 test('real TC strings decode the same in both', () => {
@@ -399,6 +416,14 @@ test('real TC strings decode the same in both', () => {
     }
     assert.notEqual(got[i], null, `ours refuses ${s}`)
     assert.deepEqual(normalTcf(got[i]), expected, s)
+  })
+})
+
+test('real GPP strings decode the same in both', () => {
+  const got = ours(REAL_GPP.map((s) => ['gpp', s]))
+  REAL_GPP.forEach((s, i) => {
+    assert.notEqual(got[i], null, `ours refuses ${s}`)
+    compareGpp(s, got[i])
   })
 })
 

@@ -38,7 +38,8 @@ enum Trailer {
 struct Layout {
     id: u16,
     name: &'static str,
-    /// The version this layout is for (`None`: any).
+    /// `Some(1)` only for the national section's version 1 layout; `None` for the layout
+    /// every other string of the section is read with.
     version: Option<u8>,
     core: &'static [Field],
     trailer: Trailer,
@@ -389,6 +390,23 @@ const fn layout(id: u16, name: &'static str, core: &'static [Field], trailer: Tr
     }
 }
 
+/// The national section id (the one section whose layout changed between versions).
+const SECTION_US_NATIONAL: u16 = 7;
+
+/// A version-2-shaped national section's values in the version 1 shape: the first 12 of 16
+/// sensitive-data values and the first 2 of 3 known-child values.
+fn narrow_national(values: &[u8]) -> Option<Vec<u8>> {
+    // After the version: 9 notices and opt-outs, 16 sensitive data, 3 known child, 4 more.
+    if values.len() != 32 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(28);
+    out.extend_from_slice(&values[..21]);
+    out.extend_from_slice(&values[25..27]);
+    out.extend_from_slice(&values[28..]);
+    Some(out)
+}
+
 /// Whether `id` is a US section this module reads (7 to 27).
 pub(crate) fn is_us_section(id: u16) -> bool {
     LAYOUTS.iter().any(|l| l.id == id)
@@ -445,10 +463,15 @@ impl UsSection {
     pub(crate) fn decode(id: u16, text: &str) -> Option<Self> {
         let mut parts = text.split('.');
         let mut r = BitReader::new(parts.next()?.as_bytes())?;
+        // The national section's version 1 had 12 sensitive-data categories and 2 known-child
+        // values; version 2 has 16 and 3. Like the reference library, the layout is told by
+        // the segment's length (60 bits, or 66 with the encoder's padding, is version 1), and
+        // a longer segment that says version 1 is read as version 2 and narrowed to version 1.
+        let old_national = id == SECTION_US_NATIONAL && matches!(r.len(), 60 | 66);
         let version = r.u8(6)?;
-        let layout = LAYOUTS
-            .iter()
-            .find(|l| l.id == id && l.version.is_none_or(|v| v == version))?;
+        let layout = LAYOUTS.iter().find(|l| {
+            l.id == id && (l.version == Some(1)) == old_national
+        })?;
         let mut values = Vec::new();
         for field in &layout.core[1..] {
             let n = match field {
@@ -459,6 +482,11 @@ impl UsSection {
             for _ in 0..n {
                 values.push(r.u8(2)?);
             }
+        }
+        let mut layout = layout;
+        if id == SECTION_US_NATIONAL && version == 1 && !old_national {
+            values = narrow_national(&values)?;
+            layout = LAYOUTS.iter().find(|l| l.id == id && l.version == Some(1))?;
         }
         let mut section = Self {
             layout,
