@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
             SectionBody::UsPrivacy(u) => assert_eq!(UsPrivacy::decode(part), Some(*u)),
             SectionBody::Us(us) => {
                 assert_eq!(us.id(), section.id);
-                assert!(us.sale_opt_out().is_some(), "every US section has a sale opt-out");
+                assert!(
+                    us.sale_opt_out().is_some(),
+                    "every US section has a sale opt-out"
+                );
             }
             SectionBody::Unsupported | SectionBody::Malformed => {}
         }

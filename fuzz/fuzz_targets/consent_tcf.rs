@@ -16,6 +16,8 @@ fuzz_target!(|data: &[u8]| {
     for r in &tc.core.publisher_restrictions {
         assert!(r.vendors.iter().all(|&(a, b)| 1 <= a && a <= b));
     }
-    assert!(!tc.core.vendor_consents.contains(0) && !tc.core.vendor_legitimate_interests.contains(0));
+    assert!(
+        !tc.core.vendor_consents.contains(0) && !tc.core.vendor_legitimate_interests.contains(0)
+    );
     assert_eq!(TcString::decode(&text), Some(tc));
 });

@@ -9,7 +9,10 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let valid = text.len() == 4
         && text.starts_with('1')
-        && text.bytes().skip(1).all(|b| matches!(b, b'Y' | b'N' | b'-'));
+        && text
+            .bytes()
+            .skip(1)
+            .all(|b| matches!(b, b'Y' | b'N' | b'-'));
     let decoded = UsPrivacy::decode(&text);
     assert_eq!(decoded.is_some(), valid, "{text:?}");
     if let Some(u) = decoded {

@@ -152,7 +152,13 @@ mod tests {
     #[test]
     fn fibonacci_codes() {
         // 1 = "11", 2 = "011", 3 = "0011", 4 = "1011", 12 = "101011" (1 + 3 + 8)
-        for (bits, value) in [("11", 1), ("011", 2), ("0011", 3), ("1011", 4), ("101011", 12)] {
+        for (bits, value) in [
+            ("11", 1),
+            ("011", 2),
+            ("0011", 3),
+            ("1011", 4),
+            ("101011", 12),
+        ] {
             let mut padded = bits.to_string();
             while padded.len() % 6 != 0 {
                 padded.push('0');

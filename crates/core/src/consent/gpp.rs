@@ -173,7 +173,10 @@ mod tests {
         let g = Gpp::decode("DBAA").unwrap();
         assert_eq!(g.version, 1);
         assert!(g.sections.is_empty());
-        assert!(Gpp::decode("DBAA~1YNN").is_none(), "a section the header does not list");
+        assert!(
+            Gpp::decode("DBAA~1YNN").is_none(),
+            "a section the header does not list"
+        );
         assert!(Gpp::decode("").is_none());
         assert!(Gpp::decode("CBAA").is_none(), "type 2 is not a GPP header");
         assert!(Gpp::decode(&"A".repeat(GPP_MAX_LEN + 1)).is_none());

@@ -26,7 +26,7 @@ pub struct Flags(pub u64);
 impl Flags {
     /// Whether item `n` (1-based) is set.
     pub fn has(self, n: u8) -> bool {
-        n >= 1 && n <= 64 && self.0 & (1 << (n - 1)) != 0
+        (1..=64).contains(&n) && self.0 & (1 << (n - 1)) != 0
     }
 
     /// The set items, ascending.
@@ -49,7 +49,9 @@ impl VendorSet {
     /// Whether `vendor` is in the set.
     pub fn contains(&self, vendor: u16) -> bool {
         let i = usize::from(vendor);
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// The vendor ids in the set, ascending.
@@ -81,7 +83,11 @@ impl VendorSet {
             let lo = if wi == from / 64 { from % 64 } else { 0 };
             let hi = if wi == to / 64 { to % 64 } else { 63 };
             let width = hi - lo + 1;
-            let mask = if width == 64 { u64::MAX } else { ((1u64 << width) - 1) << lo };
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << width) - 1) << lo
+            };
             self.words[wi] |= mask;
         }
     }
@@ -135,7 +141,9 @@ pub struct PublisherRestriction {
 impl PublisherRestriction {
     /// Whether the restriction names `vendor`.
     pub fn applies_to(&self, vendor: u16) -> bool {
-        self.vendors.iter().any(|&(a, b)| a <= vendor && vendor <= b)
+        self.vendors
+            .iter()
+            .any(|&(a, b)| a <= vendor && vendor <= b)
     }
 }
 
@@ -228,9 +236,13 @@ impl TcString {
         for segment in segments {
             let mut r = BitReader::new(segment.as_bytes())?;
             match r.u8(3)? {
-                1 if tc.disclosed_vendors.is_none() => tc.disclosed_vendors = Some(vendors(&mut r)?),
+                1 if tc.disclosed_vendors.is_none() => {
+                    tc.disclosed_vendors = Some(vendors(&mut r)?)
+                }
                 2 if tc.allowed_vendors.is_none() => tc.allowed_vendors = Some(vendors(&mut r)?),
-                3 if tc.publisher_tc.is_none() => tc.publisher_tc = Some(read_publisher_tc(&mut r)?),
+                3 if tc.publisher_tc.is_none() => {
+                    tc.publisher_tc = Some(read_publisher_tc(&mut r)?)
+                }
                 _ => return None,
             }
         }

@@ -469,9 +469,9 @@ impl UsSection {
         // a longer segment that says version 1 is read as version 2 and narrowed to version 1.
         let old_national = id == SECTION_US_NATIONAL && matches!(r.len(), 60 | 66);
         let version = r.u8(6)?;
-        let layout = LAYOUTS.iter().find(|l| {
-            l.id == id && (l.version == Some(1)) == old_national
-        })?;
+        let layout = LAYOUTS
+            .iter()
+            .find(|l| l.id == id && (l.version == Some(1)) == old_national)?;
         let mut values = Vec::new();
         for field in &layout.core[1..] {
             let n = match field {
@@ -486,7 +486,9 @@ impl UsSection {
         let mut layout = layout;
         if id == SECTION_US_NATIONAL && version == 1 && !old_national {
             values = narrow_national(&values)?;
-            layout = LAYOUTS.iter().find(|l| l.id == id && l.version == Some(1))?;
+            layout = LAYOUTS
+                .iter()
+                .find(|l| l.id == id && l.version == Some(1))?;
         }
         let mut section = Self {
             layout,
@@ -571,7 +573,9 @@ impl UsSection {
     }
 
     fn opt_out(&self, name: &str) -> Option<OptOut> {
-        self.field(name).and_then(|v| v.first()).map(|&v| OptOut::from_bits(v))
+        self.field(name)
+            .and_then(|v| v.first())
+            .map(|&v| OptOut::from_bits(v))
     }
 
     /// The sale opt-out (every US section has one).
@@ -671,7 +675,10 @@ mod tests {
         assert_eq!(s.version(), 1);
         assert_eq!(s.gpc(), Some(true));
         assert_eq!(s.sale_opt_out(), Some(OptOut::NotApplicable));
-        assert!(UsSection::decode(9, "BAAAAAAA.YA").is_none(), "usva has no GPC segment");
+        assert!(
+            UsSection::decode(9, "BAAAAAAA.YA").is_none(),
+            "usva has no GPC segment"
+        );
         assert!(UsSection::decode(8, "BAAAAAAA.YA.YA").is_none());
         assert!(UsSection::decode(8, "BA").is_none(), "truncated");
     }
