@@ -15,6 +15,7 @@
 
 use super::bits::BitReader;
 use super::tcf::TcString;
+pub use super::us::SECTION_US_NATIONAL;
 use super::us::{is_us_section, UsSection};
 use super::usp::UsPrivacy;
 
@@ -26,8 +27,6 @@ pub const GPP_MAX_LEN: usize = 4096;
 pub const SECTION_TCF_EU: u16 = 2;
 /// The US Privacy section id.
 pub const SECTION_USP: u16 = 6;
-/// The US national section id.
-pub const SECTION_US_NATIONAL: u16 = 7;
 
 /// What one GPP section holds.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,3 +46,56 @@ pub use tcf::{
 };
 pub use us::{OptOut, UsSection};
 pub use usp::{UsPrivacy, UspFlag, USP_LEN};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text mostly of the characters the formats use, so the decoders get past their first
+    /// checks often.
+    fn consent_text() -> impl Strategy<Value = String> {
+        prop::string::string_regex("[A-Za-z0-9_~.\\-]{0,300}|.{0,40}").unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn no_text_makes_a_decoder_panic(text in consent_text()) {
+            let _ = TcString::decode(&text);
+            let _ = Gpp::decode(&text);
+            let _ = UsPrivacy::decode(&text);
+        }
+
+        #[test]
+        fn a_gpp_string_has_one_section_per_part(text in consent_text()) {
+            if let Some(gpp) = Gpp::decode(&text) {
+                prop_assert_eq!(gpp.sections.len(), text.split('~').count() - 1);
+            }
+        }
+
+        #[test]
+        fn a_valid_string_padded_past_its_limit_is_no_signal(pad in 1usize..64) {
+            let tcf = "CPzvOIAPzvOIAGXABBENAUEAAACAAAAAAAAAAAAAAAAA";
+            prop_assert!(TcString::decode(tcf).is_some());
+            let long = format!("{tcf}{}", "A".repeat(TCF_MAX_LEN - tcf.len() + pad));
+            prop_assert!(TcString::decode(&long).is_none());
+            let gpp = "DBABBg~BUoAAABg.Q";
+            prop_assert!(Gpp::decode(gpp).is_some());
+            let long = format!("{gpp}{}", "A".repeat(GPP_MAX_LEN - gpp.len() + pad));
+            prop_assert!(Gpp::decode(&long).is_none());
+        }
+    }
+
+    /// A real national section (ethyca/fides's GPP decoder tests) that says version 1 but is
+    /// written in the version 2 shape: read as the reference library reads it.
+    #[test]
+    fn a_version_1_national_section_in_the_version_2_shape() {
+        let gpp = Gpp::decode("DBABLA~BVAoAAAAAABk.QA").unwrap();
+        let us = gpp.us_sections().next().unwrap();
+        assert_eq!((us.name(), us.version()), ("usnat", 1));
+        assert_eq!(us.sensitive_data_processing().map(<[u8]>::len), Some(12));
+        assert_eq!(us.known_child_sensitive_data_consents().len(), 2);
+        assert_eq!(us.sale_opt_out(), Some(OptOut::DidNotOptOut));
+        assert_eq!(us.gpc(), Some(false));
+    }
+}

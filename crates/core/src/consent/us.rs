@@ -390,8 +390,8 @@ const fn layout(id: u16, name: &'static str, core: &'static [Field], trailer: Tr
     }
 }
 
-/// The national section id (the one section whose layout changed between versions).
-const SECTION_US_NATIONAL: u16 = 7;
+/// The US national section id (the one section whose layout changed between versions).
+pub const SECTION_US_NATIONAL: u16 = 7;
 
 /// A version-2-shaped national section's values in the version 1 shape: the first 12 of 16
 /// sensitive-data values and the first 2 of 3 known-child values.
