@@ -43,6 +43,11 @@ node --test tests/ssrf/
 log "the path-spelling table read by Node's URL (node --test)"
 node --test tests/paths/
 
+log "consent decoders against the IAB's reference libraries (node --test; pinned npm packages)"
+npm ci --silent --no-audit --no-fund --prefix "$ROOT/tests/consent" >&2
+cargo build --locked --release -p trusted-server-core --example consent
+TS_CONSENT="$ROOT/target/release/examples/consent" node --test tests/consent/
+
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
 

@@ -15,6 +15,7 @@
 //! * [`signing`]: RFC 9421 signatures on partner requests, and the discovery document.
 //! * [`admin`]: the admin routes (basic auth, the settings with secrets redacted).
 //! * [`cache`]: cached rewrites: what may be stored, the key, surrogate keys, the stored headers.
+//! * [`consent`]: the consent strings (TCF, GPP, US Privacy), decoded.
 //! * [`timing`]: the `Server-Timing` header; [`compression`]: compression at the edge.
 //! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
 //!   decisions.
@@ -27,6 +28,7 @@ pub mod admin;
 mod body;
 pub mod cache;
 pub mod compression;
+pub mod consent;
 mod content;
 pub mod first_party;
 mod forward;
