@@ -1003,7 +1003,7 @@ mod tests {
         )];
         let s = load(&text, env).unwrap();
         assert_eq!(s.integrations.nextjs.max_held_bytes, 2048);
-        assert!(s.to_rust_expr().contains("max_held_bytes: 2048"));
+        assert!(s.to_rust_expr().contains("max_held_bytes : 2048u32"));
     }
 
     #[test]
@@ -1018,14 +1018,14 @@ mod tests {
         );
         let s = load(&text, no_env()).unwrap();
         assert!(!s.delivery.early_hints);
-        assert!(s.to_rust_expr().contains("early_hints: false"));
+        assert!(s.to_rust_expr().contains("early_hints : false"));
         let s2 = load(&text, [("TRUSTED_SERVER__DELIVERY__EARLY_HINTS", "true")]).unwrap();
         assert!(s2.delivery.early_hints);
         assert!(!s.delivery.server_timing);
         assert_eq!(s.delivery.compression, Compression::Edge);
         let expr = s.to_rust_expr();
-        assert!(expr.contains("Compression::Edge"), "{expr}");
-        assert!(expr.contains("server_timing: false"), "{expr}");
+        assert!(expr.contains("Compression :: Edge"), "{expr}");
+        assert!(expr.contains("server_timing : false"), "{expr}");
         let var = "TRUSTED_SERVER__DELIVERY__COMPRESSION";
         let s = load(&text, [(var, "wasm")]).unwrap();
         assert_eq!(s.delivery.compression, Compression::Wasm);
@@ -1071,7 +1071,7 @@ mod tests {
         let s = load(&text, no_env()).unwrap();
         assert_eq!(s.logging.level, LogLevel::Warn);
         assert!(
-            s.to_rust_expr().contains("LogLevel::Warn"),
+            s.to_rust_expr().contains("LogLevel :: Warn"),
             "{}",
             s.to_rust_expr()
         );
@@ -1260,7 +1260,7 @@ mod tests {
         assert_eq!(s.identity.secret_store, "pub.store-1");
         assert_eq!(s.identity.secret_key, "k_2");
         let expr = s.to_rust_expr();
-        assert!(expr.contains("secret_store: ::std::borrow::Cow::Borrowed(\"pub.store-1\")"));
+        assert!(expr.contains("secret_store : alloc :: borrow :: Cow :: Borrowed (\"pub.store-1\")"));
         let s = load(&text, [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "other")]).unwrap();
         assert_eq!(s.identity.secret_key, "other");
         let long = "k".repeat(256);
@@ -1288,7 +1288,7 @@ mod tests {
         let expr = s.to_rust_expr();
         assert!(
             expr.contains(
-                "previous_kids: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"k-2025\"), ::std::borrow::Cow::Borrowed(\"k_2024\")])"
+                "previous_kids : alloc :: borrow :: Cow :: Borrowed (& [alloc :: borrow :: Cow :: Borrowed (\"k-2025\") , alloc :: borrow :: Cow :: Borrowed (\"k_2024\")])"
             ),
             "{expr}"
         );
@@ -1325,11 +1325,11 @@ mod tests {
         );
         let expr = s.to_rust_expr();
         assert!(
-            expr.contains("password_key: ::std::borrow::Cow::Borrowed(\"p_1\")"),
+            expr.contains("password_key : alloc :: borrow :: Cow :: Borrowed (\"p_1\")"),
             "{expr}"
         );
         assert!(
-            expr.contains("admin: ::trusted_server_settings::Admin {"),
+            expr.contains("admin : trusted_server_settings :: Admin {"),
             "{expr}"
         );
         let s = load(&text, [("TRUSTED_SERVER__ADMIN__ENABLED", "true")]).unwrap();
@@ -1380,11 +1380,11 @@ mod tests {
         assert_eq!((&*fp.secret_store, &*fp.token_key), ("fp.store", "k-1"));
         let expr = s.to_rust_expr();
         for part in [
-            "allowed_domains: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"demo-partner.example\"), ",
-            "allowed_ports: ::std::borrow::Cow::Borrowed(&[8443u16, 80u16])",
-            "::trusted_server_settings::Resolve { host: ::std::borrow::Cow::Borrowed(\"cdn.other.example\"), address: ::std::borrow::Cow::Borrowed(\"[::1]:9002\") }",
-            "sign_ttl_secs: 60,",
-            "token_key: ::std::borrow::Cow::Borrowed(\"k-1\")",
+            "allowed_domains : alloc :: borrow :: Cow :: Borrowed (& [alloc :: borrow :: Cow :: Borrowed (\"demo-partner.example\") , ",
+            "allowed_ports : alloc :: borrow :: Cow :: Borrowed (& [8443u16 , 80u16])",
+            "trusted_server_settings :: Resolve { host : alloc :: borrow :: Cow :: Borrowed (\"cdn.other.example\") , address : alloc :: borrow :: Cow :: Borrowed (\"[::1]:9002\") , }",
+            "sign_ttl_secs : 60u32 ,",
+            "token_key : alloc :: borrow :: Cow :: Borrowed (\"k-1\")",
         ] {
             assert!(expr.contains(part), "{part} not in {expr}");
         }
@@ -1428,11 +1428,11 @@ mod tests {
         let expr = s.to_rust_expr();
         // Strings are emitted with Rust's own escaping, so quotes and backslashes survive.
         assert!(
-            expr.contains(r#"Cow::Borrowed("say \"hi\" \\ ü")"#),
+            expr.contains(r#"Cow :: Borrowed ("say \"hi\" \\ ü")"#),
             "{expr}"
         );
-        assert!(expr.contains("origin_scheme: ::trusted_server_settings::Scheme::Https"));
-        assert!(expr.contains("connect_timeout_ms: 5000"));
+        assert!(expr.contains("origin_scheme : trusted_server_settings :: Scheme :: Https"));
+        assert!(expr.contains("connect_timeout_ms : 5000u32"));
     }
 
     /// Found by the `settings` fuzz target: an empty quoted name gave an error naming no key
