@@ -51,6 +51,8 @@ fn settings() {
     };
     let out =
         PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("settings.rs");
+    // A constant expression derived from the settings types (databake's `#[derive(Bake)]`),
+    // so the static is data in the binary: nothing is parsed at startup.
     let expr = settings.to_rust_expr();
     // What the cache key's fingerprint covers: every setting, and the service version (the
     // code), so a deploy that could rewrite differently never reads the previous one's pages.

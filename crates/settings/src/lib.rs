@@ -24,6 +24,7 @@ pub type Text = Cow<'static, str>;
 
 /// Scheme used to reach the origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub enum Scheme {
     /// Plain HTTP.
     Http,
@@ -51,6 +52,7 @@ impl Scheme {
 
 /// Where and how the publisher origin is reached (`[publisher]` section).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Publisher {
     /// `publisher.domain`: the publisher's first-party host (e.g. `www.example.com`). Used as
     /// the public host when a request carries no `Host` header. Required.
@@ -92,6 +94,7 @@ pub struct Publisher {
 
 /// One `[response_headers]` entry: added to every response, after everything else.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct HeaderSetting {
     /// Header name, lowercase.
     pub name: Text,
@@ -101,6 +104,7 @@ pub struct HeaderSetting {
 
 /// Next.js support (`[integrations.nextjs]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Nextjs {
     /// `integrations.nextjs.enabled`: rewrite React Server Component payloads, inline in
     /// `self.__next_f.push(…)` scripts and in `text/x-component` responses (default `true`).
@@ -114,6 +118,7 @@ pub struct Nextjs {
 
 /// Optional integrations (`[integrations.*]` sections).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Integrations {
     /// `[integrations.nextjs]`.
     pub nextjs: Nextjs,
@@ -122,6 +127,7 @@ pub struct Integrations {
 /// The edge ID (`[identity]` section): a first-party ID per browser in the `ts-ec` cookie,
 /// an HMAC of the client's network keyed by a secret from a Fastly Secret Store.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Identity {
     /// `identity.enabled`: set the cookie on page navigations, forward the ID to the origin in
     /// `X-TS-EC` and answer `GET /_ts/ec` (default `true`). `false` turns all of it off.
@@ -136,6 +142,7 @@ pub struct Identity {
 /// Signed partner requests and the discovery document (`[signing]` section): Ed25519 keys
 /// from a Fastly Secret Store, named by key IDs (`kid`s).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Signing {
     /// `signing.enabled`: sign requests to partners (RFC 9421), publish the public keys at
     /// `GET /.well-known/trusted-server.json` and answer `POST /verify-signature` (default
@@ -158,6 +165,7 @@ pub struct Signing {
 /// Only the store's and keys' *names* are settings; the credentials themselves are read at run
 /// time and never compiled in, so the package (and this value) holds nothing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Admin {
     /// `admin.enabled`: answer the admin routes (default `true`). `false` answers `404` to
     /// every admin path (still never proxied) and reads no secret.
@@ -176,6 +184,7 @@ pub struct Admin {
 /// does. Development only: it is how local tests reach partners on 127.0.0.1 while the URLs
 /// keep their names (an IP literal in a URL is always refused).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Resolve {
     /// The host name (lowercase, an allowed domain or a subdomain of one).
     pub host: Text,
@@ -187,6 +196,7 @@ pub struct Resolve {
 /// First-party URLs for third-party content (`[first_party]` section): `/first-party/sign`,
 /// `/first-party/click` and the proxy, and the SSRF policy they share.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct FirstParty {
     /// `first_party.allowed_domains`: the partner domains (and their subdomains) that
     /// first-party URLs may point at, lowercase, without a trailing dot. Empty (the default)
@@ -212,6 +222,7 @@ pub struct FirstParty {
 
 /// The first-party script (`[script]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Script {
     /// `script.inject`: put the script's tag at the start of `<head>` in rewritten HTML page
     /// navigations (default `true`). `false` leaves pages without it; the script is still
@@ -224,6 +235,7 @@ pub struct Script {
 /// The settings crate stays free of the `log` crate (the service maps this onto
 /// `log::LevelFilter`), so `build.rs` and the tools do not pull it in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub enum LogLevel {
     /// Nothing.
     Off,
@@ -265,6 +277,7 @@ impl LogLevel {
 
 /// Where a rewritten body is compressed for the client (`delivery.compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub enum Compression {
     /// The origin sends whatever coding the client accepts (of those the pipeline decodes); the
     /// pipeline decodes, rewrites and encodes it again in wasm, billed as guest CPU.
@@ -290,6 +303,7 @@ impl Compression {
 /// How responses are delivered (`[delivery]` section): timings exposed, and where bodies are
 /// compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Delivery {
     /// `delivery.server_timing`: send a `Server-Timing` header (origin wait, time in the
     /// service) on every response (default `true`). `false` for publishers who do not want
@@ -306,6 +320,7 @@ pub struct Delivery {
 
 /// Logging (`[logging]` section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Logging {
     /// `logging.level`: the most verbose records sent to the log endpoint (default `info`:
     /// access lines and failure reports; `warn` keeps only the failure reports).
@@ -314,6 +329,7 @@ pub struct Logging {
 
 /// All settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Settings {
     /// The `[publisher]` section.
     pub publisher: Publisher,
@@ -402,135 +418,16 @@ impl Settings {
 
     /// Rust source for a `Settings` expression equal to `self`, built only from `const`
     /// constructors, so `build.rs` can emit `pub static SETTINGS: Settings = <this>;`.
+    ///
+    /// The expression is derived from the types (`#[derive(Bake)]`), so a new field is baked
+    /// without touching this. The baked paths name the `alloc` crate (`alloc::borrow::Cow`),
+    /// which a `std` crate has no name for: the expression is a block that declares it first.
+    /// The text is deterministic, and two different values never give the same text: the
+    /// embedded settings' fingerprint hashes it.
+    #[cfg(feature = "load")]
     pub fn to_rust_expr(&self) -> String {
-        let p = &self.publisher;
-        let s = |t: &Text| format!("::std::borrow::Cow::Borrowed({:?})", t.as_ref());
-        let headers: Vec<String> = self
-            .response_headers
-            .iter()
-            .map(|h| {
-                format!(
-                    "::trusted_server_settings::HeaderSetting {{ name: {}, value: {} }}",
-                    s(&h.name),
-                    s(&h.value)
-                )
-            })
-            .collect();
-        let previous_kids: Vec<String> = self.signing.previous_kids.iter().map(s).collect();
-        let fp = &self.first_party;
-        let list = |items: Vec<String>| items.join(", ");
-        let domains = list(fp.allowed_domains.iter().map(s).collect());
-        let ports = list(fp.allowed_ports.iter().map(|p| format!("{p}u16")).collect());
-        let resolve = list(
-            fp.resolve
-                .iter()
-                .map(|r| {
-                    format!(
-                        "::trusted_server_settings::Resolve {{ host: {}, address: {} }}",
-                        s(&r.host),
-                        s(&r.address)
-                    )
-                })
-                .collect(),
-        );
-        format!(
-            "::trusted_server_settings::Settings {{
-    publisher: ::trusted_server_settings::Publisher {{
-        domain: {domain},
-        origin_url: {origin_url},
-        origin_scheme: ::trusted_server_settings::Scheme::{scheme:?},
-        origin_address: {address},
-        origin_tls_host: {tls_host},
-        origin_host: {origin_host},
-        origin_host_name: {origin_host_name},
-        origin_port: {origin_port:?},
-        cookie_domain: {cookie_domain},
-        streaming: {streaming},
-        connect_timeout_ms: {connect},
-        first_byte_timeout_ms: {first_byte},
-        between_bytes_timeout_ms: {between},
-    }},
-    integrations: ::trusted_server_settings::Integrations {{
-        nextjs: ::trusted_server_settings::Nextjs {{
-            enabled: {nextjs_enabled},
-            max_held_bytes: {nextjs_max_held},
-        }},
-    }},
-    identity: ::trusted_server_settings::Identity {{
-        enabled: {identity_enabled},
-        secret_store: {secret_store},
-        secret_key: {secret_key},
-    }},
-    signing: ::trusted_server_settings::Signing {{
-        enabled: {signing_enabled},
-        secret_store: {signing_store},
-        current_kid: {current_kid},
-        previous_kids: ::std::borrow::Cow::Borrowed(&[{previous_kids}]),
-    }},
-    first_party: ::trusted_server_settings::FirstParty {{
-        allowed_domains: ::std::borrow::Cow::Borrowed(&[{domains}]),
-        allowed_ports: ::std::borrow::Cow::Borrowed(&[{ports}]),
-        resolve: ::std::borrow::Cow::Borrowed(&[{resolve}]),
-        secret_store: {fp_store},
-        token_key: {fp_key},
-        sign_ttl_secs: {sign_ttl},
-        page_ttl_secs: {page_ttl},
-    }},
-    script: ::trusted_server_settings::Script {{
-        inject: {script_inject},
-    }},
-    admin: ::trusted_server_settings::Admin {{
-        enabled: {admin_enabled},
-        secret_store: {admin_store},
-        user_key: {admin_user_key},
-        password_key: {admin_password_key},
-    }},
-    logging: ::trusted_server_settings::Logging {{
-        level: ::trusted_server_settings::LogLevel::{log_level:?},
-    }},
-    delivery: ::trusted_server_settings::Delivery {{
-        server_timing: {server_timing},
-        compression: ::trusted_server_settings::Compression::{compression:?},
-        early_hints: {early_hints},
-    }},
-    response_headers: ::std::borrow::Cow::Borrowed(&[{headers}]),
-}}",
-            domain = s(&p.domain),
-            origin_url = s(&p.origin_url),
-            scheme = p.origin_scheme,
-            address = s(&p.origin_address),
-            tls_host = s(&p.origin_tls_host),
-            origin_host = s(&p.origin_host),
-            origin_host_name = s(&p.origin_host_name),
-            origin_port = p.origin_port,
-            cookie_domain = s(&p.cookie_domain),
-            streaming = p.streaming,
-            connect = p.connect_timeout_ms,
-            first_byte = p.first_byte_timeout_ms,
-            between = p.between_bytes_timeout_ms,
-            nextjs_enabled = self.integrations.nextjs.enabled,
-            nextjs_max_held = self.integrations.nextjs.max_held_bytes,
-            identity_enabled = self.identity.enabled,
-            secret_store = s(&self.identity.secret_store),
-            secret_key = s(&self.identity.secret_key),
-            signing_enabled = self.signing.enabled,
-            signing_store = s(&self.signing.secret_store),
-            current_kid = s(&self.signing.current_kid),
-            previous_kids = previous_kids.join(", "),
-            fp_store = s(&fp.secret_store),
-            fp_key = s(&fp.token_key),
-            sign_ttl = fp.sign_ttl_secs,
-            page_ttl = fp.page_ttl_secs,
-            script_inject = self.script.inject,
-            admin_enabled = self.admin.enabled,
-            admin_store = s(&self.admin.secret_store),
-            admin_user_key = s(&self.admin.user_key),
-            admin_password_key = s(&self.admin.password_key),
-            log_level = self.logging.level,
-            server_timing = self.delivery.server_timing,
-            compression = self.delivery.compression,
-            early_hints = self.delivery.early_hints,
-            headers = headers.join(", "),
-        )
+        let env = databake::CrateEnv::default();
+        let expr = databake::Bake::bake(self, &env);
+        databake::quote! { { extern crate alloc; #expr } }.to_string()
     }
 }

@@ -1,12 +1,15 @@
 //! Build-time loading: TOML text + environment overrides → validated [`Settings`].
 //!
 //! The file and the `TRUSTED_SERVER__SECTION__KEY` variables are merged into one TOML table,
-//! which serde reads into the `*File` types below (every field optional, unknown keys
-//! rejected); `convert` then validates the values and fills in the defaults. Every error names
-//! its key and where the value came from: the file's line, or the variable.
+//! which serde reads into [`SettingsFile`]: one `*File` type per section, every field
+//! optional, unknown keys rejected, each value in one of the forms of [`values`]. Each section
+//! then validates itself ([`Section`], one module per section) and fills in its defaults.
+//! Every error names its key and where the value came from: the file's line, or the variable.
+//!
+//! A new setting is a field of its section's `*File` type and a line of its `validate`, beside
+//! its field in the settings types and its row in `docs/settings.md`.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::{fmt, path::Path};
 
 use serde::de::value::{Error as ProbeError, MapDeserializer};
@@ -14,10 +17,20 @@ use serde::de::{self, Deserializer, IntoDeserializer, Visitor};
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::{
-    Admin, Compression, Delivery, FirstParty, HeaderSetting, Identity, Integrations, LogLevel,
-    Logging, Nextjs, Publisher, Resolve, Scheme, Script, Settings, Signing, Text,
-};
+use crate::Settings;
+
+mod first_party;
+mod plain;
+mod publisher;
+mod response_headers;
+mod secrets;
+mod values;
+
+use first_party::FirstPartyFile;
+use plain::{DeliveryFile, IntegrationsFile, LoggingFile, ScriptFile};
+use publisher::PublisherFile;
+use response_headers::ResponseHeadersFile;
+use secrets::{AdminFile, IdentityFile, SigningFile};
 
 /// Prefix of environment overrides: `TRUSTED_SERVER__PUBLISHER__ORIGIN_URL=...`.
 pub const ENV_PREFIX: &str = "TRUSTED_SERVER__";
@@ -83,218 +96,7 @@ struct SettingsFile {
     logging: LoggingFile,
     delivery: DeliveryFile,
     /// An open table: any header name.
-    response_headers: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct IntegrationsFile {
-    nextjs: NextjsFile,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct PublisherFile {
-    domain: Option<String>,
-    origin_url: Option<String>,
-    origin_host: Option<String>,
-    cookie_domain: Option<String>,
-    streaming: Option<Flag>,
-    connect_timeout_ms: Option<Int<1, 600_000>>,
-    first_byte_timeout_ms: Option<Int<1, 600_000>>,
-    between_bytes_timeout_ms: Option<Int<1, 600_000>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct NextjsFile {
-    enabled: Option<Flag>,
-    /// At least one kilobyte (a row header and some text), at most 1 GiB.
-    max_held_bytes: Option<Int<1024, { 1 << 30 }>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct IdentityFile {
-    enabled: Option<Flag>,
-    secret_store: Option<String>,
-    secret_key: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct SigningFile {
-    enabled: Option<Flag>,
-    secret_store: Option<String>,
-    current_kid: Option<String>,
-    previous_kids: Option<Composite>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct AdminFile {
-    enabled: Option<Flag>,
-    secret_store: Option<String>,
-    user_key: Option<String>,
-    password_key: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct FirstPartyFile {
-    allowed_domains: Option<Composite>,
-    allowed_ports: Option<Composite>,
-    resolve: Option<Composite>,
-    secret_store: Option<String>,
-    token_key: Option<String>,
-    /// At most a day: anyone may ask for these.
-    sign_ttl_secs: Option<Int<1, 86_400>>,
-    /// At most a week.
-    page_ttl_secs: Option<Int<1, 604_800>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct ScriptFile {
-    inject: Option<Flag>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct LoggingFile {
-    level: Option<Level>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default, expecting = "a table")]
-struct DeliveryFile {
-    server_timing: Option<Flag>,
-    compression: Option<Coding>,
-    early_hints: Option<Flag>,
-}
-
-/// A value as written. Environment values are always strings.
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "expected a boolean, an integer or a string")]
-enum Raw {
-    Bool(bool),
-    Int(i64),
-    Text(String),
-}
-
-/// A boolean, also written `"true"` or `"false"`.
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-struct Flag(bool);
-
-impl TryFrom<Raw> for Flag {
-    type Error = String;
-    fn try_from(raw: Raw) -> Result<Self, String> {
-        match raw {
-            Raw::Bool(b) => Ok(Flag(b)),
-            Raw::Text(s) if s == "true" || s == "false" => Ok(Flag(s == "true")),
-            Raw::Text(s) => Err(format!("expected true or false, got {s:?}")),
-            Raw::Int(n) => Err(format!("expected true or false, got {n}")),
-        }
-    }
-}
-
-/// An array or a table, also written as a string holding one in TOML syntax (environment
-/// values are strings: `TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS='["a.example"]'`).
-#[derive(Deserialize)]
-#[serde(try_from = "RawComposite")]
-struct Composite(Value);
-
-#[derive(Deserialize)]
-#[serde(
-    untagged,
-    expecting = "expected an array, a table, or a string holding one"
-)]
-enum RawComposite {
-    Array(Vec<Value>),
-    Table(Table),
-    Text(String),
-}
-
-impl TryFrom<RawComposite> for Composite {
-    type Error = String;
-    fn try_from(raw: RawComposite) -> Result<Self, String> {
-        match raw {
-            RawComposite::Array(a) => Ok(Composite(Value::Array(a))),
-            RawComposite::Table(t) => Ok(Composite(Value::Table(t))),
-            RawComposite::Text(text) => {
-                let bad = || format!("expected a TOML array or inline table, got {text:?}");
-                if text.contains(['\n', '\r']) {
-                    return Err(bad());
-                }
-                let mut table: Table = format!("v = {text}").parse().map_err(|_| bad())?;
-                match (table.len(), table.remove("v")) {
-                    (1, Some(v @ (Value::Array(_) | Value::Table(_)))) => Ok(Composite(v)),
-                    _ => Err(bad()),
-                }
-            }
-        }
-    }
-}
-
-/// A log level, written as its lowercase name (`"warn"`).
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-struct Level(LogLevel);
-
-impl TryFrom<Raw> for Level {
-    type Error = String;
-    fn try_from(raw: Raw) -> Result<Self, String> {
-        let names = || LogLevel::ALL.map(LogLevel::as_str).join(", ");
-        match raw {
-            Raw::Text(s) => (LogLevel::ALL.into_iter().find(|l| l.as_str() == s))
-                .map(Level)
-                .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
-            Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
-            Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
-        }
-    }
-}
-
-/// Where bodies are compressed, written `"wasm"` or `"edge"`.
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-struct Coding(Compression);
-
-impl TryFrom<Raw> for Coding {
-    type Error = String;
-    fn try_from(raw: Raw) -> Result<Self, String> {
-        let names = || Compression::ALL.map(Compression::as_str).join(", ");
-        match raw {
-            Raw::Text(s) => (Compression::ALL.into_iter().find(|c| c.as_str() == s))
-                .map(Coding)
-                .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
-            Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
-            Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
-        }
-    }
-}
-
-/// An integer in `MIN..=MAX`, also written as a string.
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-struct Int<const MIN: u32, const MAX: u32>(u32);
-
-impl<const MIN: u32, const MAX: u32> TryFrom<Raw> for Int<MIN, MAX> {
-    type Error = String;
-    fn try_from(raw: Raw) -> Result<Self, String> {
-        let n: i64 = match raw {
-            Raw::Int(n) => n,
-            Raw::Text(s) => {
-                (s.trim().parse()).map_err(|_| format!("expected an integer, got {s:?}"))?
-            }
-            Raw::Bool(b) => return Err(format!("expected an integer, got {b}")),
-        };
-        let in_range = u32::try_from(n).ok().filter(|n| (MIN..=MAX).contains(n));
-        in_range
-            .map(Int)
-            .ok_or_else(|| format!("{n} is outside {MIN}..={MAX}"))
-    }
+    response_headers: ResponseHeadersFile,
 }
 
 /// Parses `toml_text`, applies the `TRUSTED_SERVER__SECTION__KEY` variables found in `env`
@@ -550,411 +352,79 @@ pub fn override_variables() -> impl Iterator<Item = String> {
     keys().into_iter().map(variable)
 }
 
-/// Headers whose values the proxy derives from the body and connection; setting them on
-/// every response would break framing or content decoding.
-const MANAGED_HEADERS: [&str; 10] = [
-    "content-length",
-    "transfer-encoding",
-    "content-encoding",
-    "connection",
-    "keep-alive",
-    "upgrade",
-    "te",
-    "trailer",
-    "host",
-    "proxy-connection",
-];
+/// What a section's validation can see and say: where each value came from, and notes for
+/// the person building.
+struct Context<'a> {
+    origins: &'a HashMap<String, Origin>,
+    notes: Vec<String>,
+}
 
-/// Validates the values read and fills in the defaults.
+impl Context<'_> {
+    /// An error at `key`, with where its value came from.
+    fn error(&self, key: &str, problem: &str) -> LoadError {
+        LoadError {
+            key: key.to_owned(),
+            problem: problem.to_owned(),
+            origin: origin_of(self.origins, key),
+        }
+    }
+
+    /// Whether the value of `key` came from an environment variable.
+    fn is_overridden(&self, key: &str) -> bool {
+        matches!(self.origins.get(key), Some(Origin::Variable(_)))
+    }
+
+    /// Tells the person building something the settings did not fail on.
+    fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+}
+
+/// A section as read from the file (every key optional), validated into its settings value:
+/// its own keys checked, each error naming its key, the defaults filled in.
+trait Section {
+    /// The validated value.
+    type Valid;
+
+    /// Checks the section's keys and fills in the defaults.
+    fn validate(self, cx: &mut Context<'_>) -> Result<Self::Valid, LoadError>;
+}
+
+/// Validates each section and fills in the defaults. A mistake in an earlier section is
+/// reported before one in a later section.
 fn convert(
     file: SettingsFile,
     origins: &HashMap<String, Origin>,
 ) -> Result<(Settings, Vec<String>), LoadError> {
-    let err = |key: &str, problem: &str| LoadError {
-        key: key.to_owned(),
-        problem: problem.to_owned(),
-        origin: origin_of(origins, key),
+    let cx = &mut Context {
+        origins,
+        notes: Vec::new(),
     };
-    let (p, d) = (file.publisher, Settings::DEFAULT.publisher);
-
-    let domain = p.domain.unwrap_or_default();
-    if domain.is_empty() {
-        return Err(err("publisher.domain", "is required"));
-    }
-    if !is_host(&domain) {
-        return Err(err(
-            "publisher.domain",
-            "expected a host name like www.example.com",
-        ));
-    }
-
-    let origin_url = p.origin_url.unwrap_or_default();
-    let url_error = |problem| err("publisher.origin_url", problem);
-    let (scheme, rest) = if origin_url.is_empty() {
-        return Err(url_error("is required"));
-    } else if let Some(rest) = origin_url.strip_prefix("https://") {
-        (Scheme::Https, rest)
-    } else if let Some(rest) = origin_url.strip_prefix("http://") {
-        (Scheme::Http, rest)
-    } else {
-        return Err(url_error("must start with http:// or https://"));
-    };
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    if authority.contains(['/', '?', '#', '@']) {
-        return Err(url_error(
-            "must be scheme://host[:port] with no path, query or credentials",
-        ));
-    }
-    let (host, port) =
-        split_authority(authority).ok_or_else(|| url_error("expected a host and optional port"))?;
-
-    // The file's origin_host belongs to the file's origin_url: an origin_url from the
-    // environment brings its own host unless origin_host is overridden too.
-    let from_env = |key| matches!(origins.get(key), Some(Origin::Variable(_)));
-    let mut notes = Vec::new();
-    let mut origin_host = p.origin_host;
-    if from_env("publisher.origin_url") && !from_env("publisher.origin_host") {
-        if let Some(dropped) = origin_host.take() {
-            notes.push(format!(
-                "publisher.origin_host = {dropped:?} from the file is not used because \
-                 {ENV_PREFIX}PUBLISHER__ORIGIN_URL overrides publisher.origin_url: origin_host \
-                 is {:?}, the new URL's host[:port] (set {ENV_PREFIX}PUBLISHER__ORIGIN_HOST to \
-                 choose another)",
-                authority.to_ascii_lowercase()
-            ));
-        }
-    }
-    let origin_host = origin_host
-        .unwrap_or_else(|| authority.to_owned())
-        .to_ascii_lowercase();
-    let Some((origin_host_name, origin_port)) = split_authority(&origin_host) else {
-        return Err(err(
-            "publisher.origin_host",
-            "expected host[:port] such as origin.example.com",
-        ));
-    };
-    let origin_host_name = origin_host_name.to_owned();
-
-    let cookie_domain = p.cookie_domain.unwrap_or_default();
-    let bare = cookie_domain.trim_start_matches('.').to_ascii_lowercase();
-    let lower = domain.to_ascii_lowercase();
-    if !cookie_domain.is_empty() {
-        // A single label ("com") is a public suffix: browsers reject such cookies.
-        if !is_host(&bare) || !bare.contains('.') {
-            let problem = "expected a domain like .example.com";
-            return Err(err("publisher.cookie_domain", problem));
-        }
-        if !(lower == bare || lower.ends_with(&format!(".{bare}"))) {
-            let problem = format!("must be publisher.domain ({lower}) or a parent of it");
-            return Err(err("publisher.cookie_domain", &problem));
-        }
-    }
-
-    let mut response_headers = Vec::with_capacity(file.response_headers.len());
-    for (name, value) in file.response_headers {
-        let key = format!("response_headers.{name}");
-        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-        if name.is_empty() || !name.bytes().all(token) {
-            return Err(err(&key, "not a valid HTTP header name"));
-        }
-        let name = name.to_ascii_lowercase();
-        if MANAGED_HEADERS.contains(&name.as_str()) {
-            return Err(err(
-                &key,
-                "framing and hop-by-hop headers are managed by the proxy and cannot be set here",
-            ));
-        }
-        if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
-            return Err(err(
-                &key,
-                "header values may not contain control characters",
-            ));
-        }
-        let (name, value) = (Cow::Owned(name), Cow::Owned(value));
-        response_headers.push(HeaderSetting { name, value });
-    }
-
-    let (i, di) = (file.identity, Settings::DEFAULT.identity);
-    // The Fastly rule for store and secret names (also what Viceroy enforces).
-    let store_name = |key: &str, value: Option<String>, default: &Text| match value {
-        None => Ok(default.clone()),
-        Some(v) if is_store_name(&v) => Ok(Cow::Owned(v)),
-        Some(_) => Err(err(
-            key,
-            "expected 1 to 255 letters, digits, dashes (-), underscores (_) or periods (.)",
-        )),
-    };
-    let identity = Identity {
-        enabled: i.enabled.map_or(di.enabled, |f| f.0),
-        secret_store: store_name("identity.secret_store", i.secret_store, &di.secret_store)?,
-        secret_key: store_name("identity.secret_key", i.secret_key, &di.secret_key)?,
-    };
-    let (a, da) = (file.admin, Settings::DEFAULT.admin);
-    let admin = Admin {
-        enabled: a.enabled.map_or(da.enabled, |f| f.0),
-        secret_store: store_name("admin.secret_store", a.secret_store, &da.secret_store)?,
-        user_key: store_name("admin.user_key", a.user_key, &da.user_key)?,
-        password_key: store_name("admin.password_key", a.password_key, &da.password_key)?,
-    };
-    if admin.user_key == admin.password_key {
-        return Err(err(
-            "admin.password_key",
-            "must differ from admin.user_key (the user and the password are two secrets)",
-        ));
-    }
-
-    let (g, dg) = (file.signing, Settings::DEFAULT.signing);
-    let current_kid = store_name("signing.current_kid", g.current_kid, &dg.current_kid)?;
-    let mut previous_kids: Vec<Text> = Vec::new();
-    let kids = match g.previous_kids.map(|c| c.0) {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(err("signing.previous_kids", "expected an array of key IDs")),
-    };
-    for item in kids {
-        let Value::String(kid) = item else {
-            return Err(err("signing.previous_kids", "expected an array of key IDs"));
-        };
-        let kid = store_name("signing.previous_kids", Some(kid), &dg.current_kid)?;
-        if kid == current_kid || previous_kids.contains(&kid) {
-            let problem = format!("lists {kid:?} twice (or as signing.current_kid too)");
-            return Err(err("signing.previous_kids", &problem));
-        }
-        previous_kids.push(kid);
-    }
-    let signing = Signing {
-        enabled: g.enabled.map_or(dg.enabled, |f| f.0),
-        secret_store: store_name("signing.secret_store", g.secret_store, &dg.secret_store)?,
-        current_kid,
-        previous_kids: Cow::Owned(previous_kids),
-    };
-
-    let first_party = first_party(file.first_party, &err, &store_name)?;
-
-    let (n, dn) = (
-        file.integrations.nextjs,
-        Settings::DEFAULT.integrations.nextjs,
-    );
-    let flag = |f: Option<Flag>, default| f.map_or(default, |f| f.0);
-    let int = |i: Option<u32>, default| i.unwrap_or(default);
+    let publisher = file.publisher.validate(cx)?;
+    let response_headers = file.response_headers.validate(cx)?;
+    let identity = file.identity.validate(cx)?;
+    let admin = file.admin.validate(cx)?;
+    let signing = file.signing.validate(cx)?;
+    let first_party = file.first_party.validate(cx)?;
     let settings = Settings {
-        publisher: Publisher {
-            origin_scheme: scheme,
-            origin_address: Cow::Owned(format!("{host}:{}", port.unwrap_or(scheme.default_port()))),
-            origin_tls_host: Cow::Owned(host.to_owned()),
-            origin_host: Cow::Owned(origin_host),
-            origin_host_name: Cow::Owned(origin_host_name),
-            origin_port,
-            domain: Cow::Owned(domain),
-            origin_url: Cow::Owned(origin_url),
-            cookie_domain: Cow::Owned(cookie_domain),
-            streaming: flag(p.streaming, d.streaming),
-            connect_timeout_ms: int(p.connect_timeout_ms.map(|i| i.0), d.connect_timeout_ms),
-            first_byte_timeout_ms: int(
-                p.first_byte_timeout_ms.map(|i| i.0),
-                d.first_byte_timeout_ms,
-            ),
-            between_bytes_timeout_ms: int(
-                p.between_bytes_timeout_ms.map(|i| i.0),
-                d.between_bytes_timeout_ms,
-            ),
-        },
-        integrations: Integrations {
-            nextjs: Nextjs {
-                enabled: flag(n.enabled, dn.enabled),
-                max_held_bytes: int(n.max_held_bytes.map(|i| i.0), dn.max_held_bytes),
-            },
-        },
+        publisher,
+        integrations: file.integrations.validate(cx)?,
         identity,
         signing,
         first_party,
-        script: Script {
-            inject: flag(file.script.inject, Settings::DEFAULT.script.inject),
-        },
+        script: file.script.validate(cx)?,
         admin,
-        logging: Logging {
-            level: file
-                .logging
-                .level
-                .map_or(Settings::DEFAULT.logging.level, |l| l.0),
-        },
-        delivery: Delivery {
-            server_timing: flag(
-                file.delivery.server_timing,
-                Settings::DEFAULT.delivery.server_timing,
-            ),
-            compression: file
-                .delivery
-                .compression
-                .map_or(Settings::DEFAULT.delivery.compression, |c| c.0),
-            early_hints: flag(
-                file.delivery.early_hints,
-                Settings::DEFAULT.delivery.early_hints,
-            ),
-        },
-        response_headers: Cow::Owned(response_headers),
+        logging: file.logging.validate(cx)?,
+        delivery: file.delivery.validate(cx)?,
+        response_headers,
     };
-    Ok((settings, notes))
-}
-
-/// Checks a Secret Store or secret name at a key, or gives the default when unset.
-type StoreName<'a> = &'a dyn Fn(&str, Option<String>, &Text) -> Result<Text, LoadError>;
-
-/// Validates `[first_party]`. `err` makes an error for a key; `store_name` checks a Secret
-/// Store or secret name.
-fn first_party(
-    f: FirstPartyFile,
-    err: &dyn Fn(&str, &str) -> LoadError,
-    store_name: StoreName<'_>,
-) -> Result<FirstParty, LoadError> {
-    let d = Settings::DEFAULT.first_party;
-    let array = |key: &str, c: Option<Composite>| match c.map(|c| c.0) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(err(key, "expected an array")),
-    };
-
-    let key = "first_party.allowed_domains";
-    let mut domains: Vec<Text> = Vec::new();
-    for item in array(key, f.allowed_domains)? {
-        let Value::String(domain) = item else {
-            return Err(err(key, "expected an array of domain names"));
-        };
-        let lower = domain.to_ascii_lowercase();
-        let name = lower.strip_suffix('.').unwrap_or(&lower);
-        let numeric = name
-            .rsplit('.')
-            .next()
-            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
-        if !is_host(name) || numeric {
-            let problem =
-                format!("{domain:?} is not a domain name (IP addresses are never allowed)");
-            return Err(err(key, &problem));
-        }
-        // A single label ("com") would allow a whole top-level domain.
-        if !name.contains('.') {
-            return Err(err(
-                key,
-                &format!("{domain:?} is a single label; name a registered domain"),
-            ));
-        }
-        if !domains.iter().any(|d| d == name) {
-            domains.push(Cow::Owned(name.to_owned()));
-        }
-    }
-
-    let key = "first_party.allowed_ports";
-    let mut ports = Vec::new();
-    for item in array(key, f.allowed_ports)? {
-        match item {
-            Value::Integer(n) if (1..=65_535).contains(&n) => {
-                let port = u16::try_from(n).unwrap_or_default();
-                if !ports.contains(&port) {
-                    ports.push(port);
-                }
-            }
-            other => {
-                let problem = format!("{} is not a port (1 to 65535)", shown(&other));
-                return Err(err(key, &problem));
-            }
-        }
-    }
-
-    let key = "first_party.resolve";
-    let entries = match f.resolve.map(|c| c.0) {
-        None => Table::new(),
-        Some(Value::Table(t)) => t,
-        Some(_) => return Err(err(key, "expected a table of host = \"127.0.0.1:PORT\"")),
-    };
-    let allowed = |host: &str| {
-        domains
-            .iter()
-            .any(|d| host == d || host.ends_with(&format!(".{d}")))
-    };
-    let mut resolve = Vec::new();
-    for (host, address) in entries {
-        let lower = host.to_ascii_lowercase();
-        if !is_host(&lower) || !allowed(&lower) {
-            let problem = format!("{host:?} is not in first_party.allowed_domains");
-            return Err(err(key, &problem));
-        }
-        let loopback = match &address {
-            Value::String(a) => a
-                .parse::<std::net::SocketAddr>()
-                .ok()
-                .filter(|a| a.ip().is_loopback() && a.port() != 0),
-            _ => None,
-        };
-        let Some(address) = loopback else {
-            let problem = format!(
-                "{host:?} = {}: expected \"127.0.0.1:PORT\" (a loopback address and a port; development only)",
-                shown(&address)
-            );
-            return Err(err(key, &problem));
-        };
-        resolve.push(Resolve {
-            host: Cow::Owned(lower),
-            address: Cow::Owned(address.to_string()),
-        });
-    }
-    resolve.sort_by(|a, b| a.host.cmp(&b.host));
-    resolve.dedup_by(|a, b| a.host == b.host);
-
-    Ok(FirstParty {
-        allowed_domains: Cow::Owned(domains),
-        allowed_ports: Cow::Owned(ports),
-        resolve: Cow::Owned(resolve),
-        secret_store: store_name("first_party.secret_store", f.secret_store, &d.secret_store)?,
-        token_key: store_name("first_party.token_key", f.token_key, &d.token_key)?,
-        sign_ttl_secs: f.sign_ttl_secs.map_or(d.sign_ttl_secs, |i| i.0),
-        page_ttl_secs: f.page_ttl_secs.map_or(d.page_ttl_secs, |i| i.0),
-    })
-}
-
-/// A value for a message: strings quoted, integers as written, anything else by its type.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("{s:?}"),
-        Value::Integer(n) => n.to_string(),
-        other => format!("a {}", other.type_str()),
-    }
-}
-
-/// A Fastly Secret Store or secret name: 1 to 255 letters, digits, `-`, `_` or `.`.
-fn is_store_name(name: &str) -> bool {
-    (1..=255).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// Splits `host[:port]`; `None` when the host is not a plausible name or the port is bad.
-fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) => (h, Some(p.parse::<u16>().ok().filter(|p| *p != 0)?)),
-        None => (authority, None),
-    };
-    is_host(host).then_some((host, port))
-}
-
-/// A DNS name or IPv4 address: labels of 1–63 letters, digits or inner hyphens.
-fn is_host(host: &str) -> bool {
-    !host.is_empty()
-        && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
+    Ok((settings, std::mem::take(&mut cx.notes)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Compression, LogLevel, Resolve, Scheme};
 
     const MINIMAL: &str = r#"
         [publisher]
@@ -1003,7 +473,7 @@ mod tests {
         )];
         let s = load(&text, env).unwrap();
         assert_eq!(s.integrations.nextjs.max_held_bytes, 2048);
-        assert!(s.to_rust_expr().contains("max_held_bytes: 2048"));
+        assert!(s.to_rust_expr().contains("max_held_bytes : 2048u32"));
     }
 
     #[test]
@@ -1018,14 +488,14 @@ mod tests {
         );
         let s = load(&text, no_env()).unwrap();
         assert!(!s.delivery.early_hints);
-        assert!(s.to_rust_expr().contains("early_hints: false"));
+        assert!(s.to_rust_expr().contains("early_hints : false"));
         let s2 = load(&text, [("TRUSTED_SERVER__DELIVERY__EARLY_HINTS", "true")]).unwrap();
         assert!(s2.delivery.early_hints);
         assert!(!s.delivery.server_timing);
         assert_eq!(s.delivery.compression, Compression::Edge);
         let expr = s.to_rust_expr();
-        assert!(expr.contains("Compression::Edge"), "{expr}");
-        assert!(expr.contains("server_timing: false"), "{expr}");
+        assert!(expr.contains("Compression :: Edge"), "{expr}");
+        assert!(expr.contains("server_timing : false"), "{expr}");
         let var = "TRUSTED_SERVER__DELIVERY__COMPRESSION";
         let s = load(&text, [(var, "wasm")]).unwrap();
         assert_eq!(s.delivery.compression, Compression::Wasm);
@@ -1071,7 +541,7 @@ mod tests {
         let s = load(&text, no_env()).unwrap();
         assert_eq!(s.logging.level, LogLevel::Warn);
         assert!(
-            s.to_rust_expr().contains("LogLevel::Warn"),
+            s.to_rust_expr().contains("LogLevel :: Warn"),
             "{}",
             s.to_rust_expr()
         );
@@ -1260,7 +730,9 @@ mod tests {
         assert_eq!(s.identity.secret_store, "pub.store-1");
         assert_eq!(s.identity.secret_key, "k_2");
         let expr = s.to_rust_expr();
-        assert!(expr.contains("secret_store: ::std::borrow::Cow::Borrowed(\"pub.store-1\")"));
+        assert!(
+            expr.contains("secret_store : alloc :: borrow :: Cow :: Borrowed (\"pub.store-1\")")
+        );
         let s = load(&text, [("TRUSTED_SERVER__IDENTITY__SECRET_KEY", "other")]).unwrap();
         assert_eq!(s.identity.secret_key, "other");
         let long = "k".repeat(256);
@@ -1288,7 +760,7 @@ mod tests {
         let expr = s.to_rust_expr();
         assert!(
             expr.contains(
-                "previous_kids: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"k-2025\"), ::std::borrow::Cow::Borrowed(\"k_2024\")])"
+                "previous_kids : alloc :: borrow :: Cow :: Borrowed (& [alloc :: borrow :: Cow :: Borrowed (\"k-2025\") , alloc :: borrow :: Cow :: Borrowed (\"k_2024\")])"
             ),
             "{expr}"
         );
@@ -1325,11 +797,11 @@ mod tests {
         );
         let expr = s.to_rust_expr();
         assert!(
-            expr.contains("password_key: ::std::borrow::Cow::Borrowed(\"p_1\")"),
+            expr.contains("password_key : alloc :: borrow :: Cow :: Borrowed (\"p_1\")"),
             "{expr}"
         );
         assert!(
-            expr.contains("admin: ::trusted_server_settings::Admin {"),
+            expr.contains("admin : trusted_server_settings :: Admin {"),
             "{expr}"
         );
         let s = load(&text, [("TRUSTED_SERVER__ADMIN__ENABLED", "true")]).unwrap();
@@ -1380,11 +852,11 @@ mod tests {
         assert_eq!((&*fp.secret_store, &*fp.token_key), ("fp.store", "k-1"));
         let expr = s.to_rust_expr();
         for part in [
-            "allowed_domains: ::std::borrow::Cow::Borrowed(&[::std::borrow::Cow::Borrowed(\"demo-partner.example\"), ",
-            "allowed_ports: ::std::borrow::Cow::Borrowed(&[8443u16, 80u16])",
-            "::trusted_server_settings::Resolve { host: ::std::borrow::Cow::Borrowed(\"cdn.other.example\"), address: ::std::borrow::Cow::Borrowed(\"[::1]:9002\") }",
-            "sign_ttl_secs: 60,",
-            "token_key: ::std::borrow::Cow::Borrowed(\"k-1\")",
+            "allowed_domains : alloc :: borrow :: Cow :: Borrowed (& [alloc :: borrow :: Cow :: Borrowed (\"demo-partner.example\") , ",
+            "allowed_ports : alloc :: borrow :: Cow :: Borrowed (& [8443u16 , 80u16])",
+            "trusted_server_settings :: Resolve { host : alloc :: borrow :: Cow :: Borrowed (\"cdn.other.example\") , address : alloc :: borrow :: Cow :: Borrowed (\"[::1]:9002\") , }",
+            "sign_ttl_secs : 60u32 ,",
+            "token_key : alloc :: borrow :: Cow :: Borrowed (\"k-1\")",
         ] {
             assert!(expr.contains(part), "{part} not in {expr}");
         }
@@ -1428,11 +900,11 @@ mod tests {
         let expr = s.to_rust_expr();
         // Strings are emitted with Rust's own escaping, so quotes and backslashes survive.
         assert!(
-            expr.contains(r#"Cow::Borrowed("say \"hi\" \\ ü")"#),
+            expr.contains(r#"Cow :: Borrowed ("say \"hi\" \\ ü")"#),
             "{expr}"
         );
-        assert!(expr.contains("origin_scheme: ::trusted_server_settings::Scheme::Https"));
-        assert!(expr.contains("connect_timeout_ms: 5000"));
+        assert!(expr.contains("origin_scheme : trusted_server_settings :: Scheme :: Https"));
+        assert!(expr.contains("connect_timeout_ms : 5000u32"));
     }
 
     /// Found by the `settings` fuzz target: an empty quoted name gave an error naming no key
