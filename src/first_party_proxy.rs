@@ -123,7 +123,7 @@ pub fn respond(request: Request, settings: &Settings, access: &mut Access) {
     );
     match streamed.result {
         Ok(report) => {
-            if let Some(c) = report.creative {
+            if let Some(c) = report.stages.creative {
                 log::info!(
                     "first-party creative {}: {} URLs rewritten, {} not allowed, {} unreadable{}",
                     last.url,

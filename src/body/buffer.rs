@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fastly::http::StatusCode;
 use fastly::{Body, Response};
 use trusted_server_core::cache::{PassWhy, CACHE_STATE_HEADER};
-use trusted_server_core::{BodyPipeline, PipelineError, Settings};
+use trusted_server_core::{PipelineError, Settings};
 
 use super::{classify, record_report, report, Job};
 use crate::access::{Access, Outcome, SinkStats};
@@ -57,8 +57,13 @@ pub(crate) fn buffer(
         Some(failure) => Err(failure),
         None => {
             let sink = CappedVec(Vec::new());
-            let mut pipeline =
-                BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+            let mut pipeline = trusted_server_core::page::pipeline(
+                job.codec,
+                job.rewrite,
+                job.rule,
+                &job.options,
+                sink,
+            );
             let mut rewrite = Duration::ZERO;
             let result = timed(&mut rewrite, || {
                 pipeline.push(&encoded).and_then(|()| pipeline.finish())

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use fastly::{Body, Response};
-use trusted_server_core::{BodyPipeline, PipelineReport, Settings};
+use trusted_server_core::{BodyReport, PagePipeline, PageReport, Settings};
 
 use super::{classify, record_report, report, BodyFailure, Job};
 use crate::access::{Access, Outcome, SinkStats};
@@ -70,7 +70,8 @@ pub(crate) fn fill(
         inner: filling.insert,
         stats: Rc::clone(&stats),
     };
-    let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+    let pipeline =
+        trusted_server_core::page::pipeline(job.codec, job.rewrite, job.rule, &job.options, sink);
     let mut bytes_in = 0;
     let mut rewrite = Duration::ZERO;
     let result = pump(pipeline, origin_body, length, &mut bytes_in, &mut rewrite);
@@ -94,12 +95,12 @@ pub(crate) fn fill(
 /// The origin body through the pipeline into the entry; the entry finished only after the
 /// whole body (every promised byte, when the origin said how many) went through.
 fn pump(
-    mut pipeline: BodyPipeline<Counting<fastly::http::body::StreamingBody>>,
+    mut pipeline: PagePipeline<Counting<fastly::http::body::StreamingBody>>,
     mut origin_body: Body,
     length: Option<u64>,
     bytes_in: &mut u64,
     rewrite: &mut Duration,
-) -> Result<PipelineReport, BodyFailure> {
+) -> Result<BodyReport<PageReport>, BodyFailure> {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let n = match origin_body.read(&mut buf) {

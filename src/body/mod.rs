@@ -11,7 +11,7 @@ mod fill;
 pub(crate) mod stream;
 
 use trusted_server_core::{
-    BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
+    BodyPlan, BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, Settings, UrlRule,
 };
 
 pub(crate) use buffer::BUFFERED_MAX_BYTES;
@@ -41,11 +41,11 @@ pub fn send(prepared: Prepared, storing: Option<Store>, settings: &Settings, acc
         return response.send_to_client();
     };
     let origin_body = response.take_body();
-    let options = PipelineOptions {
+    let options = PageOptions {
         nextjs: settings.integrations.nextjs,
         inject,
         learn_hints: access.hints.is_some(),
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     let job = Job {
         codec,
@@ -89,7 +89,7 @@ pub(crate) struct Job {
     codec: Codec,
     rewrite: Rewrite,
     rule: UrlRule,
-    options: PipelineOptions,
+    options: PageOptions,
 }
 
 /// A failure of the body phase: what it was and its cause.
@@ -138,19 +138,19 @@ pub(crate) fn report_for(
 /// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
 /// response, where rewriting gave way to passing original bytes through.
 pub(crate) fn record_report(
-    pipeline_report: &PipelineReport,
+    pipeline_report: &BodyReport<PageReport>,
     settings: &Settings,
     access: &mut Access,
 ) {
-    access.html_structured = pipeline_report.html_structured;
+    access.html_structured = pipeline_report.stages.html_structured;
     if let Some(hints) = access.hints.as_mut() {
-        hints.clone_from(&pipeline_report.hints);
+        hints.clone_from(&pipeline_report.stages.hints);
     }
-    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.injected {
+    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.stages.injected {
         log::info!("script not injected: {why}");
     }
     let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
-    if pipeline_report.utf16 {
+    if pipeline_report.stages.utf16 {
         log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
     }
     if pipeline_report.ignored_trailing > 0 {
@@ -159,14 +159,14 @@ pub(crate) fn record_report(
             pipeline_report.ignored_trailing
         );
     }
-    if let Some(reason) = &pipeline_report.html_bail_out {
+    if let Some(reason) = &pipeline_report.stages.html_bail_out {
         let failure = (Failure::HtmlBailOut, reason.clone());
         report(failure, bytes_in, bytes_out, settings, access);
     }
-    if let Some(reason) = pipeline_report.rsc.degraded {
+    if let Some(reason) = pipeline_report.stages.rsc.degraded {
         let cause = format!(
             "{reason} (held at most {} bytes)",
-            pipeline_report.rsc.peak_held
+            pipeline_report.stages.rsc.peak_held
         );
         report(
             (Failure::RscDegraded, cause),

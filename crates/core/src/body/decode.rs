@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 
 /// Error decoding the origin body: it is corrupt, truncated, or not in the declared coding.
 #[derive(Debug)]

@@ -32,7 +32,7 @@
 //! and only a length lets the adapter catch that ([`Release::origin_short`]). A chunked body
 //! counts as "would make us wait" after every read.
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 
 /// Least output the pipeline collects before it writes to the client body: one host call per
 /// batch, not per lol_html fragment. The client body holds what it is given.

@@ -78,9 +78,9 @@ impl Mark {
     }
 }
 
-/// The staged output and its marks (see `crate::body::staging`).
-type Staging = crate::body::staging::Staging<Mark>;
-type Sink = crate::body::staging::Sink<Mark>;
+/// The staged output and its marks (see `crate::stages::staging`).
+type Staging = crate::stages::staging::Staging<Mark>;
+type Sink = crate::stages::staging::Sink<Mark>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -152,7 +152,7 @@ impl CreativeHtml {
         CreativeHtml {
             rewriter: Some(HtmlRewriter::new(
                 settings,
-                crate::body::staging::Sink(Rc::clone(&staging)),
+                crate::stages::staging::Sink(Rc::clone(&staging)),
             )),
             staging,
             css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),

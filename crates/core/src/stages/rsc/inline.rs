@@ -572,15 +572,15 @@ impl InlineFlight {
 
 #[cfg(test)]
 mod tests {
-    use crate::body::html::{HtmlStage, MARKUP_STEP};
-    use crate::body::stage::StageReport;
+    use crate::stages::html::HtmlReport;
+    use crate::stages::html::{HtmlStage, MARKUP_STEP};
     use crate::url_rewrite::UrlRule;
     use lol_html::AsciiCompatibleEncoding;
 
     const ORIGIN: &str = "origin.example.com";
 
     // Next.js's escaping, written independently of the stage's encoder.
-    use crate::body::rsc::js_string::tests::next_js_escape as escape;
+    use crate::stages::rsc::js_string::tests::next_js_escape as escape;
 
     fn push(attrs: &str, chunk: &str) -> String {
         format!(
@@ -703,7 +703,7 @@ mod tests {
 
     /// `input` through the HTML stage at the 1 KiB cap, in pieces of `chunk` bytes, with
     /// nothing to rewrite (the request host is not the origin's).
-    fn run_at_small_cap(input: &str, chunk: usize) -> (Vec<u8>, StageReport) {
+    fn run_at_small_cap(input: &str, chunk: usize) -> (Vec<u8>, HtmlReport) {
         let rule = UrlRule::new(ORIGIN, "https", "p.test");
         let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap();
         let mut stage = HtmlStage::new(rule, utf8, Some(1024));

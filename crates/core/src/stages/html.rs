@@ -21,10 +21,10 @@ use lol_html::errors::RewritingError;
 use lol_html::html_content::{BailOut, Element, EndTag};
 use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
 
-use crate::body::charset::declared_charset;
-use crate::body::rsc::{InlineFlight, RscReport};
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
 use crate::content::charset_allows_rewrite;
+use crate::stages::charset::declared_charset;
+use crate::stages::rsc::{InlineFlight, RscReport};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
@@ -64,6 +64,18 @@ enum Segment {
 /// into U+FFFD.
 type Staging = super::staging::Staging<(usize, Segment)>;
 type Sink = super::staging::Sink<(usize, Segment)>;
+
+/// What the HTML stage (and the lazy HTML stage in front of it) did with a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HtmlReport {
+    /// Whether the page needed lol_html's view of its structure (always, for [`HtmlStage`];
+    /// the lazy stage may not have handed over).
+    pub structured: bool,
+    /// Set when lol_html gave up and the rest of the document passed through as-is.
+    pub bail_out: Option<String>,
+    /// What the Next.js Flight rewriting did (all zero for a page without Flight scripts).
+    pub rsc: RscReport,
+}
 
 /// Whether the current script is a Flight payload, once known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,7 +228,7 @@ impl HtmlStage {
     }
 
     /// Ends the document; reports why lol_html gave up, if it did, and what the RSC stage did.
-    pub fn finish(mut self, out: &mut Vec<u8>) -> StageReport {
+    pub fn finish(mut self, out: &mut Vec<u8>) -> HtmlReport {
         if let Some(rewriter) = self.rewriter.take() {
             if let Err(e) = rewriter.end() {
                 self.give_up(&e);
@@ -235,10 +247,10 @@ impl HtmlStage {
             }
             None => self.replacer.flush(out),
         }
-        StageReport {
-            rsc: self.rsc_report(),
+        HtmlReport {
+            structured: true,
             bail_out: self.bail_out.take(),
-            ..StageReport::default()
+            rsc: self.rsc_report(),
         }
     }
 
@@ -368,12 +380,14 @@ impl HtmlStage {
 }
 
 impl BodyStage for HtmlStage {
+    type Report = HtmlReport;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         HtmlStage::write(self, input, out);
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        HtmlStage::finish(*self, out)
+    fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
+        HtmlStage::finish(self, out)
     }
 }
 
