@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::first_party::creative::{self, Creative, Signer, UrlUse};
+use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
 use trusted_server_core::{Codec, BodyReport};
 use trusted_server_fuzz::{assert_split_invariant, show, split_input};
 

@@ -376,7 +376,7 @@ impl<D: Write> Inflate<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::body::codec::compress;
+    use crate::body::codec::{compress, Encoder};
 
     const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
 
@@ -582,6 +582,18 @@ mod tests {
                 .and_then(|()| d.finish().map(|_| ()))
                 .unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{codec:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn flushed_output_is_decodable_before_the_end() {
+        for codec in [Codec::Gzip, Codec::Deflate, Codec::Brotli] {
+            let mut e = Encoder::new(codec);
+            e.write(TEXT).unwrap();
+            e.flush().unwrap();
+            let mut d = Decoder::new(codec, Vec::new());
+            d.write(e.output()).unwrap();
+            assert_eq!(d.inner_mut().as_slice(), TEXT, "{codec:?}");
         }
     }
 }

@@ -376,6 +376,9 @@ fn flight_marker(text: &[u8]) -> Option<bool> {
 }
 
 #[cfg(test)]
+mod flight_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -16,6 +16,9 @@ mod js_string;
 mod rows;
 
 pub(crate) use inline::InlineFlight;
+/// Next.js's string escaping, written independently of the stage's encoder, for tests.
+#[cfg(test)]
+pub(crate) use js_string::tests::next_js_escape;
 
 use crate::body::stage::BodyStage;
 use crate::url_rewrite::UrlRule;
