@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
+    const TEXT: &[u8] = "Grüße, héllo ✓ 😀 https://example.com/ and more text\n".as_bytes();
 
     fn body() -> Vec<u8> {
         TEXT.repeat(200)

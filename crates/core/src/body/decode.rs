@@ -378,7 +378,7 @@ mod tests {
     use super::*;
     use crate::body::codec::{compress, Encoder};
 
-    const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
+    const TEXT: &[u8] = "Grüße, héllo ✓ 😀 https://example.com/ and more text\n".as_bytes();
 
     /// Records the size of every write it receives.
     #[derive(Default)]

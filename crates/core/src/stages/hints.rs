@@ -6,10 +6,11 @@ use crate::body::stage::BodyStage;
 use crate::hints::HeadScanner;
 use crate::url_rewrite::UrlRule;
 
-/// The head scanner as a body stage (the first of an HTML page's chain): it passes every byte
-/// on unchanged and reports the head's hints at the end, URLs rewritten first-party
-/// (unbounded here; [`Hints`](crate::hints::Hints) bounds them). Once the head is complete it [passes through](BodyStage::passes_through), so the chain hands the
-/// rest of the page to the next stage directly and the scanner costs nothing more.
+/// The head scanner as a body stage (the first of an HTML page's stages): it passes every
+/// byte on unchanged and reports the head's hints at the end, URLs rewritten first-party
+/// (unbounded here; [`Hints`](crate::hints::Hints) bounds them). Once the head is complete
+/// it [passes through](BodyStage::passes_through), so the stages after it get the rest of
+/// the page directly and the scanner costs nothing more.
 pub(crate) struct HintsStage {
     scanner: HeadScanner,
     rule: UrlRule,

@@ -1,4 +1,4 @@
-//! The HTML stage as the pipeline runs it: lol_html only from the point a page needs it.
+//! The HTML stage as a page gets it: lol_html only from the point a page needs it.
 //!
 //! [`HtmlStage`] runs lol_html to find two things: Next.js Flight scripts, whose text goes to
 //! the RSC stage, and `<meta>` tags declaring a charset in which bytes must not be rewritten.
@@ -45,7 +45,7 @@ use crate::url_rewrite::{StreamReplacer, UrlRule};
 /// Archive's 90th percentile is around 150 KB), small next to the 8 MiB lol_html may hold.
 pub const LOOKBACK_MAX: usize = 2 << 20;
 
-/// The streaming HTML rewriter the pipeline uses. See the module docs.
+/// The streaming HTML rewriter a page gets. See the module docs.
 #[derive(Debug)]
 pub struct LazyHtml {
     mode: Mode,
