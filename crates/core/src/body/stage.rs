@@ -31,9 +31,9 @@ pub trait BodyStage {
     /// Ends the body: appends everything still held to `out`, and reports what happened.
     fn finish(self, out: &mut Vec<u8>) -> Self::Report;
 
-    /// Whether the stage holds nothing and will write every later input unchanged: a
-    /// [`Then`] then hands the stage before it `out` directly (or, for the first of the two,
-    /// the stage after it the input), so the rest of the body is not copied through this one.
+    /// Whether the stage holds nothing and will write every later input unchanged: two stages
+    /// composed with [`then`](BodyStage::then) then skip it (the other one reads the input or
+    /// writes the output directly), so the rest of the body is not copied through this one.
     /// Once `true`, it stays `true`. Its `finish` is still called.
     fn passes_through(&self) -> bool {
         false
