@@ -16,6 +16,7 @@
 //! * [`utf16`]: the UTF-16 rule, a gate in front of a rewriter.
 
 pub(crate) mod charset;
+mod example;
 pub(crate) mod hints;
 pub(crate) mod html;
 pub(crate) mod inject;
