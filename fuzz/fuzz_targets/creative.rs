@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::first_party::creative::{self, Creative, Signer, UrlUse};
-use trusted_server_core::{Codec, PipelineReport};
+use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
+use trusted_server_core::{Codec, BodyReport};
 use trusted_server_fuzz::{assert_split_invariant, show, split_input};
 
 const TYPES: [&str; 3] = [
@@ -29,7 +29,7 @@ fn signer(allow: bool, offered: &Rc<RefCell<Vec<String>>>) -> Signer {
     })
 }
 
-fn run(creative: Creative, allow: bool, body: &[u8], cuts: &[usize]) -> (Vec<u8>, PipelineReport) {
+fn run(creative: Creative, allow: bool, body: &[u8], cuts: &[usize]) -> (Vec<u8>, BodyReport<CreativeOutcome>) {
     let offered = Rc::new(RefCell::new(Vec::new()));
     let pipeline = creative::pipeline(Codec::Identity, creative, signer(allow, &offered), Vec::new());
     let result = ts_testkit::drive(
@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
                 show(&whole)
             );
         }
-        let creative = report.creative.unwrap_or_default();
+        let creative = report.stages.creative.unwrap_or_default();
         assert!(allow || creative.rewritten == 0);
     }
 });

@@ -11,7 +11,7 @@
 use std::io::{Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::{Codec, PipelineError, PipelineOptions, Rewrite, UrlRule};
+use trusted_server_core::{Codec, PipelineError, PageOptions, Rewrite, UrlRule};
 use trusted_server_fuzz::{cut_points, options, rewrite_for, run, show, split_input};
 use trusted_server_fuzz::{utf16_bom, ORIGIN, TARGETS};
 
@@ -130,7 +130,7 @@ fuzz_target!(|data: &[u8]| {
     let rewrite: Rewrite = rewrite_for(REWRITES[usize::from((c >> 5) & 3) % REWRITES.len()]);
     let (scheme, target) = TARGETS[usize::from(c >> 4) & 1];
     let rule = UrlRule::new(ORIGIN, scheme, target);
-    let opts: PipelineOptions = options(c);
+    let opts: PageOptions = options(c);
     let garbage = c & 0x80 != 0;
 
     if garbage {

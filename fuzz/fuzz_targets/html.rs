@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::{Codec, Injected, Injection, PipelineOptions, UrlRule};
+use trusted_server_core::{Codec, Injected, Injection, PageOptions, UrlRule};
 use trusted_server_fuzz::{assert_split_invariant, run, whole_and_split};
 use trusted_server_fuzz::{contains_ignore_case, options, rewrite_for, show, split_input};
 use trusted_server_fuzz::{ORIGIN, TARGETS};
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         src: "/static/tsjs=0123456789abcdef.js".into(),
         nonce: Some("n0nce".into()),
     };
-    let options = PipelineOptions {
+    let options = PageOptions {
         inject: (input.config & 0x20 != 0).then(|| injection.clone()),
         ..plain_options.clone()
     };
@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     assert_split_invariant(body, &input.cuts, &whole, &split);
     // lol_html runs only once a page needs it: the output must be what it is with lol_html
     // from the first byte.
-    let from_the_start = PipelineOptions {
+    let from_the_start = PageOptions {
         html_lookback: 0,
         ..options.clone()
     };
@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         let ((without, _), _) = whole_and_split(rewrite, &rule, &plain_options, body, &[]);
         let tag = injection.tag().into_bytes();
         let found = whole.windows(tag.len()).position(|w| w == tag.as_slice());
-        let rest = match (report.injected, found) {
+        let rest = match (report.stages.injected, found) {
             (Some(Injected::Yes), Some(at)) => [&whole[..at], &whole[at + tag.len()..]].concat(),
             (Some(Injected::No(_)), _) => whole.clone(),
             // A UTF-16 page passes through whole, past every stage.

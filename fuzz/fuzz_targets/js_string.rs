@@ -1,4 +1,4 @@
-//! The string codec of `self.__next_f.push([1,"…"])` (`crates/core/src/body/rsc/js_string.rs`),
+//! The string codec of `self.__next_f.push([1,"…"])` (`crates/core/src/stages/rsc/js_string.rs`),
 //! driven through the public pipeline: a page with one push whose string body is the fuzzer's
 //! bytes, or the fuzzer's text escaped the way Next.js does.
 //!

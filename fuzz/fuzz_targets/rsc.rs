@@ -55,12 +55,12 @@ fuzz_target!(|data: &[u8]| {
             show(&expected.rewritten())
         );
         assert_eq!(
-            report.rsc.degraded.is_some(),
+            report.stages.rsc.degraded.is_some(),
             expected.degrades,
             "degrade reported: {:?}",
-            report.rsc.degraded
+            report.stages.rsc.degraded
         );
-        if report.rsc.degraded.is_none() {
+        if report.stages.rsc.degraded.is_none() {
             let again = model(&whole, &rule, max_held);
             assert!(
                 again.rows.iter().all(|r| r.original == r.rewritten),
@@ -94,8 +94,8 @@ fuzz_target!(|data: &[u8]| {
         whole_and_split(html, &rule, &options, &page, &cuts);
     assert_split_invariant(&page, &cuts, &whole, &split);
     assert_eq!(
-        report.rsc.degraded.is_some(),
-        split_report.rsc.degraded.is_some(),
+        report.stages.rsc.degraded.is_some(),
+        split_report.stages.rsc.degraded.is_some(),
         "cut at {cuts:?}, one run degraded and the other did not"
     );
     let (stream_in, markup_in) = read_pushes(&page).expect("the page's own strings decode");
@@ -114,9 +114,9 @@ fuzz_target!(|data: &[u8]| {
     );
     let expected = model(&stream_in, &rule, max_held);
     if expected.degrades {
-        assert!(report.rsc.degraded.is_some(), "a degrade went unreported");
+        assert!(report.stages.rsc.degraded.is_some(), "a degrade went unreported");
     }
-    match report.rsc.degraded {
+    match report.stages.rsc.degraded {
         None => assert!(
             stream_out == expected.rewritten(),
             "not the model's rows:\nstream   {}\noutput   {}\nexpected {}",

@@ -1,6 +1,6 @@
 //! An independent model of what the Flight rewriting must produce, and of the script strings
 //! that carry Flight data inside HTML. Written from the wire format (docs/nextjs.md and
-//! docs/url-rule.md), not from `crates/core/src/body/rsc/`.
+//! docs/url-rule.md), not from `crates/core/src/stages/rsc/`.
 //!
 //! A Flight stream is rows: `<hex id>:` then either `T`/a binary tag, a hex byte length, `,`
 //! and exactly that many bytes, or anything else up to and including a `\n`. A newline row

@@ -10,15 +10,15 @@ pub mod flight;
 pub mod reference;
 
 use trusted_server_core::{
-    Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+    Codec, PipelineError, PageOptions, BodyReport, PageReport, Rewrite, UrlRule,
 };
 pub use ts_testkit::fuzz_input::{split_input, Input, TARGETS};
 pub use ts_testkit::{cut_points, rewrite_for, ORIGIN};
 
 /// Pipeline options from a config bit: lol_html from the first byte (no lookback) or the
 /// default lookback. Neither may change the output.
-pub fn options(config: u8) -> PipelineOptions {
-    let mut options = PipelineOptions::default();
+pub fn options(config: u8) -> PageOptions {
+    let mut options = PageOptions::default();
     if config & 1 != 0 {
         options.html_lookback = 0;
     }
@@ -32,10 +32,10 @@ pub fn run(
     codec: Codec,
     rewrite: Rewrite,
     rule: &UrlRule,
-    options: &PipelineOptions,
+    options: &PageOptions,
     body: &[u8],
     cuts: &[usize],
-) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
+) -> Result<(Vec<u8>, BodyReport<PageReport>), PipelineError> {
     let flush = ts_testkit::Flush::EveryOtherPiece;
     ts_testkit::run(codec, rewrite, rule, options, body, cuts, flush)
 }
@@ -45,10 +45,10 @@ pub fn run(
 pub fn whole_and_split(
     rewrite: Rewrite,
     rule: &UrlRule,
-    options: &PipelineOptions,
+    options: &PageOptions,
     body: &[u8],
     cuts: &[usize],
-) -> ((Vec<u8>, PipelineReport), (Vec<u8>, PipelineReport)) {
+) -> ((Vec<u8>, BodyReport<PageReport>), (Vec<u8>, BodyReport<PageReport>)) {
     let go = |cuts: &[usize]| {
         run(Codec::Identity, rewrite, rule, options, body, cuts)
             .unwrap_or_else(|e| panic!("an identity body cut at {cuts:?} gave an error: {e}"))

@@ -24,7 +24,7 @@ use trusted_server_core::first_party::proxy::{
     partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
-use trusted_server_core::{apply_standard_headers, PipelineReport, Settings};
+use trusted_server_core::{apply_standard_headers, BodyReport, Settings};
 use trusted_server_settings::FirstParty;
 
 use crate::kit::access::{Access, Outcome};
@@ -169,8 +169,8 @@ fn relay_headers(
 }
 
 /// Logs what the creative pipeline did to the creative's URLs.
-fn log_creative(report: &PipelineReport, last: &Target) {
-    if let Some(c) = &report.creative {
+fn log_creative(report: &BodyReport<creative::CreativeOutcome>, last: &Target) {
+    if let Some(c) = &report.stages.creative {
         log::info!(
             "first-party creative {}: {} URLs rewritten, {} not allowed, {} unreadable{}",
             last.url,

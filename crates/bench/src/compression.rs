@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
-use trusted_server_core::{BodyPipeline, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{Codec, PageOptions, UrlRule};
 
 use crate::throughput::{pages, Page, CHUNK};
 
@@ -54,7 +54,8 @@ pub fn brotli(bytes: &[u8]) -> Vec<u8> {
 fn run(page: &Page, codec: Codec, input: &[u8]) -> Vec<u8> {
     let rewrite = ts_testkit::rewrite_for(page.content_type);
     let sink = Vec::with_capacity(input.len() * 2);
-    let mut p = BodyPipeline::new(codec, rewrite, rule(), &PipelineOptions::default(), sink);
+    let mut p =
+        trusted_server_core::page::pipeline(codec, rewrite, rule(), &PageOptions::default(), sink);
     for piece in input.chunks(CHUNK) {
         p.push(piece).expect("the pipeline accepts the page");
     }

@@ -23,7 +23,7 @@ use std::rc::Rc;
 
 use lol_html::html_content::Element;
 use lol_html::{element, HtmlRewriter, Settings};
-use trusted_server_core::{BodyPipeline, Codec, Injection, PipelineOptions, UrlRule};
+use trusted_server_core::{Codec, Injection, PageOptions, UrlRule};
 use ts_testkit::Flush;
 
 /// Size of each pushed chunk.
@@ -229,13 +229,13 @@ fn run_pipeline_split(page: &Page, chunk: usize) -> Vec<u8> {
 }
 
 fn run_pipeline_with(page: &Page, chunk: usize, inject: Option<Injection>) -> Vec<u8> {
-    let options = PipelineOptions {
+    let options = PageOptions {
         inject,
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     let rewrite = ts_testkit::rewrite_for(page.content_type);
     let sink = Vec::with_capacity(page.bytes.len() + page.bytes.len() / 8);
-    let p = BodyPipeline::new(Codec::Identity, rewrite, rule(), &options, sink);
+    let p = trusted_server_core::page::pipeline(Codec::Identity, rewrite, rule(), &options, sink);
     // Each piece leaves before the next, as bare lol_html's output does: the adapter's case
     // when the origin pauses after every read, its most expensive.
     let pieces = page.bytes.chunks(chunk);

@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{BodyPlan, Codec, PageOptions, UrlRule};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = PipelineOptions::default();
+    let options = PageOptions::default();
     let BodyPlan::Rewrite { rewrite, .. } =
         BodyPlan::decide(200, Some(content_type), None, options.nextjs.enabled)
     else {
@@ -41,7 +41,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let rule = UrlRule::new(origin, scheme, target);
-    let mut pipeline = BodyPipeline::new(Codec::Identity, rewrite, rule, &options, Vec::new());
+    let mut pipeline =
+        trusted_server_core::page::pipeline(Codec::Identity, rewrite, rule, &options, Vec::new());
     for piece in input.chunks(chunk) {
         if let Err(e) = pipeline.push(piece) {
             eprintln!("rewrite: {e}");
@@ -50,10 +51,13 @@ fn main() -> ExitCode {
     }
     match pipeline.finish() {
         Ok((out, report)) => {
-            if let Some(why) = report.rsc.degraded {
+            if let Some(why) = report.stages.rsc.degraded {
                 eprintln!("rewrite: Flight rewriting degraded: {why}");
             }
-            eprintln!("rewrite: RSC bytes held at most: {}", report.rsc.peak_held);
+            eprintln!(
+                "rewrite: RSC bytes held at most: {}",
+                report.stages.rsc.peak_held
+            );
             if let Err(e) = std::io::stdout().write_all(&out) {
                 eprintln!("rewrite: writing stdout: {e}");
                 return ExitCode::FAILURE;

@@ -9,7 +9,7 @@
 use http::{HeaderName, HeaderValue};
 use trusted_server_settings::Compression;
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 use crate::content::{BodyPlan, PassReason};
 
 /// The response header that asks Fastly to compress a response on delivery. Fastly removes it

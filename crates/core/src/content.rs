@@ -5,7 +5,40 @@
 
 use lol_html::AsciiCompatibleEncoding;
 
-use crate::body::codec::Codec;
+/// A `Content-Encoding` the pipeline can decode and re-encode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// No content coding (absent or `identity`).
+    Identity,
+    /// `gzip` (RFC 1952).
+    Gzip,
+    /// `deflate`: zlib-wrapped (RFC 1950) as the spec says; raw deflate, which some servers send
+    /// instead, is detected on the first bytes.
+    Deflate,
+    /// `br` (RFC 7932).
+    Brotli,
+}
+
+impl Codec {
+    /// Parses a `Content-Encoding` header value. `None` for anything the pipeline cannot decode
+    /// (zstd, compress, stacked codings): such bodies pass through untouched, since guessing
+    /// would turn them into garbage.
+    pub fn from_header(value: Option<&str>) -> Option<Codec> {
+        let Some(value) = value else {
+            return Some(Codec::Identity);
+        };
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "identity" => Some(Codec::Identity),
+            "gzip" | "x-gzip" => Some(Codec::Gzip),
+            "deflate" => Some(Codec::Deflate),
+            "br" => Some(Codec::Brotli),
+            _ => None,
+        }
+    }
+
+    /// The codings the pipeline can handle, for filtering the client's `Accept-Encoding`.
+    pub const SUPPORTED_TOKENS: [&'static str; 3] = ["gzip", "deflate", "br"];
+}
 
 /// How a body is rewritten.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use http::header::{HeaderName, HeaderValue};
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins: never relayed
 /// to an upstream (the origin here, a partner in `first_party::proxy`).

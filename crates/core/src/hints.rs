@@ -8,14 +8,14 @@
 //!
 //! Pure parts only: extraction from `Link` header values ([`from_link_header`]) and from head
 //! markup ([`HeadScanner`], fed the page in chunks: the result does not depend on how it was
-//! split; in a page's pipeline it runs as the first body stage, `HintsStage`), the bounded list ([`Hints`]: at most [`MAX_HINTS`] values and [`MAX_BYTES`] bytes),
+//! split; in a page's pipeline it runs as the first body stage, `crate::stages::hints`), the
+//! bounded list ([`Hints`]: at most [`MAX_HINTS`] values and [`MAX_BYTES`] bytes),
 //! its stored form ([`Hints::encode`], [`Hints::decode`]) and the cache key it is stored
 //! under ([`hints_key`], a namespace of its own derived from the page's key). The adapter
 //! (`src/hints.rs`) does the cache reads and writes and sends the `103`.
 
 use sha2::{Digest, Sha256};
 
-use crate::body::stage::{BodyStage, StageReport};
 use crate::url_rewrite::UrlRule;
 
 /// Most hints remembered for one page: browsers act on the first few, and each is a request.
@@ -324,43 +324,6 @@ impl HeadScanner {
     /// names the origin: the scanner sees it before the rewrite).
     pub fn finish(&self, rule: &UrlRule) -> Vec<String> {
         from_markup(&self.head, rule)
-    }
-}
-
-/// The head scanner as a body stage (the first of an HTML page's chain): it passes every byte
-/// on unchanged and reports the head's hints at the end ([`StageReport::hints`]). Once the
-/// head is complete it [passes through](BodyStage::passes_through), so the chain hands the
-/// rest of the page to the next stage directly and the scanner costs nothing more.
-pub(crate) struct HintsStage {
-    scanner: HeadScanner,
-    rule: UrlRule,
-}
-
-impl HintsStage {
-    /// A stage learning the hints of a page whose URLs `rule` rewrites.
-    pub(crate) fn new(rule: UrlRule) -> Self {
-        HintsStage {
-            scanner: HeadScanner::new(),
-            rule,
-        }
-    }
-}
-
-impl BodyStage for HintsStage {
-    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        self.scanner.feed(input);
-        out.extend_from_slice(input);
-    }
-
-    fn finish(self: Box<Self>, _out: &mut Vec<u8>) -> StageReport {
-        StageReport {
-            hints: Some(self.scanner.finish(&self.rule)),
-            ..StageReport::default()
-        }
-    }
-
-    fn passes_through(&self) -> bool {
-        self.scanner.is_done()
     }
 }
 

@@ -8,7 +8,9 @@
 //! * [`origin_request_headers`]: what the origin sees of the client's request;
 //! * [`BodyPlan::decide`]: whether and how a response body is rewritten;
 //! * [`origin_response_headers`]: the response headers, decided before any are sent;
-//! * [`BodyPipeline`]: decode → rewrite → encode → batched writes, chunk by chunk;
+//! * [`BodyPipeline`]: decode → stages → encode → batched writes, chunk by chunk; which
+//!   stages a publisher page gets is [`page`]'s decision, a creative's
+//!   [`first_party::creative`]'s;
 //! * [`Release`]: when the output leaves for the client;
 //! * [`script_answer`]: the first-party script's representation and validators.
 //! * [`publisher::identity`]: the edge ID (HMAC, cookie, navigation and GPC rules).
@@ -34,24 +36,25 @@ pub mod first_party;
 mod forward;
 pub mod hints;
 pub mod hmac_key;
+pub mod page;
 pub mod publisher;
 mod qvalue;
 mod response;
 mod routes;
 pub mod signing;
+mod stages;
 #[cfg(test)]
 mod test_support;
 pub mod timing;
 mod url_rewrite;
 
-pub use body::codec::Codec;
 pub use body::decode::DecodeError;
-pub use body::inject::{Injected, Injection, SCRIPT_ID};
-pub use body::pipeline::{BodyPipeline, PipelineError, PipelineOptions, PipelineReport};
+pub use body::pipeline::{BodyPipeline, BodyReport, PipelineError};
 pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
-pub use body::rsc::RscReport;
-pub use content::{BodyPlan, PassReason, Rewrite};
+pub use body::stage::BodyStage;
+pub use content::{BodyPlan, Codec, PassReason, Rewrite};
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
+pub use page::{PageOptions, PagePipeline, PageReport};
 pub use publisher::script::{
     answer as script_answer, if_none_match, ScriptAnswer, ScriptEncoding, SCRIPT_CACHE_CONTROL,
     SCRIPT_CONTENT_TYPE, SCRIPT_PATH_PREFIX,
@@ -60,6 +63,8 @@ pub use response::{
     apply_standard_headers, origin_response_headers, ResponseContext, VERSION, VERSION_HEADER,
 };
 pub use routes::{readings as path_readings, Methods, PathMatch, RouteLine, RouteTable, Routed};
+pub use stages::inject::{Injected, Injection, SCRIPT_ID};
+pub use stages::rsc::RscReport;
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.

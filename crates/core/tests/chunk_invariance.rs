@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use trusted_server_core::{Codec, PipelineOptions, PipelineReport};
+use trusted_server_core::{BodyReport, Codec, PageOptions, PageReport};
 
 mod support;
 use support::{decode, encode, html_paths, rewrite_for, rules, run_with};
@@ -43,8 +43,8 @@ fn is_html(content_type: &str) -> bool {
 
 /// With a lookback of 0, lol_html must have rewritten an HTML body (one without a UTF-16
 /// byte order mark): else the lol_html path goes untested.
-fn reached_lol_html(options: &PipelineOptions, report: &PipelineReport) -> bool {
-    options.html_lookback != 0 || report.html_structured == Some(true)
+fn reached_lol_html(options: &PageOptions, report: &BodyReport<PageReport>) -> bool {
+    options.html_lookback != 0 || report.stages.html_structured == Some(true)
 }
 
 #[test]

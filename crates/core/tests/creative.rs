@@ -15,8 +15,8 @@ use std::rc::Rc;
 use html5ever::tendril::TendrilSink;
 use markup5ever_rcdom::{Handle, NodeData, RcDom};
 use proptest::prelude::*;
-use trusted_server_core::first_party::creative::{self, Creative, Signer, UrlUse};
-use trusted_server_core::{Codec, PipelineReport};
+use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
+use trusted_server_core::{BodyReport, Codec};
 
 #[allow(unused_imports)] // the shared helpers this file does not need
 mod support;
@@ -75,7 +75,12 @@ fn after_as(value: &str, use_: UrlUse) -> String {
 
 /// Runs `body` (plain) through the creative pipeline in `codec`, cut at `cuts` of the encoded
 /// body, and returns the plain output and report.
-fn run(creative: Creative, body: &[u8], codec: Codec, cuts: &[usize]) -> (Vec<u8>, PipelineReport) {
+fn run(
+    creative: Creative,
+    body: &[u8],
+    codec: Codec,
+    cuts: &[usize],
+) -> (Vec<u8>, BodyReport<CreativeOutcome>) {
     let offered = Rc::new(RefCell::new(Vec::new()));
     let encoded = encode(codec, body);
     let cuts = ts_testkit::cut_points(
@@ -473,7 +478,7 @@ proptest! {
         prop_assert_eq!(&attrs, &want);
         let want_sheets: Vec<String> = pieces.iter().filter_map(|p| p.sheet.clone()).collect();
         prop_assert_eq!(&sheets, &want_sheets);
-        prop_assert!(report.creative.as_ref().is_some_and(|c| c.degraded.is_none()));
+        prop_assert!(report.stages.creative.as_ref().is_some_and(|c| c.degraded.is_none()));
     }
 
     /// A creative with nothing to sign comes out byte for byte, and the signer was offered
@@ -509,7 +514,7 @@ proptest! {
                 "offered {:?}", target
             );
         }
-        prop_assert_eq!(report.creative.unwrap().rewritten, 0);
+        prop_assert_eq!(report.stages.creative.unwrap().rewritten, 0);
     }
 
     /// CSS creatives: the expected sheet, byte for byte, at any cuts, in any coding.
@@ -589,7 +594,7 @@ fn any_signed_url_is_escaped_so_the_browser_reads_it_exactly() {
     );
     assert_eq!(sheets.len(), 1);
     assert!(!sheets[0].contains('<'), "{}", sheets[0]);
-    assert_eq!(report.creative.unwrap().rewritten, 9);
+    assert_eq!(report.stages.creative.unwrap().rewritten, 9);
 }
 
 /// A 3 MiB attribute (over the parser's 1 MiB) and a 3 MiB CSS URL pass through whole, and
@@ -600,9 +605,8 @@ fn huge_tokens_pass_through_and_the_report_says_so() {
     let page = format!("<img src=\"https://ads.test/{huge}\"><img src=\"https://ads.test/after\">");
     let (out, report) = run(html(), page.as_bytes(), Codec::Identity, &[100, 70_000]);
     assert!(out == page.as_bytes());
-    let creative = report.creative.unwrap();
+    let creative = report.stages.creative.unwrap();
     assert!(creative.degraded.is_some_and(|d| d.contains("gave up")));
-    assert!(report.html_bail_out.is_none());
 
     let css = Creative::for_content_type(Some("text/css")).unwrap();
     let sheet = format!(
@@ -615,6 +619,7 @@ fn huge_tokens_pass_through_and_the_report_says_so() {
     );
     assert!(out == want.as_bytes());
     assert!(report
+        .stages
         .creative
         .unwrap()
         .degraded
@@ -623,7 +628,7 @@ fn huge_tokens_pass_through_and_the_report_says_so() {
     let sheet = format!("a{{background:url(data:image/png;base64,{huge})}}");
     let (out, report) = run(css, sheet.as_bytes(), Codec::Identity, &[5, 1 << 20]);
     assert!(out == sheet.as_bytes());
-    assert_eq!(report.creative.unwrap().degraded, None);
+    assert_eq!(report.stages.creative.unwrap().degraded, None);
 }
 
 #[test]
@@ -632,5 +637,5 @@ fn images_and_utf16_bodies_are_not_touched() {
     let page = b"\xff\xfe<\0i\0m\0g\0";
     let (out, report) = run(html(), page, Codec::Identity, &[1]);
     assert_eq!(out, page);
-    assert!(report.utf16);
+    assert!(report.stages.utf16);
 }

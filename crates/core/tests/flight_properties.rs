@@ -8,7 +8,7 @@
 //! text row's length recomputed, and the output must not depend on the split.
 
 use proptest::prelude::*;
-use trusted_server_core::{Codec, PipelineOptions, PipelineReport, UrlRule};
+use trusted_server_core::{BodyReport, Codec, PageOptions, PageReport, UrlRule};
 
 mod support;
 use support::{rewrite_for, Flush};
@@ -113,19 +113,14 @@ fn page(stream: &str, cuts: &[usize], markup: bool) -> (String, Vec<String>) {
 }
 
 fn run(input: &[u8], cuts: &[usize]) -> Vec<u8> {
-    run_capped(
-        input,
-        cuts,
-        PipelineOptions::default().nextjs.max_held_bytes,
-    )
-    .0
+    run_capped(input, cuts, PageOptions::default().nextjs.max_held_bytes).0
 }
 
 /// Like [`run`], holding at most `max_held` bytes; with the report.
-fn run_capped(input: &[u8], cuts: &[usize], max_held: u32) -> (Vec<u8>, PipelineReport) {
+fn run_capped(input: &[u8], cuts: &[usize], max_held: u32) -> (Vec<u8>, BodyReport<PageReport>) {
     let rule = UrlRule::new(ORIGIN, "https", HOST);
     let rewrite = rewrite_for("text/html; charset=utf-8");
-    let mut options = PipelineOptions::default();
+    let mut options = PageOptions::default();
     options.nextjs.max_held_bytes = max_held;
     ts_testkit::run(
         Codec::Identity,
@@ -158,7 +153,7 @@ fn check_small_cap(html: &[u8], stream: &str, cuts: &[usize]) -> Result<(), Stri
     for cuts in [&[][..], cuts] {
         let (out, report) = run_capped(html, cuts, SMALL_CAP);
         let (decoded, _) = flight::read_pushes(&out).ok_or("an output string does not decode")?;
-        let fine = match report.rsc.degraded {
+        let fine = match report.stages.rsc.degraded {
             None => decoded == model.rewritten(),
             Some(_) => model.each_row_whole_or_released(&decoded, &rule),
         };
@@ -166,7 +161,7 @@ fn check_small_cap(html: &[u8], stream: &str, cuts: &[usize]) -> Result<(), Stri
             return Err(format!(
                 "cut at {cuts:?}, degraded {:?}, the decoded rows are not the model's:\n\
                  stream {stream:?}\noutput {:?}",
-                report.rsc.degraded,
+                report.stages.rsc.degraded,
                 String::from_utf8_lossy(&decoded)
             ));
         }
@@ -227,7 +222,7 @@ fn flight_stream(html: &str) -> (String, String) {
 /// lengths of markup between the strings put the slice ends at each byte of a `✓`).
 #[test]
 fn at_the_default_cap_a_release_inside_a_string_moves_whole_characters() {
-    let cap = PipelineOptions::default().nextjs.max_held_bytes as usize;
+    let cap = PageOptions::default().nextjs.max_held_bytes as usize;
     let head = format!("{}https://{ORIGIN}/a ", "A".repeat(300));
     let ticks = "✓".repeat((cap - head.len()) / 3);
     let text = format!("{head}{ticks}");
@@ -243,7 +238,7 @@ fn at_the_default_cap_a_release_inside_a_string_moves_whole_characters() {
             "x".repeat(markup)
         );
         let (out, report) = run_capped(html.as_bytes(), &[], cap as u32);
-        assert!(report.rsc.degraded.is_some(), "the cap was passed");
+        assert!(report.stages.rsc.degraded.is_some(), "the cap was passed");
         let (decoded, _) = flight::read_pushes(&out).expect("the output's strings decode");
         assert!(
             model.each_row_whole_or_released(&decoded, &rule),

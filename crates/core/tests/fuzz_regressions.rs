@@ -4,7 +4,7 @@
 mod support;
 
 use support::{rewrite_for, rules, run, Flush};
-use trusted_server_core::{Codec, Injection, PipelineOptions, PipelineReport, UrlRule};
+use trusted_server_core::{BodyReport, Codec, Injection, PageOptions, PageReport, UrlRule};
 use ts_testkit::cut_points;
 use ts_testkit::fuzz_input::{split_input, TARGETS};
 
@@ -166,7 +166,7 @@ fn rsc_inline_page(name: &str) -> (UrlRule, u32, String, Vec<u8>, Vec<usize>) {
     let max_held = if config & 8 != 0 {
         1024
     } else {
-        PipelineOptions::default().nextjs.max_held_bytes
+        PageOptions::default().nextjs.max_held_bytes
     };
     let n = raw.len();
     let (scheme, target) = TARGETS[usize::from(config >> 4) % TARGETS.len()];
@@ -184,7 +184,7 @@ fn run_capped(
     max_held: u32,
     page: &[u8],
     cuts: &[usize],
-) -> (Vec<u8>, PipelineReport) {
+) -> (Vec<u8>, BodyReport<PageReport>) {
     run_capped_with(rule, max_held, page, cuts, None)
 }
 
@@ -195,11 +195,11 @@ fn run_capped_with(
     page: &[u8],
     cuts: &[usize],
     inject: Option<Injection>,
-) -> (Vec<u8>, PipelineReport) {
+) -> (Vec<u8>, BodyReport<PageReport>) {
     let html = rewrite_for("text/html; charset=utf-8");
-    let mut options = PipelineOptions {
+    let mut options = PageOptions {
         inject,
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     options.nextjs.max_held_bytes = max_held;
     ts_testkit::run(
@@ -229,7 +229,7 @@ fn a_saved_page_comes_out_the_same_for_every_cut() {
         let (_, markup_in) = flight::read_pushes(&page).expect("the page's strings decode");
         assert!(markup == rule.rewrite_all(&markup_in), "{name}: the markup");
         let model = flight::model(stream.as_bytes(), &rule, u64::from(max_held));
-        match report.rsc.degraded {
+        match report.stages.rsc.degraded {
             None => assert!(decoded == model.rewritten(), "{name}: not the model's rows"),
             Some(why) => assert!(
                 model.each_row_whole_or_released(&decoded, &rule),
@@ -246,7 +246,7 @@ fn a_saved_page_comes_out_the_same_for_every_cut() {
                 String::from_utf8_lossy(&out)
             );
             assert_eq!(
-                report.rsc.degraded, split_report.rsc.degraded,
+                report.stages.rsc.degraded, split_report.stages.rsc.degraded,
                 "{name} cut at {cuts:?}"
             );
         }
@@ -417,7 +417,7 @@ fn a_cap_release_passes_each_row_on_rewritten_or_as_it_came() {
         for cuts in [&[][..], &cuts] {
             let (out, report) = run_capped(&rule, max_held, &page, cuts);
             let (decoded, _) = flight::read_pushes(&out).expect("the output's strings decode");
-            if report.rsc.degraded.is_none() {
+            if report.stages.rsc.degraded.is_none() {
                 assert!(decoded == model.rewritten(), "{name} cut at {cuts:?}");
                 continue;
             }

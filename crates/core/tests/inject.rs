@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use html5ever::tendril::TendrilSink;
 use markup5ever_rcdom::{Handle, NodeData, RcDom};
 use proptest::prelude::*;
-use trusted_server_core::{Codec, Injected, Injection, PipelineOptions, PipelineReport, UrlRule};
+use trusted_server_core::{
+    BodyReport, Codec, Injected, Injection, PageOptions, PageReport, UrlRule,
+};
 
 mod support;
 use support::{decode, encode, rewrite_for, run_with};
@@ -39,8 +41,8 @@ fn output(
     content_type: &str,
     codec: Codec,
     cuts: &[usize],
-    options: &PipelineOptions,
-) -> (Vec<u8>, PipelineReport) {
+    options: &PageOptions,
+) -> (Vec<u8>, BodyReport<PageReport>) {
     let encoded = encode(codec, page);
     let cuts: Vec<usize> = cuts.iter().map(|&c| c.min(encoded.len())).collect();
     let (out, report) = run_with(
@@ -56,13 +58,13 @@ fn output(
 }
 
 /// Both ways the HTML stage runs (lol_html from the first byte, and lazily), with injection.
-fn with_injection(nonce: Option<&str>, nextjs: bool) -> [PipelineOptions; 2] {
-    let mut lazy = PipelineOptions {
+fn with_injection(nonce: Option<&str>, nextjs: bool) -> [PageOptions; 2] {
+    let mut lazy = PageOptions {
         inject: Some(injection(nonce)),
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     lazy.nextjs.enabled = nextjs;
-    let structured = PipelineOptions {
+    let structured = PageOptions {
         html_lookback: 0,
         ..lazy.clone()
     };
@@ -150,17 +152,17 @@ fn assert_only_the_tag_added(with: &[u8], without: &[u8], tag: &[u8]) {
 
 /// Every check on one page, at every one-cut split (or every `step`th), both HTML paths.
 fn check_page(page: &[u8], content_type: &str, step: usize, nextjs: bool) -> Vec<u8> {
-    let no_injection = PipelineOptions {
+    let no_injection = PageOptions {
         nextjs: trusted_server_core::Nextjs {
             enabled: nextjs,
-            ..PipelineOptions::default().nextjs
+            ..PageOptions::default().nextjs
         },
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     let (without, _) = output(page, content_type, Codec::Identity, &[], &no_injection);
     let [structured, lazy] = with_injection(None, nextjs);
     let (want, report) = output(page, content_type, Codec::Identity, &[], &structured);
-    assert_eq!(report.injected, Some(Injected::Yes));
+    assert_eq!(report.stages.injected, Some(Injected::Yes));
     assert_only_the_tag_added(&want, &without, &tag(None));
     if content_type.contains("utf-8") {
         assert_first_child_of_head(&want);
@@ -255,7 +257,7 @@ fn a_page_that_starts_its_head_with_the_script_is_left_alone() {
             for options in with_injection(None, true) {
                 let (out, report) = output(page, "text/html", Codec::Identity, &[cut], &options);
                 assert_eq!(out, page, "cut at {cut}");
-                assert!(matches!(report.injected, Some(Injected::No(_))));
+                assert!(matches!(report.stages.injected, Some(Injected::No(_))));
             }
         }
     }
@@ -283,7 +285,7 @@ fn only_html_gets_the_tag() {
         for options in with_injection(None, true) {
             let (out, report) = output(body, content_type, Codec::Identity, &[], &options);
             assert_eq!(out, body, "{content_type}");
-            assert_eq!(report.injected, None);
+            assert_eq!(report.stages.injected, None);
         }
     }
     // A UTF-16 page passes through whole.
@@ -308,7 +310,7 @@ fn a_token_too_long_before_the_head_stops_the_scan() {
             &options,
         );
         assert_eq!(out, page);
-        assert!(matches!(report.injected, Some(Injected::No(_))));
+        assert!(matches!(report.stages.injected, Some(Injected::No(_))));
     }
 }
 
@@ -398,7 +400,7 @@ proptest! {
     ) {
         let [structured, lazy] = with_injection(None, nextjs);
         let (want, report) = output(&page, "text/html; charset=utf-8", Codec::Identity, &[], &structured);
-        prop_assert_eq!(report.injected, Some(Injected::Yes));
+        prop_assert_eq!(report.stages.injected, Some(Injected::Yes));
         assert_first_child_of_head(&want);
         let encoded_len = encode(codec, &page).len();
         let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(encoded_len + 1)).collect();

@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use trusted_server_core::{Codec, PipelineOptions};
+use trusted_server_core::{Codec, PageOptions};
 
 mod support;
 use support::{decode, encode, rewrite_for, rules, run, run_with, ORIGIN};
@@ -156,7 +156,7 @@ fn held_bytes_stay_near_one_text_row_never_the_page() {
         let rewrite = rewrite_for(&capture.content_type);
         let [rule, _] = rules();
         let (_, report) = run_with(
-            &PipelineOptions::default(),
+            &PageOptions::default(),
             Codec::Identity,
             rewrite,
             &rule,
@@ -165,30 +165,35 @@ fn held_bytes_stay_near_one_text_row_never_the_page() {
         )
         .expect("no error");
         assert!(
-            report.rsc.degraded.is_none(),
+            report.stages.rsc.degraded.is_none(),
             "{}: {:?}",
             capture.name,
-            report.rsc
+            report.stages.rsc
         );
         // A page with Flight scripts needs lol_html's structure even at the default lookback,
         // so these pages test the lol_html path.
         if capture.content_type.starts_with("text/html") {
-            assert_eq!(report.html_structured, Some(true), "{}", capture.name);
+            assert_eq!(
+                report.stages.html_structured,
+                Some(true),
+                "{}",
+                capture.name
+            );
         }
         let row = largest_text_row(&capture.body);
         eprintln!(
             "{}: held at most {} bytes; largest text row {row}; body {}",
             capture.name,
-            report.rsc.peak_held,
+            report.stages.rsc.peak_held,
             capture.body.len()
         );
         // One row, plus (inline) the markup and script wrappers that follow it while it is
         // open: never the page.
         assert!(
-            report.rsc.peak_held <= row + 2048,
+            report.stages.rsc.peak_held <= row + 2048,
             "{}: held {} bytes, largest text row {row}",
             capture.name,
-            report.rsc.peak_held
+            report.stages.rsc.peak_held
         );
     }
 }

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use e2e::{
     build_and_start_demo_origin, get, start_service_pair, target_dir, workspace_root, ServicePair,
 };
-use trusted_server_core::{BodyPipeline, BodyPlan, Codec, PipelineOptions, UrlRule};
+use trusted_server_core::{BodyPlan, Codec, PageOptions, UrlRule};
 
 const ORIGIN_HOST: &str = "origin.demo-publisher.example";
 /// Request hosts: one shorter and one longer than the origin's, so rewritten bodies both shrink
@@ -319,17 +319,18 @@ fn decode(coding: Option<&str>, body: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The core pipeline's output for the whole identity body `original` of type `content_type`.
 fn pipeline_output(content_type: &str, original: &[u8], host: &str) -> Result<Vec<u8>, String> {
-    let options = PipelineOptions::default();
+    let options = PageOptions::default();
     let BodyPlan::Rewrite { rewrite, .. } =
         BodyPlan::decide(200, Some(content_type), None, options.nextjs.enabled)
     else {
         return Err(format!("{content_type} is not rewritten"));
     };
     let rule = UrlRule::new(ORIGIN_HOST, "http", host);
-    let mut p = BodyPipeline::new(Codec::Identity, rewrite, rule, &options, Vec::new());
+    let mut p =
+        trusted_server_core::page::pipeline(Codec::Identity, rewrite, rule, &options, Vec::new());
     p.push(original).map_err(|e| e.to_string())?;
     let (out, report) = p.finish().map_err(|e| e.to_string())?;
-    if let Some(why) = report.rsc.degraded {
+    if let Some(why) = report.stages.rsc.degraded {
         return Err(format!("Flight rewriting degraded: {why}"));
     }
     Ok(out)

@@ -21,7 +21,8 @@ use std::io::Write;
 pub mod fuzz_input;
 
 use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+    BodyPipeline, BodyPlan, BodyReport, BodyStage, Codec, PageOptions, PageReport, PipelineError,
+    Rewrite, UrlRule,
 };
 
 /// The demo origin's public host, which the fixtures (and so the fuzz seeds) use in their
@@ -64,7 +65,7 @@ pub fn rewrite_for(content_type: &str) -> Rewrite {
         200,
         Some(content_type),
         None,
-        PipelineOptions::default().nextjs.enabled,
+        PageOptions::default().nextjs.enabled,
     ) {
         BodyPlan::Rewrite { rewrite, .. } => rewrite,
         other => panic!("{content_type} is not rewritten: {other:?}"),
@@ -102,12 +103,13 @@ pub fn run(
     codec: Codec,
     rewrite: Rewrite,
     rule: &UrlRule,
-    options: &PipelineOptions,
+    options: &PageOptions,
     input: &[u8],
     cuts: &[usize],
     flush: Flush,
-) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
-    let pipeline = BodyPipeline::new(codec, rewrite, rule.clone(), options, Vec::new());
+) -> Result<(Vec<u8>, BodyReport<PageReport>), PipelineError> {
+    let pipeline =
+        trusted_server_core::page::pipeline(codec, rewrite, rule.clone(), options, Vec::new());
     drive(pipeline, pieces(input, cuts), flush, || {})
 }
 
@@ -117,12 +119,12 @@ pub fn run(
 ///
 /// # Errors
 /// The pipeline's first error; no piece is pushed after it.
-pub fn drive<'a, W: Write>(
-    mut pipeline: BodyPipeline<W>,
+pub fn drive<'a, W: Write, S: BodyStage>(
+    mut pipeline: BodyPipeline<W, S>,
     pieces: impl IntoIterator<Item = &'a [u8]>,
     flush: Flush,
     mut after_piece: impl FnMut(),
-) -> Result<(W, PipelineReport), PipelineError> {
+) -> Result<(W, BodyReport<S::Report>), PipelineError> {
     let mut pieces = pieces.into_iter().enumerate().peekable();
     while let Some((index, piece)) = pieces.next() {
         pipeline.push(piece)?;
@@ -181,11 +183,11 @@ mod tests {
         let rule = UrlRule::new(ORIGIN, "https", "a.io");
         let css = rewrite_for("text/css");
         let input = format!("a{{b:url(//{ORIGIN}/x)}}").repeat(5);
-        let pipeline = BodyPipeline::new(
+        let pipeline = trusted_server_core::page::pipeline(
             Codec::Identity,
             css,
             rule,
-            &PipelineOptions::default(),
+            &PageOptions::default(),
             Flushes::default(),
         );
         let mut calls = 0;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fastly::http::StatusCode;
 use fastly::{Body, Response};
 use trusted_server_core::cache::{PassWhy, CACHE_STATE_HEADER};
-use trusted_server_core::{BodyPipeline, PipelineError, PipelineReport, Settings};
+use trusted_server_core::{BodyReport, PageReport, PipelineError, Settings};
 
 use super::{classify, record_report, report, BodyFailure, Job};
 use crate::kit::access::{Access, Outcome, SinkStats};
@@ -78,9 +78,10 @@ fn rewrite_whole(
     encoded: &[u8],
     job: Job,
     access: &mut Access,
-) -> Result<(CappedVec, PipelineReport), BodyFailure> {
+) -> Result<(CappedVec, BodyReport<PageReport>), BodyFailure> {
     let sink = CappedVec(Vec::new());
-    let mut pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+    let mut pipeline =
+        trusted_server_core::page::pipeline(job.codec, job.rewrite, job.rule, &job.options, sink);
     let mut rewrite = Duration::ZERO;
     let result = timed(&mut rewrite, || {
         pipeline.push(encoded).and_then(|()| pipeline.finish())

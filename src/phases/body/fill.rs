@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use fastly::{Body, Response};
-use trusted_server_core::{BodyPipeline, PipelineReport, Settings};
+use trusted_server_core::{BodyReport, PagePipeline, PageReport, Settings};
 
 use super::origin_read::read_to_end;
 use super::{classify, record_report, report, BodyFailure, Job};
@@ -68,7 +68,8 @@ pub(crate) fn fill(
         inner: filling.insert,
         stats: Rc::clone(&stats),
     };
-    let pipeline = BodyPipeline::new(job.codec, job.rewrite, job.rule, &job.options, sink);
+    let pipeline =
+        trusted_server_core::page::pipeline(job.codec, job.rewrite, job.rule, &job.options, sink);
     let mut bytes_in = 0;
     let mut rewrite = Duration::ZERO;
     let result = pump(pipeline, origin_body, length, &mut bytes_in, &mut rewrite);
@@ -93,12 +94,12 @@ pub(crate) fn fill(
 /// The origin body through the pipeline into the entry; the entry finished only after the
 /// whole body (every promised byte, when the origin said how many) went through.
 fn pump(
-    mut pipeline: BodyPipeline<Counting<fastly::http::body::StreamingBody>>,
+    mut pipeline: PagePipeline<Counting<fastly::http::body::StreamingBody>>,
     origin_body: Body,
     length: Option<u64>,
     bytes_in: &mut u64,
     rewrite: &mut Duration,
-) -> Result<PipelineReport, BodyFailure> {
+) -> Result<BodyReport<PageReport>, BodyFailure> {
     let mut origin_body = origin_body.into_handle();
     read_to_end(&mut origin_body, length, bytes_in, |chunk, _| {
         timed(rewrite, || pipeline.push(chunk)).map_err(classify)

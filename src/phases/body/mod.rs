@@ -16,7 +16,7 @@ mod origin_read;
 pub(crate) mod stream;
 
 use trusted_server_core::{
-    BodyPlan, Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, Settings, UrlRule,
+    BodyPlan, BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, Settings, UrlRule,
 };
 
 use crate::kit::access::{Access, Outcome};
@@ -64,11 +64,11 @@ pub fn send(
         };
     };
     let origin_body = response.take_body();
-    let options = PipelineOptions {
+    let options = PageOptions {
         nextjs: settings.integrations.nextjs,
         inject,
         learn_hints,
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
     let job = Job {
         codec,
@@ -116,7 +116,7 @@ pub(crate) struct Job {
     codec: Codec,
     rewrite: Rewrite,
     rule: UrlRule,
-    options: PipelineOptions,
+    options: PageOptions,
 }
 
 /// A failure of the body phase: what it was and its cause.
@@ -166,16 +166,16 @@ pub(crate) fn report_for(
 /// response, where rewriting gave way to passing original bytes through. Returns the early
 /// hints the page's head carried, for [`Sent::head_hints`].
 pub(crate) fn record_report(
-    pipeline_report: &PipelineReport,
+    pipeline_report: &BodyReport<PageReport>,
     settings: &Settings,
     access: &mut Access,
 ) -> Vec<String> {
-    access.html_structured = pipeline_report.html_structured;
-    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.injected {
+    access.html_structured = pipeline_report.stages.html_structured;
+    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.stages.injected {
         log::info!("script not injected: {why}");
     }
     let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
-    if pipeline_report.utf16 {
+    if pipeline_report.stages.utf16 {
         log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
     }
     if pipeline_report.ignored_trailing > 0 {
@@ -184,14 +184,14 @@ pub(crate) fn record_report(
             pipeline_report.ignored_trailing
         );
     }
-    if let Some(reason) = &pipeline_report.html_bail_out {
+    if let Some(reason) = &pipeline_report.stages.html_bail_out {
         let failure = (Failure::HtmlBailOut, reason.clone());
         report(failure, bytes_in, bytes_out, settings, access);
     }
-    if let Some(reason) = pipeline_report.rsc.degraded {
+    if let Some(reason) = pipeline_report.stages.rsc.degraded {
         let cause = format!(
             "{reason} (held at most {} bytes)",
-            pipeline_report.rsc.peak_held
+            pipeline_report.stages.rsc.peak_held
         );
         report(
             (Failure::RscDegraded, cause),
@@ -201,5 +201,5 @@ pub(crate) fn record_report(
             access,
         );
     }
-    pipeline_report.hints.clone()
+    pipeline_report.stages.hints.clone()
 }

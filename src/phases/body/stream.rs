@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use fastly::handle::BodyHandle;
 use fastly::{Body, Response};
-use trusted_server_core::{BodyPipeline, Codec, PipelineReport, Release, Settings, Step};
+use trusted_server_core::{
+    BodyPipeline, BodyReport, BodyStage, Codec, PageReport, Release, Settings, Step,
+};
 
 use super::downstream::{self, ClientBody, HoldingSink};
 use super::origin_read::read_to_end;
@@ -38,7 +40,7 @@ pub(crate) fn stream(
         response,
         origin_body,
         codec,
-        |sink| BodyPipeline::new(codec, rewrite, rule, &options, sink),
+        |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
         access,
     );
     match streamed.result {
@@ -58,8 +60,8 @@ pub(crate) fn stream(
 
 /// What [`stream_through`] did: the pipeline's report or the failure (not yet reported), and
 /// the bytes read and written.
-pub(crate) struct Streamed {
-    pub(crate) result: Result<PipelineReport, BodyFailure>,
+pub(crate) struct Streamed<R = PageReport> {
+    pub(crate) result: Result<BodyReport<R>, BodyFailure>,
     pub(crate) bytes_in: u64,
     pub(crate) bytes_out: u64,
 }
@@ -68,13 +70,13 @@ pub(crate) struct Streamed {
 /// first-party creative): `make` builds the pipeline on the client body's sink. Records in
 /// `access` the time spent rewriting, when the head and the last byte left and the outcome;
 /// the caller reports a failure, naming its own backend.
-pub(crate) fn stream_through(
+pub(crate) fn stream_through<S: BodyStage>(
     response: Response,
     origin_body: Body,
     codec: Codec,
-    make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink>,
+    make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink, S>,
     access: &mut Access,
-) -> Streamed {
+) -> Streamed<S::Report> {
     let status = response.get_status().as_u16();
     let stats = Rc::new(SinkStats::default());
     let mut origin_body = origin_body;
@@ -118,13 +120,13 @@ pub(crate) fn stream_through(
 /// client body holds, flushing the pipeline first when that is worth it. On an error the
 /// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
 /// the pipeline into `counters`.
-fn pump(
-    mut pipeline: BodyPipeline<HoldingSink>,
+fn pump<S: BodyStage>(
+    mut pipeline: BodyPipeline<HoldingSink, S>,
     mut origin_body: BodyHandle,
     mut release: Release,
     client_body: ClientBody,
     counters: (&mut u64, &mut Duration),
-) -> Result<PipelineReport, BodyFailure> {
+) -> Result<BodyReport<S::Report>, BodyFailure> {
     let (bytes_in, rewrite) = counters;
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
     let length = release.origin_length();

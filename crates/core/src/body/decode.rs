@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 
 /// Error decoding the origin body: it is corrupt, truncated, or not in the declared coding.
 #[derive(Debug)]
@@ -376,9 +376,9 @@ impl<D: Write> Inflate<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::body::codec::compress;
+    use crate::body::codec::{compress, Encoder};
 
-    const TEXT: &[u8] = "<p>Grüße, héllo ✓ 😀 https://origin.example.com/</p>\n".as_bytes();
+    const TEXT: &[u8] = "Grüße, héllo ✓ 😀 https://example.com/ and more text\n".as_bytes();
 
     /// Records the size of every write it receives.
     #[derive(Default)]
@@ -582,6 +582,18 @@ mod tests {
                 .and_then(|()| d.finish().map(|_| ()))
                 .unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{codec:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn flushed_output_is_decodable_before_the_end() {
+        for codec in [Codec::Gzip, Codec::Deflate, Codec::Brotli] {
+            let mut e = Encoder::new(codec);
+            e.write(TEXT).unwrap();
+            e.flush().unwrap();
+            let mut d = Decoder::new(codec, Vec::new());
+            d.write(e.output()).unwrap();
+            assert_eq!(d.inner_mut().as_slice(), TEXT, "{codec:?}");
         }
     }
 }

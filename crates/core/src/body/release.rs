@@ -1,7 +1,7 @@
 //! When output bytes leave for the client: one owner for the decision.
 //!
 //! The pipeline hands its encoded output to the client body in batches of at least
-//! [`BATCH_BYTES`] (never per lol_html fragment); the client body holds it. [`Release`] then
+//! [`BATCH_BYTES`] (never per stage fragment); the client body holds it. [`Release`] then
 //! decides, from events the adapter reports, when what is held leaves:
 //!
 //! - **held bytes reach [`HOLD_MAX_BYTES`]**: they leave now, whatever the origin does, so
@@ -23,8 +23,8 @@
 //! and the compression context. So with gzip / deflate / br a send flushes the encoder only
 //! while page bytes have earned it: each flush spends [`FLUSH_UNIT`] bytes of credit, page
 //! bytes encoded earn it, up to [`FLUSH_CREDIT_MAX`], which is also where a body starts. Small
-//! chunks after a pause still leave at once (the 9-byte Flight rows Next.js sends on their
-//! own), but an origin that trickles a byte per chunk gets one flush per [`FLUSH_UNIT`] bytes
+//! chunks after a pause still leave at once (the rows of a few bytes a streaming origin sends on
+//! their own), but an origin that trickles a byte per chunk gets one flush per [`FLUSH_UNIT`] bytes
 //! of page, not one per byte; what a send without a flush leaves behind goes with the next.
 //!
 //! Only a body with a `Content-Length` is asked whether it has more ready: under Viceroy 0.22,
@@ -32,10 +32,10 @@
 //! and only a length lets the adapter catch that ([`Release::origin_short`]). A chunked body
 //! counts as "would make us wait" after every read.
 
-use crate::body::codec::Codec;
+use crate::content::Codec;
 
 /// Least output the pipeline collects before it writes to the client body: one host call per
-/// batch, not per lol_html fragment. The client body holds what it is given.
+/// batch, not per stage fragment. The client body holds what it is given.
 pub const BATCH_BYTES: usize = 8192;
 
 /// Most output bytes held while the origin keeps delivering. A page whose output fits, from
@@ -46,7 +46,7 @@ pub const BATCH_BYTES: usize = 8192;
 /// (the whole page held) and 68–83 / 50–51 buffered.
 pub const HOLD_MAX_BYTES: usize = 256 * 1024;
 
-/// Page bytes a compressed flush costs, on average. Measured on `fixtures/site/index.html`
+/// Page bytes a compressed flush costs, on average. Measured on the demo site's home page
 /// gzipped and sent one byte per chunk: one flush per chunk made the output 4.6× the origin's,
 /// one per 512 bytes 1.23×, one per 1 KiB 1.12× (the same as 256-byte origin chunks).
 pub const FLUSH_UNIT: usize = 1024;

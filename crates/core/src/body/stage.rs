@@ -1,172 +1,245 @@
-//! The contract every body stage keeps, and how stages are chained.
+//! The contract every body stage keeps, and the generic ways to combine stages.
 //!
 //! A stage is pushed the body's plain (decoded) bytes in pieces of any size, split anywhere, and
 //! appends the output it has decided to the buffer it is given. Its output must not depend on
 //! where the input was split. It may hold bytes it cannot decide yet (the end of what may be a
-//! URL, an open Flight `T` row), and [`BodyStage::finish`], which consumes it, writes them.
+//! match), and [`BodyStage::finish`], which consumes it, writes them.
 //!
 //! A stage never fails: when it cannot rewrite a part of the body, it passes that part's
-//! original bytes through and says so in its [`StageReport`]. Errors belong to the decoder,
-//! the encoder and the client, which the pipeline handles; a stage only degrades.
+//! original bytes through and says so in its report. Errors belong to the decoder, the encoder
+//! and the client, which the pipeline handles; a stage only degrades.
 //!
-//! Stages compose with [`Chain::then`]: each one's output is the next one's input. The
-//! pipeline knows stages only through this trait.
-
-use crate::body::inject::Injected;
-use crate::body::rsc::RscReport;
-use crate::first_party::creative::CreativeReport;
+//! Each stage says what it did in a report of its own type ([`BodyStage::Report`]); the engine
+//! never looks inside one, it hands the composed stages' report back to whoever composed them.
+//! The combinators here know nothing of any stage either:
+//!
+//! * [`BodyStage::then`]: two stages one after the other, each on the previous one's output;
+//!   the report is the pair of theirs;
+//! * `Option<S>`: a stage that may be absent (`None` passes every byte through and reports
+//!   `None`);
+//! * [`Guard`]: a stage that sees the body only if a [`Gate`] admits the body's first bytes;
+//! * [`BodyStage::map_report`]: the same stage with its report turned into another type.
 
 /// A streaming body rewriter; see the module docs.
-pub(crate) trait BodyStage {
+pub trait BodyStage {
+    /// What the stage says about the body once it has seen all of it.
+    type Report;
+
     /// Takes the next `input` bytes of the body and appends what is decided to `out`.
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>);
 
     /// Ends the body: appends everything still held to `out`, and reports what happened.
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport;
+    fn finish(self, out: &mut Vec<u8>) -> Self::Report;
 
-    /// Whether the stage holds nothing and will write every later input unchanged: a chain
-    /// then hands the stage before it `out` directly (or, for a stage at the start, the stage
-    /// after it the input), so the rest of the body is not copied through this one. Once
-    /// `true`, it stays `true`. Its `finish` is still called.
+    /// Whether the stage holds nothing and will write every later input unchanged: two stages
+    /// composed with [`then`](BodyStage::then) then skip it (the other one reads the input or
+    /// writes the output directly), so the rest of the body is not copied through this one.
+    /// Once `true`, it stays `true`. Its `finish` is still called.
     fn passes_through(&self) -> bool {
         false
     }
-}
 
-/// What a stage (or a chain of them) did with a body. The default is "rewritten, nothing to
-/// say": every byte went through the stage's rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct StageReport {
-    /// The whole body passed through unchanged, and why (it is not text the rule can read).
-    pub passed_through: Option<&'static str>,
-    /// Rewriting stopped part-way and the rest passed through unchanged: why (lol_html's
-    /// error). The output is still a valid page.
-    pub bail_out: Option<String>,
-    /// The Next.js Flight rewriting: the most bytes it held back at once, and why it degraded
-    /// to passing original bytes, if it did.
-    pub rsc: RscReport,
-    /// For the HTML stage: whether it needed lol_html's view of the page's structure.
-    pub structured: Option<bool>,
-    /// For the injection stage: whether the script's tag went into the page, or why not.
-    pub injected: Option<Injected>,
-    /// For a first-party creative: what its rewriting did.
-    pub creative: Option<CreativeReport>,
-    /// For the early-hints stage: the hints in the page's head (`crate::hints`).
-    pub hints: Option<Vec<String>>,
-}
-
-impl StageReport {
-    /// Both reports in one, for stages that ran one after the other: the first reason given
-    /// for each kind of degradation, and the most bytes held.
-    fn and(self, later: StageReport) -> StageReport {
-        StageReport {
-            passed_through: self.passed_through.or(later.passed_through),
-            bail_out: self.bail_out.or(later.bail_out),
-            rsc: RscReport {
-                peak_held: self.rsc.peak_held.max(later.rsc.peak_held),
-                degraded: self.rsc.degraded.or(later.rsc.degraded),
-            },
-            structured: self.structured.or(later.structured),
-            injected: self.injected.or(later.injected),
-            creative: self.creative.or(later.creative),
-            hints: self.hints.or(later.hints),
-        }
-    }
-}
-
-/// Stages run one after the other, each on the previous one's output.
-pub(crate) struct Chain {
-    stages: Vec<Box<dyn BodyStage>>,
-    /// Output of every stage but the last, which is the next one's input; reused.
-    between: Vec<Vec<u8>>,
-}
-
-impl Chain {
-    /// A chain of one stage.
-    pub(crate) fn new(first: impl BodyStage + 'static) -> Self {
-        Chain {
-            stages: vec![Box::new(first)],
-            between: Vec::new(),
+    /// This stage, then `next` on its output. Reports `(this stage's, next's)`.
+    fn then<B: BodyStage>(self, next: B) -> Then<Self, B>
+    where
+        Self: Sized,
+    {
+        Then {
+            first: self,
+            second: next,
+            // Sized for a typical decoded piece, so the first writes do not grow it step by
+            // step.
+            between: Vec::with_capacity(16 * 1024),
         }
     }
 
-    /// Adds `stage` after the stages so far: it sees their output.
-    pub(crate) fn then(mut self, stage: impl BodyStage + 'static) -> Self {
-        self.stages.push(Box::new(stage));
-        // Sized for a typical decoded piece, so the first writes do not grow it step by step.
-        self.between.push(Vec::with_capacity(16 * 1024));
-        self
+    /// This stage, its report turned into another by `map` at the end.
+    fn map_report<R, F: FnOnce(Self::Report) -> R>(self, map: F) -> MapReport<Self, F>
+    where
+        Self: Sized,
+    {
+        MapReport { stage: self, map }
     }
 }
 
-impl BodyStage for Chain {
+/// Two stages one after the other ([`BodyStage::then`]).
+#[derive(Debug)]
+pub struct Then<A, B> {
+    first: A,
+    second: B,
+    /// The first stage's output, which is the second one's input; reused.
+    between: Vec<u8>,
+}
+
+impl<A: BodyStage, B: BodyStage> BodyStage for Then<A, B> {
+    type Report = (A::Report, B::Report);
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        // Stages that pass everything through are skipped: at the end, the one before them
-        // writes to `out`; at the start, the one after them reads `input`.
-        let mut last = self.between.len();
-        while last > 0 && self.stages[last].passes_through() {
-            last -= 1;
-        }
-        let mut first = 0;
-        while first < last && self.stages[first].passes_through() {
-            first += 1;
-        }
-        for (i, stage) in self
-            .stages
-            .iter_mut()
-            .enumerate()
-            .take(last + 1)
-            .skip(first)
-        {
-            let (done, later) = self.between.split_at_mut(i);
-            let input: &[u8] = match done.last() {
-                Some(previous) if i > first => previous,
-                _ => input,
-            };
-            match later.first_mut() {
-                Some(next) if i < last => {
-                    next.clear();
-                    if !input.is_empty() {
-                        stage.write(input, next);
-                    }
-                }
-                _ => {
-                    if !input.is_empty() {
-                        stage.write(input, out);
-                    }
-                }
+        // A stage that passes everything through is skipped: the other one reads `input` or
+        // writes to `out` directly.
+        if self.first.passes_through() {
+            if !input.is_empty() {
+                self.second.write(input, out);
+            }
+        } else if self.second.passes_through() {
+            if !input.is_empty() {
+                self.first.write(input, out);
+            }
+        } else {
+            self.between.clear();
+            if !input.is_empty() {
+                self.first.write(input, &mut self.between);
+            }
+            if !self.between.is_empty() {
+                self.second.write(&self.between, out);
             }
         }
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        let Chain {
-            stages,
+    fn finish(self, out: &mut Vec<u8>) -> Self::Report {
+        let Then {
+            first,
+            mut second,
             mut between,
-        } = *self;
-        let mut report = StageReport::default();
-        let mut carried: Vec<u8> = Vec::new();
-        let count = stages.len();
-        for (i, mut stage) in stages.into_iter().enumerate() {
-            // What the previous stage wrote at its end is this one's last input.
-            let target = if i + 1 == count {
-                &mut *out
-            } else {
-                let next = &mut between[i];
-                next.clear();
-                next
-            };
-            if !carried.is_empty() {
-                stage.write(&carried, target);
-            }
-            report = report.and(stage.finish(target));
-            carried = if i + 1 == count {
-                Vec::new()
-            } else {
-                std::mem::take(&mut between[i])
-            };
+        } = self;
+        // What the first stage writes at its end is the second one's last input.
+        between.clear();
+        let first_report = first.finish(&mut between);
+        if !between.is_empty() {
+            second.write(&between, out);
         }
-        report
+        (first_report, second.finish(out))
+    }
+
+    fn passes_through(&self) -> bool {
+        self.first.passes_through() && self.second.passes_through()
+    }
+}
+
+/// A stage that may be absent: `None` writes its input unchanged, passes through from the
+/// start, and reports `None`.
+impl<S: BodyStage> BodyStage for Option<S> {
+    type Report = Option<S::Report>;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Some(stage) => stage.write(input, out),
+            None => out.extend_from_slice(input),
+        }
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> Self::Report {
+        self.map(|stage| stage.finish(out))
+    }
+
+    fn passes_through(&self) -> bool {
+        self.as_ref().is_none_or(BodyStage::passes_through)
+    }
+}
+
+/// A stage whose report is turned into another at the end ([`BodyStage::map_report`]).
+#[derive(Debug)]
+pub struct MapReport<S, F> {
+    stage: S,
+    map: F,
+}
+
+impl<S: BodyStage, R, F: FnOnce(S::Report) -> R> BodyStage for MapReport<S, F> {
+    type Report = R;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        self.stage.write(input, out);
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> R {
+        (self.map)(self.stage.finish(out))
+    }
+
+    fn passes_through(&self) -> bool {
+        self.stage.passes_through()
+    }
+}
+
+/// What decides, from a body's first bytes, whether a [`Guard`]'s stage sees the body.
+pub trait Gate {
+    /// How many bytes the decision needs. A body shorter than that is decided on all of it.
+    fn head_len(&self) -> usize;
+
+    /// Whether a body starting with `head` goes to the stage; `false` passes the whole body
+    /// through unchanged.
+    fn admits(&self, head: &[u8]) -> bool;
+}
+
+/// A stage behind a [`Gate`]: the body's first [`Gate::head_len`] bytes are held until the
+/// gate decides, then every byte goes to the stage, or to nobody (the body passes through
+/// unchanged). Reports `None` when the gate turned the body away: the stage never saw a byte
+/// and is not finished.
+#[derive(Debug)]
+pub struct Guard<G, S> {
+    gate: G,
+    stage: S,
+    /// The first bytes, until the gate can decide; `None` once decided.
+    head: Option<Vec<u8>>,
+    admitted: bool,
+}
+
+impl<G: Gate, S: BodyStage> Guard<G, S> {
+    /// `stage`, behind `gate`.
+    pub fn new(gate: G, stage: S) -> Self {
+        let head = Vec::with_capacity(gate.head_len());
+        Guard {
+            gate,
+            stage,
+            head: Some(head),
+            admitted: false,
+        }
+    }
+
+    fn pass(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        if !self.admitted {
+            out.extend_from_slice(input);
+        } else if !input.is_empty() {
+            self.stage.write(input, out);
+        }
+    }
+
+    fn decide(&mut self, head: &[u8], out: &mut Vec<u8>) {
+        self.admitted = self.gate.admits(head);
+        self.pass(head, out);
+    }
+}
+
+impl<G: Gate, S: BodyStage> BodyStage for Guard<G, S> {
+    type Report = Option<S::Report>;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let Some(head) = self.head.as_mut() else {
+            return self.pass(input, out);
+        };
+        let wanted = self.gate.head_len();
+        let take = input.len().min(wanted - head.len());
+        head.extend_from_slice(&input[..take]);
+        if head.len() < wanted {
+            return;
+        }
+        let head = self.head.take().unwrap_or_default();
+        self.decide(&head, out);
+        self.pass(&input[take..], out);
+    }
+
+    fn finish(mut self, out: &mut Vec<u8>) -> Self::Report {
+        if let Some(head) = self.head.take() {
+            // A body shorter than the gate's head.
+            self.decide(&head, out);
+        }
+        self.admitted.then(|| self.stage.finish(out))
+    }
+
+    fn passes_through(&self) -> bool {
+        match self.head {
+            Some(_) => false,
+            None => !self.admitted || self.stage.passes_through(),
+        }
     }
 }
 
@@ -183,34 +256,37 @@ mod tests {
     }
 
     impl BodyStage for Watcher {
+        type Report = ();
         fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
             self.seen.set(self.seen.get() + input.len());
             out.extend_from_slice(input);
         }
-        fn finish(self: Box<Self>, _: &mut Vec<u8>) -> StageReport {
-            StageReport::default()
-        }
+        fn finish(self, _: &mut Vec<u8>) {}
         fn passes_through(&self) -> bool {
             self.seen.get() >= self.until
         }
     }
 
-    /// Upper-cases, holding the last byte until the next write (so holding matters).
+    /// Upper-cases, holding the last byte until the next write (so holding matters); reports
+    /// how many bytes it wrote.
     #[derive(Default)]
     struct Upper {
         held: Option<u8>,
+        written: usize,
     }
 
     impl BodyStage for Upper {
+        type Report = usize;
         fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
             out.extend(self.held.take());
             let (last, rest) = input.split_last().expect("never given an empty input");
             out.extend(rest.iter().map(u8::to_ascii_uppercase));
+            self.written += input.len();
             self.held = Some(last.to_ascii_uppercase());
         }
-        fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+        fn finish(self, out: &mut Vec<u8>) -> usize {
             out.extend(self.held);
-            StageReport::default()
+            self.written
         }
     }
 
@@ -221,16 +297,15 @@ mod tests {
         let body = b"abcdefghijklmnopqrstuvwxyz";
         for cut in 0..=body.len() {
             let (front, back) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
-            let chain = Chain::new(Watcher {
+            let mut stage = Watcher {
                 seen: Rc::clone(&front),
                 until: 3,
-            })
+            }
             .then(Upper::default())
             .then(Watcher {
                 seen: Rc::clone(&back),
                 until: 2,
             });
-            let mut stage: Box<dyn BodyStage> = Box::new(chain);
             let mut out = Vec::new();
             for piece in [&body[..cut], &body[cut..]] {
                 stage.write(piece, &mut out);
@@ -244,6 +319,53 @@ mod tests {
             let want = if cut >= 3 { cut } else { body.len() };
             assert_eq!(front.get(), want, "front, cut {cut}");
             assert_eq!(back.get(), want, "back, cut {cut}");
+        }
+    }
+
+    /// Admits a body unless it starts with `!!`.
+    struct NoBang;
+
+    impl Gate for NoBang {
+        fn head_len(&self) -> usize {
+            2
+        }
+        fn admits(&self, head: &[u8]) -> bool {
+            head != b"!!"
+        }
+    }
+
+    /// Reports come back as the composition's shape: pairs, options, mapped values; a guard
+    /// that turns a body away passes it through and reports `None`, at every cut.
+    #[test]
+    fn reports_follow_the_composition() {
+        for (body, want, report) in [
+            (&b"!!abc"[..], &b"!!abc"[..], None),
+            (b"abc", b"ABC", Some(((), 3))),
+            (b"!", b"!", Some(((), 1))),
+            (b"", b"", Some(((), 0))),
+        ] {
+            for cut in 0..=body.len() {
+                let seen = Rc::new(Cell::new(0));
+                let inner = None::<Upper>
+                    .then(Upper::default())
+                    .map_report(|(none, n)| {
+                        assert_eq!(none, None);
+                        n
+                    });
+                let mut stage = Guard::new(
+                    NoBang,
+                    Watcher {
+                        seen: Rc::clone(&seen),
+                        until: usize::MAX,
+                    }
+                    .then(inner),
+                );
+                let mut out = Vec::new();
+                stage.write(&body[..cut], &mut out);
+                stage.write(&body[cut..], &mut out);
+                assert_eq!(stage.finish(&mut out), report, "cut {cut}");
+                assert_eq!(out, want, "cut {cut}");
+            }
         }
     }
 }

@@ -32,11 +32,10 @@ use std::rc::Rc;
 
 use lol_html::AsciiCompatibleEncoding;
 
-use crate::body::codec::Codec;
 use crate::body::pipeline::BodyPipeline;
-use crate::body::stage::{BodyStage, Chain, StageReport};
-use crate::body::utf16::Utf16Guard;
-use crate::content::{BodyPlan, Rewrite};
+use crate::body::stage::{BodyStage, Guard};
+use crate::content::{BodyPlan, Codec, Rewrite};
+use crate::stages::utf16::{utf16_guard, NotUtf16};
 
 mod attrs;
 mod css;
@@ -147,6 +146,8 @@ impl CreativeStage {
 }
 
 impl BodyStage for CreativeStage {
+    type Report = CreativeReport;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         match &mut self.rewriter {
             Rewriter::Html(html) => html.write(input, out),
@@ -154,7 +155,7 @@ impl BodyStage for CreativeStage {
         }
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+    fn finish(self, out: &mut Vec<u8>) -> CreativeReport {
         let degraded = match self.rewriter {
             Rewriter::Html(html) => html.finish(out),
             Rewriter::Css(mut css) => {
@@ -162,9 +163,41 @@ impl BodyStage for CreativeStage {
                 css.degraded().map(str::to_owned)
             }
         };
-        StageReport {
-            creative: Some(self.signing.report(degraded)),
-            ..StageReport::default()
+        self.signing.report(degraded)
+    }
+}
+
+/// What a creative's stages did with its body: the rewriting's report, unless the body
+/// passed through because it is UTF-16.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CreativeOutcome {
+    /// What the rewriting did; `None` for a body that passed through as UTF-16.
+    pub creative: Option<CreativeReport>,
+    /// The body started with a UTF-16 byte order mark and passed through unchanged.
+    pub utf16: bool,
+}
+
+/// A creative's stages: the rewriter behind the UTF-16 rule, reporting a [`CreativeOutcome`].
+pub struct CreativeStages(Guard<NotUtf16, CreativeStage>);
+
+impl std::fmt::Debug for CreativeStages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreativeStages").finish_non_exhaustive()
+    }
+}
+
+impl BodyStage for CreativeStages {
+    type Report = CreativeOutcome;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        self.0.write(input, out);
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> CreativeOutcome {
+        let creative = self.0.finish(out);
+        CreativeOutcome {
+            utf16: creative.is_none(),
+            creative,
         }
     }
 }
@@ -172,14 +205,14 @@ impl BodyStage for CreativeStage {
 /// The pipeline for a creative's body: decode `codec`, rewrite as `creative` says with
 /// `signer`, re-encode, write to `sink`. The proxy route calls this for the bodies
 /// [`Creative::for_content_type`] accepts and streams every other body unchanged; the
-/// finished pipeline's [`PipelineReport::creative`](crate::PipelineReport::creative) says
-/// what was rewritten. A body starting with a UTF-16 byte order mark passes through.
+/// finished pipeline's report says what was rewritten ([`CreativeOutcome`]). A body starting
+/// with a UTF-16 byte order mark passes through.
 pub fn pipeline<W: Write>(
     codec: Codec,
     creative: Creative,
     signer: Signer,
     sink: W,
-) -> BodyPipeline<W> {
+) -> BodyPipeline<W, CreativeStages> {
     let stage = CreativeStage::new(creative, signer);
-    BodyPipeline::with_stages(codec, Chain::new(Utf16Guard::new(stage)), sink)
+    BodyPipeline::new(codec, CreativeStages(utf16_guard(stage)), sink)
 }

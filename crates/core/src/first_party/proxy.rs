@@ -26,7 +26,7 @@ use url::Url;
 use super::creative::{Creative, Signer, UrlUse};
 use super::target::{Refusal, Target, TargetPolicy};
 use super::token::{UrlKey, CLICK_PATH, PROXY_PATH};
-use crate::body::codec::Codec;
+use crate::content::Codec;
 use crate::forward::{connection_listed, supported_accept_encoding};
 use crate::response::weaken_etag;
 

@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 
 use trusted_server_core::{
-    Codec, PipelineError, PipelineOptions, PipelineReport, Rewrite, UrlRule,
+    BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, UrlRule,
 };
 pub use ts_testkit::{rewrite_for, Flush, ORIGIN};
 
@@ -74,12 +74,12 @@ pub fn decode(codec: Codec, data: &[u8]) -> Vec<u8> {
 /// rewrites a page until it needs lol_html's structure (up to a 2 MiB lookback, so lol_html
 /// never sees most test pages), and a lookback of 0, where lol_html sees every byte. The
 /// output must be the same; tests of HTML output run with both, so lol_html stays tested.
-pub fn html_paths() -> [PipelineOptions; 2] {
-    let lol_html_first = PipelineOptions {
+pub fn html_paths() -> [PageOptions; 2] {
+    let lol_html_first = PageOptions {
         html_lookback: 0,
-        ..PipelineOptions::default()
+        ..PageOptions::default()
     };
-    [PipelineOptions::default(), lol_html_first]
+    [PageOptions::default(), lol_html_first]
 }
 
 /// Pushes `input` split at `cuts` with the default options and returns the raw output.
@@ -90,7 +90,7 @@ pub fn run(
     input: &[u8],
     cuts: &[usize],
 ) -> Result<Vec<u8>, PipelineError> {
-    let options = PipelineOptions::default();
+    let options = PageOptions::default();
     run_with(&options, codec, rewrite, rule, input, cuts).map(|(out, _)| out)
 }
 
@@ -98,13 +98,13 @@ pub fn run(
 /// when the origin pauses after each: the worst case for a compressed coding, whose every
 /// flush ends a block.
 pub fn run_with(
-    options: &PipelineOptions,
+    options: &PageOptions,
     codec: Codec,
     rewrite: Rewrite,
     rule: &UrlRule,
     input: &[u8],
     cuts: &[usize],
-) -> Result<(Vec<u8>, PipelineReport), PipelineError> {
+) -> Result<(Vec<u8>, BodyReport<PageReport>), PipelineError> {
     ts_testkit::run(
         codec,
         rewrite,

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use demo_origin::nextjs::Replay;
 use e2e::{get, Timed};
-use trusted_server_core::{PipelineOptions, UrlRule};
+use trusted_server_core::{PageOptions, UrlRule};
 
 use crate::cases::{proxy_rule, Case, PUBLIC_HOST};
 use crate::{Servers, PROCESSES};
@@ -125,7 +125,7 @@ fn rsc_reference(
     capture: &str,
     direct: &Timed,
     replay: &Replay,
-    options: &PipelineOptions,
+    options: &PageOptions,
     rule: &UrlRule,
 ) -> Result<Vec<u8>, String> {
     let c = replay
@@ -158,7 +158,7 @@ pub fn verify_outputs(
     servers: &Servers,
     cases: &[Case],
     replay: &Replay,
-    options: &PipelineOptions,
+    options: &PageOptions,
 ) -> Result<(), String> {
     let rule = proxy_rule();
     for case in cases {

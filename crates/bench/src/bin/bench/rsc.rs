@@ -6,7 +6,7 @@
 //!   `ts_bench::flight`. For these pages a plain string replacement would be wrong, because
 //!   `T` row lengths change.
 //! * [`analyze`]: per capture, the most bytes the pipeline held at once
-//!   (`PipelineReport::rsc.peak_held`) when fed the **captured chunks**, the largest `T` row,
+//!   (`BodyReport<PageReport>::rsc.peak_held`) when fed the **captured chunks**, the largest `T` row,
 //!   and the origin's own streamed fraction: the share of the body it sent before its last
 //!   chunk, which bounds what any proxy can stream before the origin's last byte, and the
 //!   pipeline's own share: the output it had written before it was given those last chunks.
@@ -19,9 +19,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use demo_origin::nextjs::{Kind, Replay};
-use trusted_server_core::{
-    BodyPipeline, BodyPlan, Codec, PipelineOptions, PipelineReport, UrlRule,
-};
+use trusted_server_core::{BodyPlan, BodyReport, Codec, PageOptions, PageReport, UrlRule};
 use ts_testkit::Flush;
 
 /// The pipeline options the proxy under test runs with. `trusted-server.toml` sets the
@@ -30,9 +28,12 @@ use ts_testkit::Flush;
 /// that file changed, the proxy's output would stop matching the reference and
 /// the latency run's output check (`latency::verify_outputs`) would fail before anything is
 /// timed.
-pub fn proxy_options() -> PipelineOptions {
-    PipelineOptions::default()
+pub fn proxy_options() -> PageOptions {
+    PageOptions::default()
 }
+
+/// What a page's pipeline reports at the end.
+type PageBodyReport = BodyReport<PageReport>;
 
 /// Runs the core pipeline natively over `body` pushed in pieces of `chunks` bytes.
 ///
@@ -46,8 +47,8 @@ pub fn reference(
     body: &[u8],
     chunks: &[usize],
     rule: &UrlRule,
-    options: &PipelineOptions,
-) -> Result<(Vec<u8>, PipelineReport, Vec<usize>), String> {
+    options: &PageOptions,
+) -> Result<(Vec<u8>, PageBodyReport, Vec<usize>), String> {
     let BodyPlan::Rewrite { codec, rewrite } =
         BodyPlan::decide(200, content_type, None, options.nextjs.enabled)
     else {
@@ -64,7 +65,7 @@ pub fn reference(
         out: Vec::new(),
         written: Rc::clone(&written),
     };
-    let p = BodyPipeline::new(codec, rewrite, rule.clone(), options, sink);
+    let p = trusted_server_core::page::pipeline(codec, rewrite, rule.clone(), options, sink);
     let mut written_after = Vec::with_capacity(chunks.len());
     let mut at = 0;
     let pieces = chunks.iter().map(|&len| {
@@ -146,7 +147,7 @@ pub fn load(root: &Path) -> Result<Replay, String> {
 pub fn analyze(
     replay: &Replay,
     rule: &UrlRule,
-    options: &PipelineOptions,
+    options: &PageOptions,
 ) -> Result<Vec<CaptureReport>, String> {
     let mut out = Vec::new();
     for c in replay.captures() {
@@ -174,8 +175,8 @@ pub fn analyze(
             kind: c.kind.to_string(),
             bytes: c.body.len(),
             chunks: c.chunks.len(),
-            peak_held: report.rsc.peak_held,
-            degraded: report.rsc.degraded,
+            peak_held: report.stages.rsc.peak_held,
+            degraded: report.stages.rsc.degraded,
             text_rows,
             largest_text_row,
             origin_fraction: origin_fraction(c.chunks.iter().map(|ch| (ch.len, ch.at))),

@@ -3,7 +3,7 @@
 //!
 //! No token is modified through lol_html, so its output is its input byte for byte and the
 //! source locations its handlers see are also where those bytes sit in its output (the page
-//! stage, `body/html.rs`, works the same way). Handlers run just before their token reaches
+//! stage, `stages/html.rs`, works the same way, through the same driver, `stages/staging.rs`). Handlers run just before their token reaches
 //! the sink, so a value's bytes are all staged by the time the `write` that found them
 //! returns, and are rewritten whole: an attribute value is never split. lol_html holds at
 //! most [`MAX_PARSER_MEMORY`] of one token; a larger one (a huge attribute) makes it give up,
@@ -12,21 +12,18 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use lol_html::errors::RewritingError;
-use lol_html::html_content::{BailOut, Element, EndTag};
-use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
+use lol_html::html_content::{Element, EndTag};
+use lol_html::AsciiCompatibleEncoding;
 
 use super::attrs;
 use super::css::CssRewriter;
 use super::entities;
 use super::signing::{Signing, UrlUse};
+use crate::stages::staging::{StagedParser, WRITE_SLICE};
 
 /// lol_html's limit for one token. Creatives inline images as `data:` URLs of some hundreds of
 /// kilobytes; a token larger than this passes through, with the rest of the creative.
 pub(crate) const MAX_PARSER_MEMORY: usize = 1 << 20;
-
-/// Largest slice handed to lol_html in one `write` (see `body/html.rs`).
-const WRITE_SLICE: usize = 16 * 1024;
 
 const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 
@@ -78,9 +75,8 @@ impl Mark {
     }
 }
 
-/// The staged output and its marks (see `crate::body::staging`).
-type Staging = crate::body::staging::Staging<Mark>;
-type Sink = crate::body::staging::Sink<Mark>;
+/// The staged output and its marks (see `crate::stages::staging`).
+type Staging = crate::stages::staging::Staging<Mark>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -91,14 +87,12 @@ enum Mode {
 
 /// The HTML creative stage. See the module docs.
 pub(crate) struct CreativeHtml {
-    rewriter: Option<HtmlRewriter<'static, Sink>>,
-    staging: Rc<RefCell<Staging>>,
+    parser: StagedParser<Mark>,
     signing: Rc<Signing>,
     css: CssRewriter,
     mode: Mode,
     /// The last byte passed on: the one before an attribute value, which says its quoting.
     prev: u8,
-    bail_out: Option<String>,
 }
 
 /// What the value of `name` on `<tag>` holds, if URLs.
@@ -125,54 +119,31 @@ impl CreativeHtml {
         max_memory: usize,
         css_cap: usize,
     ) -> Self {
-        let staging = Rc::new(RefCell::new(Staging::default()));
-        let on_element = Rc::clone(&staging);
-        let on_bail = Rc::clone(&staging);
-        let settings = Settings::new()
-            .with_encoding(encoding)
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(max_memory)
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(lol_html::element!("*", move |el: &mut Element| {
-                mark_element(el, &on_element);
-                Ok(())
-            }))
-            .append_bail_out_handler(lol_html::bail_out!(
-                move |_e: &RewritingError, _b: &mut BailOut<'_>| {
-                    // Runs before lol_html flushes the input it holds, raw.
-                    let mut s = on_bail.borrow_mut();
-                    let at = s.end();
-                    s.mark(Mark::Raw(at));
+        let parser = StagedParser::new(encoding, max_memory, Mark::Raw, |settings, staging| {
+            let on_element = Rc::clone(staging);
+            settings.append_element_content_handler(lol_html::element!(
+                "*",
+                move |el: &mut Element| {
+                    mark_element(el, &on_element);
+                    Ok(())
                 }
-            ));
+            ))
+        });
         CreativeHtml {
-            rewriter: Some(HtmlRewriter::new(
-                settings,
-                crate::body::staging::Sink(Rc::clone(&staging)),
-            )),
-            staging,
+            parser,
             css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),
             signing,
             mode: Mode::Markup,
             prev: b' ',
-            bail_out: None,
         }
     }
 
     pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for slice in input.chunks(WRITE_SLICE) {
-            match &mut self.rewriter {
-                Some(rewriter) => {
-                    if let Err(e) = rewriter.write(slice) {
-                        self.give_up(&e);
-                    }
-                    self.drain(out);
-                }
-                None => out.extend_from_slice(slice),
+            if self.parser.write(slice) {
+                self.drain(out);
+            } else {
+                out.extend_from_slice(slice);
             }
         }
     }
@@ -180,29 +151,23 @@ impl CreativeHtml {
     /// Ends the document; says why lol_html gave up, if it did, or why a sheet's token
     /// passed through.
     pub(crate) fn finish(mut self, out: &mut Vec<u8>) -> Option<String> {
-        if let Some(rewriter) = self.rewriter.take() {
-            if let Err(e) = rewriter.end() {
-                self.give_up(&e);
-            }
+        if self.parser.end() {
             self.drain(out);
         }
         if self.mode == Mode::Sheet {
             self.css.finish(out);
         }
-        self.bail_out
-            .or_else(|| self.css.degraded().map(str::to_owned))
-    }
-
-    fn give_up(&mut self, error: &RewritingError) {
-        self.rewriter = None;
-        self.bail_out = Some(format!(
-            "the HTML parser gave up ({error}); the rest passed through unrewritten"
-        ));
+        match self.parser.gave_up() {
+            Some(error) => Some(format!(
+                "the HTML parser gave up ({error}); the rest passed through unrewritten"
+            )),
+            None => self.css.degraded().map(str::to_owned),
+        }
     }
 
     /// Passes the staged output on, rewriting what the marks point at.
     fn drain(&mut self, out: &mut Vec<u8>) {
-        let staging = Rc::clone(&self.staging);
+        let staging = self.parser.staging();
         let mut s = staging.borrow_mut();
         let Staging { bytes, base, marks } = &mut *s;
         let mut pos = 0;

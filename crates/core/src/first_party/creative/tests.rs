@@ -27,7 +27,7 @@ fn html() -> Creative {
 
 /// The stage's output for `input` cut at `cuts`.
 fn run_cut(creative: Creative, input: &[u8], cuts: &[usize]) -> Vec<u8> {
-    let mut stage: Box<dyn BodyStage> = Box::new(CreativeStage::new(creative, signer()));
+    let mut stage = CreativeStage::new(creative, signer());
     let mut out = Vec::new();
     let mut at = 0;
     for &cut in cuts.iter().chain([input.len()].iter()) {
@@ -159,13 +159,13 @@ fn bad_urls_and_strings_pass_through_and_resynchronise() {
 
 #[test]
 fn the_report_counts_what_happened() {
-    let mut stage: Box<dyn BodyStage> = Box::new(CreativeStage::new(html(), signer()));
+    let mut stage = CreativeStage::new(html(), signer());
     let mut out = Vec::new();
     stage.write(
         b"<img src=https://ads.test/a><img src=https://b.test/a><img src=\"https://ads.test/&x;\">",
         &mut out,
     );
-    let report = stage.finish(&mut out).creative.unwrap();
+    let report = stage.finish(&mut out);
     assert_eq!(
         (report.rewritten, report.not_allowed, report.unreadable),
         (1, 1, 1)
@@ -228,7 +228,7 @@ mod properties {
         limits: (usize, usize),
     ) -> (Vec<u8>, Option<String>) {
         let stage = CreativeStage::with_limits(creative, signer, limits.0, limits.1);
-        let mut stage: Box<dyn BodyStage> = Box::new(stage);
+        let mut stage = stage;
         let mut out = Vec::new();
         let mut at = 0;
         for &cut in cuts.iter().chain([input.len()].iter()) {
@@ -236,7 +236,7 @@ mod properties {
             stage.write(&input[at..cut], &mut out);
             at = cut;
         }
-        let report = stage.finish(&mut out).creative.unwrap();
+        let report = stage.finish(&mut out);
         (out, report.degraded)
     }
 

@@ -1,6 +1,6 @@
 //! The text stage: CSS, JavaScript and JSON bodies get the URL rule alone, byte by byte.
 
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// The URL rule on a whole body; it holds only the end of what may be a URL.
@@ -14,12 +14,13 @@ impl TextStage {
 }
 
 impl BodyStage for TextStage {
+    type Report = ();
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         self.0.write(input, out);
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+    fn finish(self, out: &mut Vec<u8>) {
         self.0.finish(out);
-        StageReport::default()
     }
 }

@@ -14,25 +14,21 @@
 //! * a bail-out: when lol_html gives up (its memory limit), it flushes the input it holds as-is;
 //!   from there on the original bytes pass through unchanged. Nothing is dropped.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
-use lol_html::errors::RewritingError;
-use lol_html::html_content::{BailOut, Element, EndTag};
-use lol_html::{AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
+use lol_html::html_content::{Element, EndTag};
+use lol_html::AsciiCompatibleEncoding;
 
-use crate::body::charset::declared_charset;
-use crate::body::rsc::{InlineFlight, RscReport};
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
 use crate::content::charset_allows_rewrite;
+use crate::stages::charset::declared_charset;
+use crate::stages::rsc::{InlineFlight, RscReport};
+use crate::stages::staging::{StagedParser, WRITE_SLICE};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
 /// pass-through). Real tags are bytes to kilobytes long.
 const MAX_PARSER_MEMORY: usize = 8 << 20;
-
-/// Largest slice handed to lol_html in one `write`.
-const WRITE_SLICE: usize = 16 * 1024;
 
 /// While a Flight row is held, markup behind it is passed on in pieces of at most this many
 /// bytes, with the cap checked after each: outside a push string the cap is then passed by at
@@ -63,7 +59,18 @@ enum Segment {
 /// re-serializes a handled text chunk from its decoded form, which would turn invalid UTF-8
 /// into U+FFFD.
 type Staging = super::staging::Staging<(usize, Segment)>;
-type Sink = super::staging::Sink<(usize, Segment)>;
+
+/// What the HTML stage (and the lazy HTML stage in front of it) did with a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HtmlReport {
+    /// Whether the page needed lol_html's view of its structure (always, for [`HtmlStage`];
+    /// the lazy stage may not have handed over).
+    pub structured: bool,
+    /// Set when lol_html gave up and the rest of the document passed through as-is.
+    pub bail_out: Option<String>,
+    /// What the Next.js Flight rewriting did (all zero for a page without Flight scripts).
+    pub rsc: RscReport,
+}
 
 /// Whether the current script is a Flight payload, once known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,15 +82,13 @@ enum Script {
 
 /// The streaming HTML rewriter. See the module docs.
 pub struct HtmlStage {
-    rewriter: Option<HtmlRewriter<'static, Sink>>,
-    staging: Rc<RefCell<Staging>>,
+    parser: StagedParser<(usize, Segment)>,
     replacer: StreamReplacer,
     /// Kind of the bytes at the start of the next staging batch.
     current: Segment,
     script: Script,
     /// Start of an undecided script's text, held until its kind is known.
     script_head: Vec<u8>,
-    bail_out: Option<String>,
     /// The RSC stage, created at the first Flight script.
     flight: Option<InlineFlight>,
     /// `Some(max held bytes)` when Flight scripts are rewritten.
@@ -94,7 +99,7 @@ impl std::fmt::Debug for HtmlStage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HtmlStage")
             .field("current", &self.current)
-            .field("bail_out", &self.bail_out)
+            .field("bail_out", &self.parser.gave_up())
             .finish_non_exhaustive()
     }
 }
@@ -111,70 +116,60 @@ impl HtmlStage {
         // The browser turns a Flight string into bytes as UTF-8; in another charset the
         // script's bytes are not the payload's.
         let flight_limit = flight_limit.filter(|_| encoding == AsciiCompatibleEncoding::utf_8());
-        let staging = Rc::new(RefCell::new(Staging::default()));
-        let on_script = Rc::clone(&staging);
-        let on_bail = Rc::clone(&staging);
-        let on_meta = Rc::clone(&staging);
-        let settings = Settings::new()
-            .with_encoding(encoding)
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(MAX_PARSER_MEMORY)
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(lol_html::element!(
-                "script",
-                move |el: &mut Element| {
-                    // The script's text starts right after its start tag and ends where its end
-                    // tag starts. A self-closing `<script/>` (in SVG) has neither.
-                    let text_start = el.source_location().bytes().end;
-                    let staging = Rc::clone(&on_script);
-                    if let Some(handlers) = el.end_tag_handlers() {
-                        on_script
-                            .borrow_mut()
-                            .mark((text_start, Segment::ScriptText));
-                        handlers.push(Box::new(move |end: &mut EndTag| {
-                            staging
-                                .borrow_mut()
-                                .mark((end.source_location().bytes().start, Segment::Markup));
+        let parser = StagedParser::new(
+            encoding,
+            MAX_PARSER_MEMORY,
+            |at| (at, Segment::Raw),
+            |settings, staging| {
+                let on_script = Rc::clone(staging);
+                let on_meta = Rc::clone(staging);
+                settings
+                    .append_element_content_handler(lol_html::element!(
+                        "script",
+                        move |el: &mut Element| {
+                            // The script's text starts right after its start tag and ends where
+                            // its end tag starts. A self-closing `<script/>` (in SVG) has
+                            // neither.
+                            let text_start = el.source_location().bytes().end;
+                            let staging = Rc::clone(&on_script);
+                            if let Some(handlers) = el.end_tag_handlers() {
+                                on_script
+                                    .borrow_mut()
+                                    .mark((text_start, Segment::ScriptText));
+                                handlers.push(Box::new(move |end: &mut EndTag| {
+                                    staging.borrow_mut().mark((
+                                        end.source_location().bytes().start,
+                                        Segment::Markup,
+                                    ));
+                                    Ok(())
+                                }));
+                            }
                             Ok(())
-                        }));
-                    }
-                    Ok(())
-                }
-            ))
-            .append_element_content_handler(lol_html::element!("meta", move |el: &mut Element| {
-                // A page may declare its charset only in markup. If that charset lets ASCII
-                // bytes be halves of characters (Shift_JIS, Big5, GBK, gb18030) or is not
-                // ASCII-compatible, nothing from here on is rewritten.
-                if meta_charset(el).is_some_and(|c| !charset_allows_rewrite(&c)) {
-                    on_meta
-                        .borrow_mut()
-                        .mark((el.source_location().bytes().start, Segment::Raw));
-                }
-                Ok(())
-            }))
-            .append_bail_out_handler(lol_html::bail_out!(
-                move |_e: &RewritingError, _b: &mut BailOut<'_>| {
-                    // Handlers run before lol_html flushes the input it holds, raw.
-                    let mut s = on_bail.borrow_mut();
-                    let at = s.end();
-                    s.mark((at, Segment::Raw));
-                }
-            ));
+                        }
+                    ))
+                    .append_element_content_handler(lol_html::element!(
+                        "meta",
+                        move |el: &mut Element| {
+                            // A page may declare its charset only in markup. If that charset
+                            // lets ASCII bytes be halves of characters (Shift_JIS, Big5, GBK,
+                            // gb18030) or is not ASCII-compatible, nothing from here on is
+                            // rewritten.
+                            if meta_charset(el).is_some_and(|c| !charset_allows_rewrite(&c)) {
+                                on_meta
+                                    .borrow_mut()
+                                    .mark((el.source_location().bytes().start, Segment::Raw));
+                            }
+                            Ok(())
+                        }
+                    ))
+            },
+        );
         HtmlStage {
-            rewriter: Some(HtmlRewriter::new(
-                settings,
-                super::staging::Sink(Rc::clone(&staging)),
-            )),
-            staging,
+            parser,
             replacer: StreamReplacer::new(rule),
             current: Segment::Markup,
             script: Script::Ordinary,
             script_head: Vec::new(),
-            bail_out: None,
             flight: None,
             flight_limit,
         }
@@ -193,34 +188,24 @@ impl HtmlStage {
     /// Why lol_html gave up, if it did (the rest of the document then passed through).
     #[cfg(test)]
     pub fn bail_out_reason(&self) -> Option<&str> {
-        self.bail_out.as_deref()
+        self.parser.gave_up()
     }
 
-    /// Rewrites `input`, appending decided output to `out`.
-    ///
-    /// lol_html appends a whole write to any unfinished token it holds before parsing, so the
-    /// input goes in slices: a write of any size then needs no more parser memory than a
-    /// slice, and the output does not depend on how the caller sized its writes.
+    /// Rewrites `input`, appending decided output to `out`. The input goes to lol_html in
+    /// slices of at most [`WRITE_SLICE`] bytes (see its docs).
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for slice in input.chunks(WRITE_SLICE) {
-            match &mut self.rewriter {
-                Some(rewriter) => {
-                    if let Err(e) = rewriter.write(slice) {
-                        self.give_up(&e);
-                    }
-                    self.drain(out);
-                }
-                None => out.extend_from_slice(slice),
+            if self.parser.write(slice) {
+                self.drain(out);
+            } else {
+                out.extend_from_slice(slice);
             }
         }
     }
 
     /// Ends the document; reports why lol_html gave up, if it did, and what the RSC stage did.
-    pub fn finish(mut self, out: &mut Vec<u8>) -> StageReport {
-        if let Some(rewriter) = self.rewriter.take() {
-            if let Err(e) = rewriter.end() {
-                self.give_up(&e);
-            }
+    pub fn finish(mut self, out: &mut Vec<u8>) -> HtmlReport {
+        if self.parser.end() {
             self.drain(out);
         }
         if self.script == Script::Undecided {
@@ -235,22 +220,16 @@ impl HtmlStage {
             }
             None => self.replacer.flush(out),
         }
-        StageReport {
+        HtmlReport {
+            structured: true,
+            bail_out: self.parser.gave_up().map(str::to_owned),
             rsc: self.rsc_report(),
-            bail_out: self.bail_out.take(),
-            ..StageReport::default()
         }
-    }
-
-    fn give_up(&mut self, error: &RewritingError) {
-        // The rewriter is poisoned; later input bypasses it (see `write`).
-        self.rewriter = None;
-        self.bail_out = Some(error.to_string());
     }
 
     /// Routes the staged output through the URL rule according to its marks.
     fn drain(&mut self, out: &mut Vec<u8>) {
-        let staging = Rc::clone(&self.staging);
+        let staging = self.parser.staging();
         let mut s = staging.borrow_mut();
         let Staging { bytes, base, marks } = &mut *s;
         let mut start = 0;
@@ -368,12 +347,14 @@ impl HtmlStage {
 }
 
 impl BodyStage for HtmlStage {
+    type Report = HtmlReport;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         HtmlStage::write(self, input, out);
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        HtmlStage::finish(*self, out)
+    fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
+        HtmlStage::finish(self, out)
     }
 }
 
@@ -393,6 +374,9 @@ fn flight_marker(text: &[u8]) -> Option<bool> {
     }
     (n == FLIGHT_MARKER.len()).then_some(true)
 }
+
+#[cfg(test)]
+mod flight_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! The HTML stage as the pipeline runs it: lol_html only from the point a page needs it.
+//! The HTML stage as a page gets it: lol_html only from the point a page needs it.
 //!
 //! [`HtmlStage`] runs lol_html to find two things: Next.js Flight scripts, whose text goes to
 //! the RSC stage, and `<meta>` tags declaring a charset in which bytes must not be rewritten.
@@ -36,16 +36,16 @@
 
 use lol_html::AsciiCompatibleEncoding;
 
-use crate::body::charset::{scan_metas, MetaScan};
-use crate::body::html::{HtmlStage, FLIGHT_MARKER};
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
+use crate::stages::charset::{scan_metas, MetaScan};
+use crate::stages::html::{HtmlReport, HtmlStage, FLIGHT_MARKER};
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// Most input kept for a replay. Larger than all but the largest HTML documents (the HTTP
 /// Archive's 90th percentile is around 150 KB), small next to the 8 MiB lol_html may hold.
 pub const LOOKBACK_MAX: usize = 2 << 20;
 
-/// The streaming HTML rewriter the pipeline uses. See the module docs.
+/// The streaming HTML rewriter a page gets. See the module docs.
 #[derive(Debug)]
 pub struct LazyHtml {
     mode: Mode,
@@ -191,26 +191,20 @@ impl LazyHtml {
     }
 
     /// Ends the document; reports what the HTML stage did, and whether lol_html ran.
-    pub fn finish(self, out: &mut Vec<u8>) -> StageReport {
+    pub fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
         match self.mode {
             Mode::Plain(mut plain) => {
                 // A tag cut off by the end of the document is text, not a `<meta>`.
                 plain.replacer.write(&plain.held, out);
                 plain.replacer.finish(out);
-                StageReport {
-                    structured: Some(false),
-                    ..StageReport::default()
-                }
+                HtmlReport::default()
             }
             Mode::Structured { stage, mut skip } => {
                 let start = out.len();
                 let report = stage.finish(out);
                 drop_skipped(out, start, &mut skip);
                 debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
-                StageReport {
-                    structured: Some(true),
-                    ..report
-                }
+                report
             }
         }
     }
@@ -240,12 +234,14 @@ impl LazyHtml {
 }
 
 impl BodyStage for LazyHtml {
+    type Report = HtmlReport;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         LazyHtml::write(self, input, out);
     }
 
-    fn finish(self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        LazyHtml::finish(*self, out)
+    fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
+        LazyHtml::finish(self, out)
     }
 }
 

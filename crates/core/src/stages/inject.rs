@@ -25,8 +25,8 @@
 //! token ends (it writes host names), so the injection point is the same as in the origin's
 //! bytes, and the tag itself is never rewritten.
 
-use crate::body::charset::{is_space, start_tag_attributes};
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
+use crate::stages::charset::{is_space, start_tag_attributes};
 
 /// Longest tag, comment or DOCTYPE read before the head; a longer one stops the scan without
 /// injecting (real ones are bytes to a few kilobytes; a licence comment may be longer).
@@ -459,6 +459,8 @@ fn origin_has_script(bytes: &[u8]) -> Option<bool> {
 }
 
 impl BodyStage for InjectStage {
+    type Report = Injected;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         match self.phase {
             Phase::Done(_) => out.extend_from_slice(input),
@@ -471,8 +473,8 @@ impl BodyStage for InjectStage {
         matches!(self.phase, Phase::Done(_))
     }
 
-    fn finish(mut self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
-        let injected = match self.phase {
+    fn finish(mut self, out: &mut Vec<u8>) -> Injected {
+        match self.phase {
             Phase::Done(injected) => injected,
             // The end of the document opens the head. An unfinished tag held before it is
             // dropped by the parser, an unfinished comment becomes the head's comment.
@@ -480,10 +482,6 @@ impl BodyStage for InjectStage {
                 self.inject(out);
                 Injected::Yes
             }
-        };
-        StageReport {
-            injected: Some(injected),
-            ..StageReport::default()
         }
     }
 }

@@ -16,8 +16,11 @@ mod js_string;
 mod rows;
 
 pub(crate) use inline::InlineFlight;
+/// Next.js's string escaping, written independently of the stage's encoder, for tests.
+#[cfg(test)]
+pub(crate) use js_string::tests::next_js_escape;
 
-use crate::body::stage::{BodyStage, StageReport};
+use crate::body::stage::BodyStage;
 use crate::url_rewrite::UrlRule;
 use rows::RowRewriter;
 
@@ -36,18 +39,17 @@ impl FlightStage {
 }
 
 impl BodyStage for FlightStage {
+    type Report = RscReport;
+
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         self.rows.write(input, out);
     }
 
-    fn finish(mut self: Box<Self>, out: &mut Vec<u8>) -> StageReport {
+    fn finish(mut self, out: &mut Vec<u8>) -> RscReport {
         self.rows.finish(out);
-        StageReport {
-            rsc: RscReport {
-                peak_held: self.rows.peak_held(),
-                degraded: self.rows.degraded(),
-            },
-            ..StageReport::default()
+        RscReport {
+            peak_held: self.rows.peak_held(),
+            degraded: self.rows.degraded(),
         }
     }
 }

@@ -1,0 +1,213 @@
+//! A publisher page's body: which stages it gets for its kind of content, with which options,
+//! and what they say about it. This is the page flow's composition root over the engine
+//! (`crate::body`) and the stages (`crate::stages`); neither knows it.
+//!
+//! [`compose`] picks the stages from the body's plan ([`Rewrite`]):
+//!
+//! * HTML: the early-hints head reader (with [`PageOptions::learn_hints`]), then the lazy HTML
+//!   rewriter (the URL rule, and lol_html with the Next.js Flight rewriting when the page needs
+//!   its structure), then the script tag's injection (with [`PageOptions::inject`]);
+//! * text (CSS, JavaScript, JSON, …): the URL rule alone;
+//! * a Next.js Flight response: the Flight row rewriter;
+//!
+//! each behind the UTF-16 rule (a body starting with a UTF-16 byte order mark passes through).
+//! The stages are chosen once per body and dispatched statically; [`PageReport`] gathers their
+//! reports for the adapter's log line and the early-hints phase. [`pipeline`] is the engine
+//! running them.
+
+use std::io::Write;
+
+use trusted_server_settings::Nextjs;
+
+use crate::body::pipeline::BodyPipeline;
+use crate::body::stage::{BodyStage, Guard, Then};
+use crate::content::{Codec, Rewrite};
+use crate::stages::hints::HintsStage;
+use crate::stages::html::HtmlReport;
+use crate::stages::inject::{InjectStage, Injected, Injection};
+use crate::stages::lazy_html::{LazyHtml, LOOKBACK_MAX};
+use crate::stages::rsc::{FlightStage, RscReport};
+use crate::stages::text::TextStage;
+use crate::stages::utf16::{utf16_guard, NotUtf16};
+use crate::url_rewrite::UrlRule;
+
+/// Everything a page's stages need besides the body's own plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageOptions {
+    /// How Next.js payloads are handled (`[integrations.nextjs]`).
+    pub nextjs: Nextjs,
+    /// Most bytes of an HTML page kept while the URL rule alone suffices, so that lol_html can
+    /// replay them if the page turns out to need its structure (see the `lazy_html` stage).
+    /// The output does not depend on it; 0 runs lol_html from the first byte. Default
+    /// 2 MiB.
+    pub html_lookback: usize,
+    /// The script tag to put at the start of an HTML page's `<head>` (see the `inject`
+    /// stage); `None` for a response that must not get it. Only HTML bodies get it.
+    pub inject: Option<Injection>,
+    /// Collect the page's `<link rel=preload|modulepreload|preconnect>` hints from its head
+    /// (`crate::hints`), reported in [`PageReport::hints`]. HTML only; it reads the decoded
+    /// bytes and never changes the output. Default `false`.
+    pub learn_hints: bool,
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        PageOptions {
+            nextjs: trusted_server_settings::Settings::DEFAULT
+                .integrations
+                .nextjs,
+            html_lookback: LOOKBACK_MAX,
+            inject: None,
+            learn_hints: false,
+        }
+    }
+}
+
+/// What a page's stages did with its body (for logs, and the hints the page carried).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageReport {
+    /// The body started with a UTF-16 byte order mark and passed through unchanged.
+    pub utf16: bool,
+    /// Set when lol_html gave up and the rest of the document passed through as-is.
+    pub html_bail_out: Option<String>,
+    /// For a body the HTML stage rewrote (`None` for text, Flight, and a UTF-16 body passed
+    /// through): whether it needed lol_html's view of its structure, because it had a Next.js
+    /// Flight marker, a `<meta>` that may declare a charset, or grew past 2 MiB. `false`: the
+    /// URL rule alone produced the same output for less.
+    pub html_structured: Option<bool>,
+    /// What the Next.js payload rewriting did: bytes held at most, and whether it degraded.
+    pub rsc: RscReport,
+    /// For an HTML body given an [`Injection`]: whether the tag went in, or why not.
+    pub injected: Option<Injected>,
+    /// With [`PageOptions::learn_hints`], for an HTML body: the early hints found in its
+    /// head, URLs rewritten first-party (unbounded here; `crate::hints::Hints` bounds them).
+    pub hints: Vec<String>,
+}
+
+/// The engine running a page's stages ([`pipeline`]).
+pub type PagePipeline<W> = BodyPipeline<W, PageStages>;
+
+/// A pipeline for a page's body: decode `codec`, the stages [`compose`] picks for `rewrite`,
+/// re-encode, write to `sink`. Its report's `stages` is a [`PageReport`].
+pub fn pipeline<W: Write>(
+    codec: Codec,
+    rewrite: Rewrite,
+    rule: UrlRule,
+    options: &PageOptions,
+    sink: W,
+) -> PagePipeline<W> {
+    BodyPipeline::new(codec, compose(rewrite, rule, options), sink)
+}
+
+/// The stages a page's body gets (see the module docs), as one stage reporting a
+/// [`PageReport`].
+pub fn compose(rewrite: Rewrite, rule: UrlRule, options: &PageOptions) -> PageStages {
+    let nextjs = &options.nextjs;
+    let rewriter = match rewrite {
+        Rewrite::Html(encoding) => {
+            let flight_limit = nextjs.enabled.then_some(nextjs.max_held_bytes as usize);
+            // Early hints are read from the origin's head before the rewrite (their URLs are
+            // rewritten when reported); the stage steps aside once the head is complete.
+            let hints = options.learn_hints.then(|| HintsStage::new(rule.clone()));
+            let html = LazyHtml::new(rule, encoding, flight_limit, options.html_lookback);
+            // The injection runs after the rewriter, on its output: the tag is never
+            // rewritten, and the plain path stays lol_html-free.
+            let inject = options.inject.as_ref().map(InjectStage::new);
+            Rewriter::Html(hints.then(html).then(inject))
+        }
+        Rewrite::Text => Rewriter::Text(TextStage::new(rule)),
+        Rewrite::Flight => Rewriter::Flight(FlightStage::new(rule, nextjs.max_held_bytes as usize)),
+    };
+    PageStages(utf16_guard(rewriter))
+}
+
+/// A page's stages, chosen by [`compose`]: one [`BodyStage`] whose report is a
+/// [`PageReport`].
+pub struct PageStages(Guard<NotUtf16, Rewriter>);
+
+impl std::fmt::Debug for PageStages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageStages").finish_non_exhaustive()
+    }
+}
+
+/// The rewriter for each kind of content (statically dispatched: one match per write).
+enum Rewriter {
+    Html(HtmlStages),
+    Text(TextStage),
+    Flight(FlightStage),
+}
+
+/// An HTML page's stages: the head reader, the rewriter, the injection.
+type HtmlStages = Then<Then<Option<HintsStage>, LazyHtml>, Option<InjectStage>>;
+
+impl BodyStage for Rewriter {
+    type Report = PageReport;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Rewriter::Html(stages) => stages.write(input, out),
+            Rewriter::Text(stage) => stage.write(input, out),
+            Rewriter::Flight(stage) => stage.write(input, out),
+        }
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> PageReport {
+        match self {
+            Rewriter::Html(stages) => {
+                let ((hints, html), injected) = stages.finish(out);
+                let HtmlReport {
+                    structured,
+                    bail_out,
+                    rsc,
+                } = html;
+                PageReport {
+                    html_bail_out: bail_out,
+                    html_structured: Some(structured),
+                    rsc,
+                    injected,
+                    hints: hints.unwrap_or_default(),
+                    ..PageReport::default()
+                }
+            }
+            Rewriter::Text(stage) => {
+                stage.finish(out);
+                PageReport::default()
+            }
+            Rewriter::Flight(stage) => PageReport {
+                rsc: stage.finish(out),
+                ..PageReport::default()
+            },
+        }
+    }
+
+    fn passes_through(&self) -> bool {
+        match self {
+            Rewriter::Html(stages) => stages.passes_through(),
+            Rewriter::Text(stage) => stage.passes_through(),
+            Rewriter::Flight(stage) => stage.passes_through(),
+        }
+    }
+}
+
+impl BodyStage for PageStages {
+    type Report = PageReport;
+
+    fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        self.0.write(input, out);
+    }
+
+    fn finish(self, out: &mut Vec<u8>) -> PageReport {
+        self.0.finish(out).unwrap_or(PageReport {
+            utf16: true,
+            ..PageReport::default()
+        })
+    }
+
+    fn passes_through(&self) -> bool {
+        self.0.passes_through()
+    }
+}
+
+#[cfg(test)]
+mod tests;

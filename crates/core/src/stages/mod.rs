@@ -1,0 +1,27 @@
+//! The body stages: each one a [`BodyStage`](crate::body::stage::BodyStage) with a report of
+//! its own type, each in its own file (or folder). None knows which others run beside it or
+//! who puts them together: `crate::page` composes a publisher page's stages, and the
+//! first-party creative's composer (`crate::first_party::creative`) its own.
+//!
+//! * [`text`]: the URL rule alone, for CSS / JS / JSON;
+//! * [`lazy_html`]: the URL rule alone until a page needs its structure, then [`html`]:
+//!   lol_html marks structure, the URL rule runs on its output, with [`rsc`] for the Next.js
+//!   Flight payloads inside it;
+//! * [`rsc`]: Next.js Flight payloads, inline in HTML or as `text/x-component` responses;
+//! * [`charset`]: what a `<meta>` declares, read the same way by both HTML stages;
+//! * [`staging`]: the staged lol_html driver shared by the page's HTML stage and the
+//!   creative's HTML rewriter;
+//! * [`inject`]: the first-party script's tag at the start of the `<head>`;
+//! * [`hints`]: the early-hints head reader;
+//! * [`utf16`]: the UTF-16 rule, a gate in front of a rewriter.
+
+pub(crate) mod charset;
+mod example;
+pub(crate) mod hints;
+pub(crate) mod html;
+pub(crate) mod inject;
+pub(crate) mod lazy_html;
+pub(crate) mod rsc;
+pub(crate) mod staging;
+pub(crate) mod text;
+pub(crate) mod utf16;
