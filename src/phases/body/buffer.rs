@@ -11,7 +11,7 @@ use fastly::{Body, Response};
 use trusted_server_core::cache::{PassWhy, CACHE_STATE_HEADER};
 use trusted_server_core::{BodyReport, PageReport, PipelineError, Settings};
 
-use super::{classify, record_report, report, BodyFailure, Job};
+use super::job::{classify, record_report, report, BodyFailure, Job};
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::limits::BUFFERED_MAX_BYTES;

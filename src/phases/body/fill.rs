@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use fastly::{Body, Response};
 use trusted_server_core::{BodyReport, PagePipeline, PageReport, Settings};
 
+use super::job::{classify, record_report, report, BodyFailure, Job};
 use super::origin_read::read_to_end;
-use super::{classify, record_report, report, BodyFailure, Job};
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::timing::timed;

@@ -12,17 +12,17 @@
 mod buffer;
 pub mod downstream;
 mod fill;
+mod job;
 mod origin_read;
 pub(crate) mod stream;
 
-use trusted_server_core::{
-    BodyPlan, BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, Settings, UrlRule,
-};
+use trusted_server_core::{BodyPlan, PageOptions, Rewrite, Settings};
+
+pub(crate) use job::report_for;
+use job::Job;
 
 use crate::kit::access::{Access, Outcome};
-use crate::kit::failure::{self, Failure, Phase};
 use crate::phases::cache::Store;
-use crate::phases::origin;
 use crate::phases::response::Prepared;
 
 /// What the body phase hands back to the flow that called it.
@@ -110,96 +110,4 @@ fn plan_label(plan: &BodyPlan) -> String {
         }
         BodyPlan::PassThrough(reason) => format!("pass:{reason:?}"),
     }
-}
-
-pub(crate) struct Job {
-    codec: Codec,
-    rewrite: Rewrite,
-    rule: UrlRule,
-    options: PageOptions,
-}
-
-/// A failure of the body phase: what it was and its cause.
-pub(crate) type BodyFailure = (Failure, String);
-
-pub(crate) fn classify(error: PipelineError) -> BodyFailure {
-    let failure = match &error {
-        PipelineError::Origin(_) => Failure::OriginBody,
-        PipelineError::Client(_) => Failure::ClientGone,
-        _ => Failure::Reencoding,
-    };
-    (failure, error.to_string())
-}
-
-/// Logs a body-phase failure of the publisher's page as one report.
-#[track_caller]
-pub(crate) fn report(
-    failure: BodyFailure,
-    bytes_in: u64,
-    bytes_out: u64,
-    settings: &Settings,
-    access: &Access,
-) {
-    report_for(
-        failure,
-        bytes_in,
-        bytes_out,
-        &origin::backend_info(settings),
-        access,
-    );
-}
-
-/// Logs a body-phase failure as one report, naming the backend the body came from.
-#[track_caller]
-pub(crate) fn report_for(
-    failure: BodyFailure,
-    bytes_in: u64,
-    bytes_out: u64,
-    backend: &failure::BackendInfo,
-    access: &Access,
-) {
-    let progress = access.progress(Phase::Body, bytes_in, bytes_out);
-    failure::record(failure.0, failure.1, backend, progress);
-}
-
-/// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
-/// response, where rewriting gave way to passing original bytes through. Returns the early
-/// hints the page's head carried, for [`Sent::head_hints`].
-pub(crate) fn record_report(
-    pipeline_report: &BodyReport<PageReport>,
-    settings: &Settings,
-    access: &mut Access,
-) -> Vec<String> {
-    access.html_structured = pipeline_report.stages.html_structured;
-    if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.stages.injected {
-        log::info!("script not injected: {why}");
-    }
-    let (bytes_in, bytes_out) = (pipeline_report.bytes_in, pipeline_report.bytes_out);
-    if pipeline_report.stages.utf16 {
-        log::info!("body starts with a UTF-16 byte order mark: passed through unchanged");
-    }
-    if pipeline_report.ignored_trailing > 0 {
-        log::info!(
-            "ignored {} bytes after the end of the compressed body, as browsers do",
-            pipeline_report.ignored_trailing
-        );
-    }
-    if let Some(reason) = &pipeline_report.stages.html_bail_out {
-        let failure = (Failure::HtmlBailOut, reason.clone());
-        report(failure, bytes_in, bytes_out, settings, access);
-    }
-    if let Some(reason) = pipeline_report.stages.rsc.degraded {
-        let cause = format!(
-            "{reason} (held at most {} bytes)",
-            pipeline_report.stages.rsc.peak_held
-        );
-        report(
-            (Failure::RscDegraded, cause),
-            bytes_in,
-            bytes_out,
-            settings,
-            access,
-        );
-    }
-    pipeline_report.stages.hints.clone()
 }

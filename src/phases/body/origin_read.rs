@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use super::BodyFailure;
+use super::job::BodyFailure;
 use crate::kit::failure::Failure;
 
 /// Largest read from the origin body. A read returns whatever has arrived, so a large buffer

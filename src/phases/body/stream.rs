@@ -10,8 +10,8 @@ use trusted_server_core::{
 };
 
 use super::downstream::{self, ClientBody, HoldingSink};
+use super::job::{classify, record_report, report, BodyFailure, Job};
 use super::origin_read::read_to_end;
-use super::{classify, record_report, report, BodyFailure, Job};
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::timing::timed;

@@ -41,11 +41,13 @@ mod attrs;
 mod css;
 mod entities;
 mod html;
+mod report;
 mod resolve;
 mod signing;
 #[cfg(test)]
 mod tests;
 
+pub use report::CreativeReport;
 pub use signing::{Signer, UrlUse};
 
 use css::CssRewriter;
@@ -89,22 +91,6 @@ impl Creative {
             Creative::Css => false,
         }
     }
-}
-
-/// What the rewriting of one creative did, for the proxy's log line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CreativeReport {
-    /// URLs replaced by the signer's first-party URL.
-    pub rewritten: u64,
-    /// Absolute URLs the signer refused (left as written).
-    pub not_allowed: u64,
-    /// Values left as written because they could not be read safely (a character reference
-    /// not decoded here, invalid UTF-8, a NUL, non-ASCII in a document that is not UTF-8).
-    pub unreadable: u64,
-    /// Set when part of the creative passed through unrewritten to keep memory bounded (the
-    /// HTML parser gave up on a token over 1 MiB, or a CSS URL token was over 16 KiB), and
-    /// why. The output is still the creative, complete.
-    pub degraded: Option<String>,
 }
 
 /// The body stage: HTML or CSS, with the report at the end.

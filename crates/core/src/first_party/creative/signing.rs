@@ -2,8 +2,8 @@
 
 use std::cell::Cell;
 
+use super::report::CreativeReport;
 use super::resolve::absolute;
-use super::CreativeReport;
 
 /// Turns an absolute target URL into its first-party URL for the given use, or `None` when
 /// the target is not allowed (the URL is then left as written). Injected by the caller, so
