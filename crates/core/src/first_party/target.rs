@@ -106,21 +106,29 @@ pub enum AddressKind {
     Reserved,
 }
 
+impl AddressKind {
+    /// Its name in words (what `Display` writes) and its short stable tag
+    /// ([`Refusal::tag`]), side by side so the two never drift apart.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            AddressKind::CloudMetadata => ("cloud metadata", "metadata"),
+            AddressKind::Loopback => ("loopback", "loopback"),
+            AddressKind::Private => ("private", "private"),
+            AddressKind::LinkLocal => ("link-local", "link-local"),
+            AddressKind::Cgnat => ("carrier-grade NAT", "cgnat"),
+            AddressKind::UniqueLocal => ("unique-local", "unique-local"),
+            AddressKind::Unspecified => ("unspecified", "unspecified"),
+            AddressKind::Broadcast => ("broadcast", "broadcast"),
+            AddressKind::Documentation => ("documentation", "documentation"),
+            AddressKind::Multicast => ("multicast", "multicast"),
+            AddressKind::Reserved => ("reserved", "reserved"),
+        }
+    }
+}
+
 impl fmt::Display for AddressKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AddressKind::CloudMetadata => "cloud metadata",
-            AddressKind::Loopback => "loopback",
-            AddressKind::Private => "private",
-            AddressKind::LinkLocal => "link-local",
-            AddressKind::Cgnat => "carrier-grade NAT",
-            AddressKind::UniqueLocal => "unique-local",
-            AddressKind::Unspecified => "unspecified",
-            AddressKind::Broadcast => "broadcast",
-            AddressKind::Documentation => "documentation",
-            AddressKind::Multicast => "multicast",
-            AddressKind::Reserved => "reserved",
-        })
+        f.write_str(self.names().0)
     }
 }
 
@@ -158,19 +166,7 @@ impl Refusal {
             Refusal::Unparseable(_) => "unparseable",
             Refusal::Scheme(_) => "scheme",
             Refusal::Userinfo => "userinfo",
-            Refusal::Address(_, kind) => match kind {
-                AddressKind::CloudMetadata => "metadata",
-                AddressKind::Loopback => "loopback",
-                AddressKind::Private => "private",
-                AddressKind::LinkLocal => "link-local",
-                AddressKind::Cgnat => "cgnat",
-                AddressKind::UniqueLocal => "unique-local",
-                AddressKind::Unspecified => "unspecified",
-                AddressKind::Broadcast => "broadcast",
-                AddressKind::Documentation => "documentation",
-                AddressKind::Multicast => "multicast",
-                AddressKind::Reserved => "reserved",
-            },
+            Refusal::Address(_, kind) => kind.names().1,
             Refusal::IpLiteral(_) => "ip-literal",
             Refusal::Ambiguous => "ambiguous",
             Refusal::MalformedHost => "malformed-host",

@@ -191,42 +191,6 @@ impl HtmlStage {
         self.parser.gave_up()
     }
 
-    /// Rewrites `input`, appending decided output to `out`. The input goes to lol_html in
-    /// slices of at most [`WRITE_SLICE`] bytes (see its docs).
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for slice in input.chunks(WRITE_SLICE) {
-            if self.parser.write(slice) {
-                self.drain(out);
-            } else {
-                out.extend_from_slice(slice);
-            }
-        }
-    }
-
-    /// Ends the document; reports why lol_html gave up, if it did, and what the RSC stage did.
-    pub fn finish(mut self, out: &mut Vec<u8>) -> HtmlReport {
-        if self.parser.end() {
-            self.drain(out);
-        }
-        if self.script == Script::Undecided {
-            // The document ended inside a script too short to be a Flight payload.
-            self.script = Script::Ordinary;
-            self.release_script_head(out);
-        }
-        match &mut self.flight {
-            Some(flight) => {
-                self.replacer.flush(flight.target(out));
-                flight.finish(out);
-            }
-            None => self.replacer.flush(out),
-        }
-        HtmlReport {
-            structured: true,
-            bail_out: self.parser.gave_up().map(str::to_owned),
-            rsc: self.rsc_report(),
-        }
-    }
-
     /// Routes the staged output through the URL rule according to its marks.
     fn drain(&mut self, out: &mut Vec<u8>) {
         let staging = self.parser.staging();
@@ -349,12 +313,40 @@ impl HtmlStage {
 impl BodyStage for HtmlStage {
     type Report = HtmlReport;
 
+    /// Rewrites `input`, appending decided output to `out`. The input goes to lol_html in
+    /// slices of at most [`WRITE_SLICE`] bytes (see its docs).
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        HtmlStage::write(self, input, out);
+        for slice in input.chunks(WRITE_SLICE) {
+            if self.parser.write(slice) {
+                self.drain(out);
+            } else {
+                out.extend_from_slice(slice);
+            }
+        }
     }
 
-    fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
-        HtmlStage::finish(self, out)
+    /// Ends the document; reports why lol_html gave up, if it did, and what the RSC stage did.
+    fn finish(mut self, out: &mut Vec<u8>) -> HtmlReport {
+        if self.parser.end() {
+            self.drain(out);
+        }
+        if self.script == Script::Undecided {
+            // The document ended inside a script too short to be a Flight payload.
+            self.script = Script::Ordinary;
+            self.release_script_head(out);
+        }
+        match &mut self.flight {
+            Some(flight) => {
+                self.replacer.flush(flight.target(out));
+                flight.finish(out);
+            }
+            None => self.replacer.flush(out),
+        }
+        HtmlReport {
+            structured: true,
+            bail_out: self.parser.gave_up().map(str::to_owned),
+            rsc: self.rsc_report(),
+        }
     }
 }
 

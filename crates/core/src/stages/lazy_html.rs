@@ -175,40 +175,6 @@ impl LazyHtml {
         matches!(self.mode, Mode::Structured { .. })
     }
 
-    /// Rewrites `input`, appending decided output to `out`.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        if let Mode::Plain(plain) = &mut self.mode {
-            if plain.take(input, out) {
-                return;
-            }
-            self.hand_over(out);
-        }
-        if let Mode::Structured { stage, skip } = &mut self.mode {
-            let start = out.len();
-            stage.write(input, out);
-            drop_skipped(out, start, skip);
-        }
-    }
-
-    /// Ends the document; reports what the HTML stage did, and whether lol_html ran.
-    pub fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
-        match self.mode {
-            Mode::Plain(mut plain) => {
-                // A tag cut off by the end of the document is text, not a `<meta>`.
-                plain.replacer.write(&plain.held, out);
-                plain.replacer.finish(out);
-                HtmlReport::default()
-            }
-            Mode::Structured { stage, mut skip } => {
-                let start = out.len();
-                let report = stage.finish(out);
-                drop_skipped(out, start, &mut skip);
-                debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
-                report
-            }
-        }
-    }
-
     /// Replays the input so far through a fresh [`HtmlStage`] and continues with it.
     fn hand_over(&mut self, out: &mut Vec<u8>) {
         let Mode::Plain(plain) = &mut self.mode else {
@@ -236,12 +202,38 @@ impl LazyHtml {
 impl BodyStage for LazyHtml {
     type Report = HtmlReport;
 
+    /// Rewrites `input`, appending decided output to `out`.
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        LazyHtml::write(self, input, out);
+        if let Mode::Plain(plain) = &mut self.mode {
+            if plain.take(input, out) {
+                return;
+            }
+            self.hand_over(out);
+        }
+        if let Mode::Structured { stage, skip } = &mut self.mode {
+            let start = out.len();
+            stage.write(input, out);
+            drop_skipped(out, start, skip);
+        }
     }
 
+    /// Ends the document; reports what the HTML stage did, and whether lol_html ran.
     fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
-        LazyHtml::finish(self, out)
+        match self.mode {
+            Mode::Plain(mut plain) => {
+                // A tag cut off by the end of the document is text, not a `<meta>`.
+                plain.replacer.write(&plain.held, out);
+                plain.replacer.finish(out);
+                HtmlReport::default()
+            }
+            Mode::Structured { stage, mut skip } => {
+                let start = out.len();
+                let report = stage.finish(out);
+                drop_skipped(out, start, &mut skip);
+                debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
+                report
+            }
+        }
     }
 }
 

@@ -4,9 +4,9 @@
 
 use serde::Deserialize;
 
-use super::values::{Coding, Flag, Int, Level};
+use super::values::{Flag, Int, OneOf};
 use super::{Context, LoadError, Section};
-use crate::{Delivery, Integrations, Logging, Nextjs, Script, Settings};
+use crate::{Compression, Delivery, Integrations, LogLevel, Logging, Nextjs, Script, Settings};
 
 /// `[integrations.*]` as written.
 #[derive(Deserialize, Default)]
@@ -35,7 +35,7 @@ pub(super) struct ScriptFile {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct LoggingFile {
-    level: Option<Level>,
+    level: Option<OneOf<LogLevel>>,
 }
 
 /// `[delivery]` as written.
@@ -43,7 +43,7 @@ pub(super) struct LoggingFile {
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct DeliveryFile {
     server_timing: Option<Flag>,
-    compression: Option<Coding>,
+    compression: Option<OneOf<Compression>>,
     early_hints: Option<Flag>,
 }
 

@@ -71,37 +71,51 @@ impl TryFrom<RawComposite> for Composite {
     }
 }
 
-/// A log level, written as its lowercase name (`"warn"`).
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-pub(super) struct Level(pub(super) LogLevel);
+/// A value that is one of a few names: a log level (`"warn"`), where bodies are compressed
+/// (`"wasm"` or `"edge"`).
+pub(super) trait Named: Copy + 'static {
+    /// Every value, in the order the error message lists them.
+    fn all() -> &'static [Self];
+    /// The name it is written as.
+    fn name(self) -> &'static str;
+}
 
-impl TryFrom<Raw> for Level {
-    type Error = String;
-    fn try_from(raw: Raw) -> Result<Self, String> {
-        let names = || LogLevel::ALL.map(LogLevel::as_str).join(", ");
-        match raw {
-            Raw::Text(s) => (LogLevel::ALL.into_iter().find(|l| l.as_str() == s))
-                .map(Level)
-                .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
-            Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
-            Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),
-        }
+impl Named for LogLevel {
+    fn all() -> &'static [Self] {
+        &LogLevel::ALL
+    }
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 }
 
-/// Where bodies are compressed, written `"wasm"` or `"edge"`.
-#[derive(Deserialize)]
-#[serde(try_from = "Raw")]
-pub(super) struct Coding(pub(super) Compression);
+impl Named for Compression {
+    fn all() -> &'static [Self] {
+        &Compression::ALL
+    }
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
 
-impl TryFrom<Raw> for Coding {
+/// One of the names of `T`, as written.
+#[derive(Deserialize)]
+#[serde(try_from = "Raw", bound = "T: Named")]
+pub(super) struct OneOf<T: Named>(pub(super) T);
+
+impl<T: Named> TryFrom<Raw> for OneOf<T> {
     type Error = String;
     fn try_from(raw: Raw) -> Result<Self, String> {
-        let names = || Compression::ALL.map(Compression::as_str).join(", ");
+        let names = || {
+            T::all()
+                .iter()
+                .map(|v| v.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match raw {
-            Raw::Text(s) => (Compression::ALL.into_iter().find(|c| c.as_str() == s))
-                .map(Coding)
+            Raw::Text(s) => (T::all().iter().find(|v| v.name() == s))
+                .map(|v| OneOf(*v))
                 .ok_or_else(|| format!("expected one of {}, got {s:?}", names())),
             Raw::Bool(b) => Err(format!("expected one of {}, got {b}", names())),
             Raw::Int(n) => Err(format!("expected one of {}, got {n}", names())),

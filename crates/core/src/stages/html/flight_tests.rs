@@ -2,6 +2,7 @@
 //! drives it: holding across scripts, and the cap.
 
 use super::{HtmlReport, HtmlStage, MARKUP_STEP};
+use crate::body::stage::BodyStage;
 use crate::url_rewrite::UrlRule;
 use lol_html::AsciiCompatibleEncoding;
 
