@@ -195,91 +195,10 @@ impl CssRewriter {
                 };
                 self.last = b' ';
             }
-            State::Import => {
-                if is_space(b) {
-                    out.push(b);
-                } else if b == b'"' || b == b'\'' {
-                    self.start_holding();
-                    self.hold(b, out);
-                    self.state = State::UrlQuoted {
-                        quote: b,
-                        escape: Escape::No,
-                    };
-                } else {
-                    self.state = State::Normal;
-                    self.normal(b, out);
-                }
-            }
-            State::UrlStart => {
-                if is_space(b) {
-                    self.hold(b, out);
-                } else if b == b'"' || b == b'\'' {
-                    self.hold(b, out);
-                    self.state = State::UrlQuoted {
-                        quote: b,
-                        escape: Escape::No,
-                    };
-                } else if b == b')' {
-                    self.release(out);
-                    self.state = State::Normal;
-                    self.normal(b, out);
-                } else {
-                    self.state = State::UrlUnquoted {
-                        escape: Escape::No,
-                        space: false,
-                    };
-                    self.byte(b, out);
-                }
-            }
-            State::UrlQuoted { quote, escape } => {
-                self.value_byte(b, out);
-                match string_step(quote, escape, b) {
-                    Some(escape) => self.state = State::UrlQuoted { quote, escape },
-                    None => {
-                        if b == quote {
-                            self.decide(Some(quote), out);
-                        } else {
-                            self.release(out); // A newline ended the string: invalid.
-                        }
-                        self.state = State::Normal;
-                        self.last = b' ';
-                    }
-                }
-            }
-            State::UrlUnquoted { escape, space } => {
-                if escape == Escape::Backslash && is_newline(b) {
-                    // Not an escape in a URL: the URL is invalid.
-                    self.bad_url(b, out);
-                    return;
-                }
-                let (next, consumed) = escape.step(b);
-                if consumed && escape != Escape::No {
-                    self.value_byte(b, out);
-                    self.state = State::UrlUnquoted {
-                        escape: next,
-                        space,
-                    };
-                } else if b == b')' {
-                    self.decide(None, out);
-                    out.push(b);
-                    self.state = State::Normal;
-                    self.last = b')';
-                } else if is_space(b) {
-                    self.hold(b, out);
-                    self.state = State::UrlUnquoted {
-                        escape: Escape::No,
-                        space: true,
-                    };
-                } else if space || breaks_unquoted(b) {
-                    self.bad_url(b, out);
-                } else {
-                    self.value_byte(b, out);
-                    self.state = State::UrlUnquoted {
-                        escape: next,
-                        space: false,
-                    };
-                }
-            }
+            State::Import => self.import_byte(b, out),
+            State::UrlStart => self.url_start(b, out),
+            State::UrlQuoted { quote, escape } => self.url_quoted(quote, escape, b, out),
+            State::UrlUnquoted { escape, space } => self.url_unquoted(escape, space, b, out),
             State::BadUrl { escape } => {
                 out.push(b);
                 self.state = if escape {
@@ -293,6 +212,99 @@ impl CssRewriter {
                     State::BadUrl { escape: false }
                 };
             }
+        }
+    }
+
+    /// After `@import`: spaces, then a quoted URL or anything else.
+    fn import_byte(&mut self, b: u8, out: &mut Vec<u8>) {
+        if is_space(b) {
+            out.push(b);
+        } else if b == b'"' || b == b'\'' {
+            self.start_holding();
+            self.hold(b, out);
+            self.state = State::UrlQuoted {
+                quote: b,
+                escape: Escape::No,
+            };
+        } else {
+            self.state = State::Normal;
+            self.normal(b, out);
+        }
+    }
+
+    /// After `url(`: spaces held, then a quoted or an unquoted URL, or `)`.
+    fn url_start(&mut self, b: u8, out: &mut Vec<u8>) {
+        if is_space(b) {
+            self.hold(b, out);
+        } else if b == b'"' || b == b'\'' {
+            self.hold(b, out);
+            self.state = State::UrlQuoted {
+                quote: b,
+                escape: Escape::No,
+            };
+        } else if b == b')' {
+            self.release(out);
+            self.state = State::Normal;
+            self.normal(b, out);
+        } else {
+            self.state = State::UrlUnquoted {
+                escape: Escape::No,
+                space: false,
+            };
+            self.byte(b, out);
+        }
+    }
+
+    /// Inside a quoted URL: held until its quote ends it.
+    fn url_quoted(&mut self, quote: u8, escape: Escape, b: u8, out: &mut Vec<u8>) {
+        self.value_byte(b, out);
+        match string_step(quote, escape, b) {
+            Some(escape) => self.state = State::UrlQuoted { quote, escape },
+            None => {
+                if b == quote {
+                    self.decide(Some(quote), out);
+                } else {
+                    self.release(out); // A newline ended the string: invalid.
+                }
+                self.state = State::Normal;
+                self.last = b' ';
+            }
+        }
+    }
+
+    /// Inside an unquoted URL: held until `)`; a space or a character a URL token cannot hold before it makes it a bad URL.
+    fn url_unquoted(&mut self, escape: Escape, space: bool, b: u8, out: &mut Vec<u8>) {
+        if escape == Escape::Backslash && is_newline(b) {
+            // Not an escape in a URL: the URL is invalid.
+            self.bad_url(b, out);
+            return;
+        }
+        let (next, consumed) = escape.step(b);
+        if consumed && escape != Escape::No {
+            self.value_byte(b, out);
+            self.state = State::UrlUnquoted {
+                escape: next,
+                space,
+            };
+        } else if b == b')' {
+            self.decide(None, out);
+            out.push(b);
+            self.state = State::Normal;
+            self.last = b')';
+        } else if is_space(b) {
+            self.hold(b, out);
+            self.state = State::UrlUnquoted {
+                escape: Escape::No,
+                space: true,
+            };
+        } else if space || breaks_unquoted(b) {
+            self.bad_url(b, out);
+        } else {
+            self.value_byte(b, out);
+            self.state = State::UrlUnquoted {
+                escape: next,
+                space: false,
+            };
         }
     }
 
