@@ -263,62 +263,14 @@ impl InjectStage {
                     return Step::TokenEnd;
                 }
             }
-            CommentStart => match b {
-                b'-' => self.state = CommentStartDash,
-                b'>' => return Step::TokenEnd,
-                _ => self.state = Comment,
-            },
-            CommentStartDash => match b {
-                b'-' => self.state = CommentEnd,
-                b'>' => return Step::TokenEnd,
-                _ => self.state = Comment,
-            },
-            Comment => {
-                if b == b'-' {
-                    self.state = CommentEndDash;
-                }
-            }
-            CommentEndDash => {
-                self.state = if b == b'-' { CommentEnd } else { Comment };
-            }
-            CommentEnd => match b {
-                b'>' => return Step::TokenEnd,
-                b'!' => self.state = CommentEndBang,
-                b'-' => {}
-                _ => self.state = Comment,
-            },
-            CommentEndBang => match b {
-                b'-' => self.state = CommentEndDash,
-                b'>' => return Step::TokenEnd,
-                _ => self.state = Comment,
-            },
+            CommentStart | CommentStartDash | Comment | CommentEndDash | CommentEnd
+            | CommentEndBang => return self.comment(b),
             EndTagOpen => match b {
                 b'>' => return Step::TokenEnd, // `</>` is nothing at all
                 _ if b.is_ascii_alphabetic() => self.start_name(lower, true),
                 _ => return self.bogus(b),
             },
-            TagName { end } => {
-                if is_space(b) || b == b'/' || b == b'>' {
-                    let name = &self.name[..self.name_len];
-                    let opens = if end {
-                        matches!(name, b"head" | b"body" | b"html" | b"br")
-                    } else {
-                        self.head = name == b"head";
-                        !matches!(name, b"head" | b"html")
-                    };
-                    if opens {
-                        return Step::OpensHead;
-                    }
-                    return self.attribute_state(b, BeforeAttrName);
-                }
-                if self.name_len < self.name.len() {
-                    self.name[self.name_len] = lower;
-                    self.name_len += 1;
-                } else {
-                    // Longer than any name that matters.
-                    self.name = [0; 5];
-                }
-            }
+            TagName { end } => return self.tag_name(b, lower, end),
             BeforeAttrName => return self.attribute_state(b, BeforeAttrName),
             AttrName => match b {
                 b'=' => self.state = BeforeAttrValue,
@@ -349,6 +301,68 @@ impl InjectStage {
             AfterAttrValueQuoted | SelfClosing => {
                 return self.attribute_state(b, BeforeAttrName);
             }
+        }
+        Step::Continue
+    }
+
+    /// One byte of a comment (`<!--` … `-->`, as the tokenizer's comment states read it).
+    fn comment(&mut self, b: u8) -> Step {
+        use State::*;
+        match self.state {
+            CommentStart => match b {
+                b'-' => self.state = CommentStartDash,
+                b'>' => return Step::TokenEnd,
+                _ => self.state = Comment,
+            },
+            CommentStartDash => match b {
+                b'-' => self.state = CommentEnd,
+                b'>' => return Step::TokenEnd,
+                _ => self.state = Comment,
+            },
+            Comment if b == b'-' => self.state = CommentEndDash,
+            CommentEndDash => {
+                self.state = if b == b'-' { CommentEnd } else { Comment };
+            }
+            CommentEnd => match b {
+                b'>' => return Step::TokenEnd,
+                b'!' => self.state = CommentEndBang,
+                b'-' => {}
+                _ => self.state = Comment,
+            },
+            CommentEndBang => match b {
+                b'-' => self.state = CommentEndDash,
+                b'>' => return Step::TokenEnd,
+                _ => self.state = Comment,
+            },
+            // `Comment` on any other byte, and the states `step` reads itself.
+            _ => {}
+        }
+        Step::Continue
+    }
+
+    /// One byte of a tag's name: at its end, whether the tag opens the head's content (and
+    /// the script goes before it); before that, the name's first bytes, lower-cased.
+    fn tag_name(&mut self, b: u8, lower: u8, end: bool) -> Step {
+        use State::*;
+        if is_space(b) || b == b'/' || b == b'>' {
+            let name = &self.name[..self.name_len];
+            let opens = if end {
+                matches!(name, b"head" | b"body" | b"html" | b"br")
+            } else {
+                self.head = name == b"head";
+                !matches!(name, b"head" | b"html")
+            };
+            if opens {
+                return Step::OpensHead;
+            }
+            return self.attribute_state(b, BeforeAttrName);
+        }
+        if self.name_len < self.name.len() {
+            self.name[self.name_len] = lower;
+            self.name_len += 1;
+        } else {
+            // Longer than any name that matters.
+            self.name = [0; 5];
         }
         Step::Continue
     }
