@@ -392,20 +392,42 @@ pub struct Consent {
     pub partner_vendors: Cow<'static, [PartnerVendor]>,
 }
 
-const fn code(text: &'static str) -> Text {
-    Cow::Borrowed(text)
-}
-
 impl Consent {
     /// The European Economic Area (the 27 EU member states, Iceland, Liechtenstein and
     /// Norway), the United Kingdom and Switzerland: the default `consent.opt_in_countries`.
-    #[rustfmt::skip]
     pub const EEA_GB_CH: [Text; 32] = [
-        code("AT"), code("BE"), code("BG"), code("HR"), code("CY"), code("CZ"), code("DK"),
-        code("EE"), code("FI"), code("FR"), code("DE"), code("GR"), code("HU"), code("IE"),
-        code("IT"), code("LV"), code("LT"), code("LU"), code("MT"), code("NL"), code("PL"),
-        code("PT"), code("RO"), code("SK"), code("SI"), code("ES"), code("SE"), code("IS"),
-        code("LI"), code("NO"), code("GB"), code("CH"),
+        Cow::Borrowed("AT"),
+        Cow::Borrowed("BE"),
+        Cow::Borrowed("BG"),
+        Cow::Borrowed("HR"),
+        Cow::Borrowed("CY"),
+        Cow::Borrowed("CZ"),
+        Cow::Borrowed("DK"),
+        Cow::Borrowed("EE"),
+        Cow::Borrowed("FI"),
+        Cow::Borrowed("FR"),
+        Cow::Borrowed("DE"),
+        Cow::Borrowed("GR"),
+        Cow::Borrowed("HU"),
+        Cow::Borrowed("IE"),
+        Cow::Borrowed("IT"),
+        Cow::Borrowed("LV"),
+        Cow::Borrowed("LT"),
+        Cow::Borrowed("LU"),
+        Cow::Borrowed("MT"),
+        Cow::Borrowed("NL"),
+        Cow::Borrowed("PL"),
+        Cow::Borrowed("PT"),
+        Cow::Borrowed("RO"),
+        Cow::Borrowed("SK"),
+        Cow::Borrowed("SI"),
+        Cow::Borrowed("ES"),
+        Cow::Borrowed("SE"),
+        Cow::Borrowed("IS"),
+        Cow::Borrowed("LI"),
+        Cow::Borrowed("NO"),
+        Cow::Borrowed("GB"),
+        Cow::Borrowed("CH"),
     ];
 
     /// The US states whose comprehensive consumer privacy law is in force in 2026, by the
@@ -414,12 +436,26 @@ impl Consent {
     /// Maryland, Indiana, Kentucky, Rhode Island. The default `consent.opt_out_regions`.
     /// Florida (GPP's `usfl`) is left out: its law reaches only businesses with over a billion
     /// dollars of revenue; a publisher it covers adds `US-FL`.
-    #[rustfmt::skip]
     pub const US_STATES_2026: [Text; 19] = [
-        code("US-CA"), code("US-VA"), code("US-CO"), code("US-CT"), code("US-UT"),
-        code("US-OR"), code("US-TX"), code("US-MT"), code("US-DE"), code("US-IA"),
-        code("US-NE"), code("US-NH"), code("US-NJ"), code("US-TN"), code("US-MN"),
-        code("US-MD"), code("US-IN"), code("US-KY"), code("US-RI"),
+        Cow::Borrowed("US-CA"),
+        Cow::Borrowed("US-VA"),
+        Cow::Borrowed("US-CO"),
+        Cow::Borrowed("US-CT"),
+        Cow::Borrowed("US-UT"),
+        Cow::Borrowed("US-OR"),
+        Cow::Borrowed("US-TX"),
+        Cow::Borrowed("US-MT"),
+        Cow::Borrowed("US-DE"),
+        Cow::Borrowed("US-IA"),
+        Cow::Borrowed("US-NE"),
+        Cow::Borrowed("US-NH"),
+        Cow::Borrowed("US-NJ"),
+        Cow::Borrowed("US-TN"),
+        Cow::Borrowed("US-MN"),
+        Cow::Borrowed("US-MD"),
+        Cow::Borrowed("US-IN"),
+        Cow::Borrowed("US-KY"),
+        Cow::Borrowed("US-RI"),
     ];
 
     /// The vendor ID configured for `host` (lowercase): the entry for its longest configured

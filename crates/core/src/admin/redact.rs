@@ -21,8 +21,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, Publisher, Resolve,
-    PartnerVendor, Script, Settings, Signing,
+    Admin, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, PartnerVendor,
+    Publisher, Resolve, Script, Settings, Signing,
 };
 
 use crate::VERSION;

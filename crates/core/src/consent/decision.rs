@@ -287,7 +287,11 @@ impl<'a> Decision<'a> {
         let (Some(vendor), Some(tcf)) = (vendor_id, self.tcf) else {
             return verdict(false, Reason::NoVendorId);
         };
-        if tcf.disclosed_vendors.as_ref().is_some_and(|d| !d.contains(vendor)) {
+        if tcf
+            .disclosed_vendors
+            .as_ref()
+            .is_some_and(|d| !d.contains(vendor))
+        {
             return verdict(false, Reason::VendorNotDisclosed);
         }
         let core = &tcf.core;
@@ -377,11 +381,18 @@ fn opt_out(signals: &Signals, sections: &[&UsSection], reasons: &mut Reasons) ->
             reasons.add(Reason::Gpc);
         }
         // 1 = no consent, 3 = invalid (read as no consent).
-        if us.known_child_sensitive_data_consents().iter().any(|&v| v == 1 || v == 3) {
+        if us
+            .known_child_sensitive_data_consents()
+            .iter()
+            .any(|&v| v == 1 || v == 3)
+        {
             reasons.add(Reason::KnownChild);
         }
     }
-    if signals.us_privacy().is_some_and(|u| u.opt_out_sale == UspFlag::Yes) {
+    if signals
+        .us_privacy()
+        .is_some_and(|u| u.opt_out_sale == UspFlag::Yes)
+    {
         reasons.add(Reason::UspOptOut);
     }
     if *reasons == before {
@@ -389,4 +400,450 @@ fn opt_out(signals: &Signals, sections: &[&UsSection], reasons: &mut Reasons) ->
         return true;
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::UsState;
+    use super::*;
+    use proptest::prelude::*;
+    use trusted_server_settings::{PartnerVendor, Settings};
+
+    const DE: Jurisdiction = Jurisdiction::OptIn;
+
+    fn state(code: &str) -> Jurisdiction {
+        Jurisdiction::OptOut(UsState::parse(code).unwrap())
+    }
+
+    fn settings() -> Consent {
+        Settings::DEFAULT.consent
+    }
+
+    fn with_purposes(purposes: &[u8]) -> Consent {
+        Consent {
+            purposes: purposes.to_vec().into(),
+            ..settings()
+        }
+    }
+
+    fn signals(cookies: &str, gpc: bool) -> Signals {
+        Signals::from_cookies(cookies, gpc)
+    }
+
+    fn tcf(text: &str) -> Signals {
+        signals(&format!("euconsent-v2={text}"), false)
+    }
+
+    fn gpp(text: &str, gpc: bool) -> Signals {
+        signals(&format!("__gpp={text}"), gpc)
+    }
+
+    /// `edge_id` and the reasons, as the access line would show them.
+    fn outcome(s: &Signals, j: Jurisdiction, c: &Consent) -> (bool, String) {
+        let d = Decision::decide(s, &j, c);
+        assert_eq!((d.origin, d.withdraw), (d.edge_id, !d.edge_id));
+        (d.edge_id, d.reasons.to_string())
+    }
+
+    #[test]
+    fn opt_in_needs_consent_to_the_configured_purposes() {
+        let c = settings();
+        let yes = (true, "opt-in-region tcf-consent".to_owned());
+        assert_eq!(outcome(&tcf(TCF_P1_V755), DE, &c), yes);
+        assert_eq!(outcome(&gpp(GPP_TCF_P1_V755, false), DE, &c), yes);
+        let no_consent = (false, "opt-in-region tcf-no-consent".to_owned());
+        assert_eq!(outcome(&tcf(TCF_NO_CONSENT), DE, &c), no_consent);
+        let none = (false, "opt-in-region no-tcf".to_owned());
+        assert_eq!(outcome(&signals("", false), DE, &c), none);
+        assert_eq!(outcome(&tcf("not-a-tc-string"), DE, &c), none);
+        // US signals say nothing under opt-in.
+        assert_eq!(outcome(&gpp(GPP_CA_NO_OPT_OUT, false), DE, &c), none);
+        // Consent to 1 but not 2.
+        let p12 = with_purposes(&[1, 2]);
+        assert_eq!(outcome(&tcf(TCF_P1_V755), DE, &p12), no_consent);
+        assert_eq!(outcome(&tcf(TCF_LI), DE, &p12), yes);
+    }
+
+    #[test]
+    fn the_publisher_segment_when_configured() {
+        let core = settings();
+        let publisher = Consent {
+            publisher_segment: true,
+            ..settings()
+        };
+        assert!(!outcome(&tcf(TCF_PUBLISHER_P1), DE, &core).0);
+        assert_eq!(
+            outcome(&tcf(TCF_PUBLISHER_P1), DE, &publisher),
+            (true, "opt-in-region tcf-consent".to_owned())
+        );
+        assert_eq!(
+            outcome(&tcf(TCF_P1_V755), DE, &publisher),
+            (false, "opt-in-region no-publisher-segment".to_owned())
+        );
+    }
+
+    #[test]
+    fn opt_out_states_read_their_own_section_then_the_national_one() {
+        let c = settings();
+        let ca = state("CA");
+        let ok = (true, "opt-out-region no-opt-out".to_owned());
+        assert_eq!(outcome(&signals("", false), ca, &c), ok);
+        assert_eq!(outcome(&gpp(GPP_CA_NO_OPT_OUT, false), ca, &c), ok);
+        assert_eq!(
+            outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), ca, &c),
+            (false, "opt-out-region gpp-opt-out".to_owned())
+        );
+        assert_eq!(
+            outcome(&gpp(GPP_CA_GPC, false), ca, &c),
+            (false, "opt-out-region gpc".to_owned())
+        );
+        assert_eq!(
+            outcome(&gpp(GPP_CA_NO_OPT_OUT, true), ca, &c),
+            (false, "opt-out-region gpc".to_owned())
+        );
+        // California's section is not Virginia's: Virginia reads the national one (none here).
+        assert_eq!(
+            outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), state("VA"), &c),
+            ok
+        );
+        // No state section: the national one speaks.
+        let nat = gpp(GPP_NAT_TA_OPT_OUT, false);
+        assert_eq!(
+            outcome(&nat, ca, &c),
+            (false, "opt-out-region gpp-opt-out".to_owned())
+        );
+        assert_eq!(outcome(&gpp(GPP_NAT_NO_OPT_OUT, false), ca, &c), ok);
+        // The state's own section wins over the national one.
+        let both = gpp(GPP_VA_OK_NAT_SALE_OPT_OUT, false);
+        assert_eq!(outcome(&both, state("VA"), &c), ok);
+        assert!(!outcome(&both, state("CO"), &c).0);
+        // US Privacy.
+        assert_eq!(
+            outcome(&signals("usprivacy=1YYN", false), ca, &c),
+            (false, "opt-out-region usp-opt-out".to_owned())
+        );
+        assert_eq!(outcome(&signals("us_privacy=1YNN", false), ca, &c), ok);
+        assert!(!outcome(&gpp(GPP_USP_OPT_OUT, false), ca, &c).0);
+        // A TC string means nothing here.
+        assert_eq!(outcome(&tcf(TCF_NO_CONSENT), ca, &c), ok);
+    }
+
+    #[test]
+    fn elsewhere_only_gpc_refuses() {
+        let c = settings();
+        let e = Jurisdiction::Elsewhere;
+        assert_eq!(
+            outcome(&signals("", false), e, &c),
+            (true, "elsewhere no-opt-out".to_owned())
+        );
+        assert_eq!(
+            outcome(&signals("", true), e, &c),
+            (false, "elsewhere gpc".to_owned())
+        );
+        assert!(outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), e, &c).0);
+        assert!(outcome(&tcf(TCF_NO_CONSENT), e, &c).0);
+    }
+
+    #[test]
+    fn an_unknown_location_follows_consent_unknown() {
+        let u = Jurisdiction::Unknown;
+        let mut c = settings();
+        assert_eq!(
+            outcome(&signals("", false), u, &c),
+            (false, "location-unknown no-tcf".to_owned())
+        );
+        assert!(outcome(&tcf(TCF_P1_V755), u, &c).0);
+        c.unknown = ConsentRule::OptOut;
+        assert!(outcome(&signals("", false), u, &c).0);
+        // Any US section's opt-out counts when the state is unknown.
+        assert!(!outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), u, &c).0);
+        assert!(!outcome(&gpp(GPP_NAT_TA_OPT_OUT, false), u, &c).0);
+        c.unknown = ConsentRule::None;
+        assert_eq!(
+            outcome(&signals("", false), u, &c),
+            (true, "location-unknown no-opt-out".to_owned())
+        );
+        assert!(!outcome(&signals("", true), u, &c).0);
+    }
+
+    fn partner(text: &str, c: &Consent, vendor: Option<u16>) -> (bool, &'static str) {
+        let s = tcf(text);
+        let d = Decision::decide(&s, &DE, c);
+        let p = d.partner(vendor);
+        (p.allowed, p.reason.as_str())
+    }
+
+    #[test]
+    fn a_partner_needs_its_vendor_to_have_a_basis() {
+        let c = settings();
+        assert_eq!(
+            partner(TCF_P1_V755, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        assert_eq!(
+            partner(TCF_P1_V755, &c, Some(32)),
+            (false, "vendor-not-disclosed")
+        );
+        assert_eq!(partner(TCF_P1_V755, &c, None), (false, "no-vendor-id"));
+        assert_eq!(
+            partner(TCF_NO_CONSENT, &c, Some(755)),
+            (false, "no-edge-id")
+        );
+        assert_eq!(
+            partner(TCF_P1_NOT_DISCLOSED, &c, Some(755)),
+            (false, "vendor-not-disclosed")
+        );
+        assert_eq!(
+            partner(TCF_P1_NOT_DISCLOSED, &c, Some(32)),
+            (true, "vendor-consent")
+        );
+        // No DisclosedVendors segment (a TCF 2.2 string): no disclosure check.
+        assert_eq!(
+            partner(TCF_P1_NO_DISCLOSED_SEGMENT, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        assert_eq!(
+            partner(TCF_P1_RESTRICTED, &c, Some(755)),
+            (false, "vendor-restricted")
+        );
+        // Legitimate interest: allowed for purpose 2, never for 1 or 3.
+        assert_eq!(partner(TCF_LI, &c, Some(755)), (false, "vendor-no-basis"));
+        let p2 = with_purposes(&[2]);
+        assert_eq!(
+            partner(TCF_LI, &p2, Some(755)),
+            (true, "vendor-legitimate-interest")
+        );
+        assert_eq!(
+            partner(TCF_LI, &with_purposes(&[3]), Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert_eq!(partner(TCF_LI, &with_purposes(&[2, 7]), Some(755)).0, true);
+        // Restricted to consent: legitimate interest no longer counts.
+        assert_eq!(
+            partner(TCF_LI_REQUIRE_CONSENT, &p2, Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert_eq!(
+            partner(TCF_LI_REQUIRE_CONSENT, &with_purposes(&[7]), Some(755)).0,
+            true
+        );
+        // Restricted to legitimate interest: consent no longer counts.
+        assert_eq!(
+            partner(TCF_CONSENT_REQUIRE_LI, &p2, Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert_eq!(
+            partner(TCF_CONSENT_REQUIRE_LI, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        // Outside opt-in, a partner gets what the reader has.
+        let s = signals("", false);
+        let d = Decision::decide(&s, &state("CA"), &c);
+        assert_eq!(
+            d.partner(None),
+            PartnerDecision {
+                allowed: true,
+                reason: Reason::NotOptIn
+            }
+        );
+        let s = signals("", true);
+        let d = Decision::decide(&s, &Jurisdiction::Elsewhere, &c);
+        assert_eq!(
+            d.partner(Some(755)),
+            PartnerDecision {
+                allowed: false,
+                reason: Reason::NoEdgeId
+            }
+        );
+    }
+
+    #[test]
+    fn partners_are_found_by_host() {
+        let c = Consent {
+            partner_vendors: vec![PartnerVendor {
+                domain: "demo-partner.example".into(),
+                vendor_id: 755,
+            }]
+            .into(),
+            ..settings()
+        };
+        let s = tcf(TCF_P1_V755);
+        let d = Decision::decide(&s, &DE, &c);
+        assert!(d.partner_at("ads.Demo-Partner.example", &c).allowed);
+        assert_eq!(d.partner_at("other.example", &c).reason, Reason::NoVendorId);
+    }
+
+    #[test]
+    fn debug_shows_the_outcome_not_the_string() {
+        let (s, c) = (tcf(TCF_P1_V755), settings());
+        let d = Decision::decide(&s, &DE, &c);
+        let debug = format!("{d:?}");
+        assert_eq!(
+            debug,
+            "Decision { edge_id: true, origin: true, withdraw: false, rule: \"opt-in\", reasons: \"opt-in-region tcf-consent\" }"
+        );
+    }
+
+    #[test]
+    fn reason_names_are_unique_short_words() {
+        let names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        for n in names {
+            assert!(
+                n.len() <= 32 && n.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{n}"
+            );
+        }
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "ALL is in declaration order");
+        }
+    }
+
+    /// Real strings, malformed ones, and nothing: the pool random signals are drawn from.
+    const TCF_POOL: [&str; 12] = [
+        TCF_P1_V755,
+        TCF_NO_CONSENT,
+        TCF_P1_NOT_DISCLOSED,
+        TCF_P1_NO_DISCLOSED_SEGMENT,
+        TCF_P1_RESTRICTED,
+        TCF_LI,
+        TCF_LI_REQUIRE_CONSENT,
+        TCF_CONSENT_REQUIRE_LI,
+        TCF_PUBLISHER_P1,
+        TCF_MANY_VENDORS,
+        "CPzvOIAPzvOIAGXABBENAUEAAACAAAAAAAAAAAAAAAAA.",
+        "",
+    ];
+    const GPP_POOL: [&str; 11] = [
+        GPP_CA_SALE_OPT_OUT,
+        GPP_CA_NO_OPT_OUT,
+        GPP_CA_GPC,
+        GPP_NAT_TA_OPT_OUT,
+        GPP_NAT_NO_OPT_OUT,
+        GPP_VA_OK_NAT_SALE_OPT_OUT,
+        GPP_TCF_P1_V755,
+        GPP_USP_OPT_OUT,
+        GPP_MANY_US,
+        "DBABBg~garbage",
+        "",
+    ];
+    const USP_POOL: [&str; 5] = ["1YYN", "1YNN", "1---", "1yyn", ""];
+    const SID_POOL: [&str; 5] = ["", "2", "7,8", "-1", "x"];
+
+    fn any_signals() -> impl Strategy<Value = (String, bool)> {
+        (
+            prop::sample::select(&TCF_POOL[..]),
+            prop::sample::select(&GPP_POOL[..]),
+            prop::sample::select(&USP_POOL[..]),
+            prop::sample::select(&SID_POOL[..]),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(t, g, u, sid, gpc, us_privacy)| {
+                let usp = if us_privacy {
+                    "us_privacy"
+                } else {
+                    "usprivacy"
+                };
+                let cookies = format!("euconsent-v2={t}; __gpp={g}; __gpp_sid={sid}; {usp}={u}");
+                (cookies, gpc)
+            })
+    }
+
+    fn any_jurisdiction() -> impl Strategy<Value = Jurisdiction> {
+        prop_oneof![
+            Just(Jurisdiction::OptIn),
+            Just(Jurisdiction::Elsewhere),
+            Just(Jurisdiction::Unknown),
+            prop::sample::select(&["CA", "VA", "CO", "NY", "RI", "FL"][..]).prop_map(state),
+        ]
+    }
+
+    fn any_settings() -> impl Strategy<Value = Consent> {
+        (
+            prop::sample::select(&ConsentRule::ALL[..]),
+            prop::collection::vec(1u8..=11, 1..4),
+            any::<bool>(),
+        )
+            .prop_map(|(unknown, mut purposes, publisher_segment)| {
+                purposes.sort_unstable();
+                purposes.dedup();
+                Consent {
+                    unknown,
+                    purposes: purposes.into(),
+                    publisher_segment,
+                    ..settings()
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn a_gpc_reader_gets_no_id_outside_opt_in(
+            (cookies, _) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, true);
+            let d = Decision::decide(&s, &j, &c);
+            if d.rule != ConsentRule::OptIn {
+                prop_assert!(!d.edge_id && d.withdraw);
+                prop_assert!(d.reasons.contains(Reason::Gpc));
+                prop_assert!(!d.partner(Some(755)).allowed);
+            }
+        }
+
+        #[test]
+        fn opt_in_without_a_tc_string_gets_no_id(
+            (cookies, gpc) in any_signals(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, gpc);
+            let d = Decision::decide(&s, &Jurisdiction::OptIn, &c);
+            if s.tcf().is_none() {
+                prop_assert!(!d.edge_id && !d.origin && d.withdraw);
+                prop_assert_eq!(d.reasons.to_string(), "opt-in-region no-tcf");
+            }
+            // Whatever the string, a partner never gets more than the reader.
+            for v in [None, Some(32), Some(755), Some(1)] {
+                prop_assert!(!d.partner(v).allowed || d.edge_id);
+            }
+            prop_assert!(!d.partner(None).allowed);
+        }
+
+        #[test]
+        fn a_decision_is_a_pure_function_of_its_inputs(
+            (cookies, gpc) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let (s1, s2) = (signals(&cookies, gpc), signals(&cookies, gpc));
+            let (d1, d2) = (Decision::decide(&s1, &j, &c), Decision::decide(&s2, &j, &c));
+            prop_assert_eq!(&d1, &d2);
+            prop_assert_eq!(d1.partner(Some(755)), d2.partner(Some(755)));
+            prop_assert_eq!((d1.origin, d1.withdraw), (d1.edge_id, !d1.edge_id));
+        }
+
+        #[test]
+        fn reasons_come_from_the_fixed_list(
+            (cookies, gpc) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, gpc);
+            let d = Decision::decide(&s, &j, &c);
+            let names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+            let text = d.reasons.to_string();
+            prop_assert!(!text.is_empty());
+            for word in text.split(' ') {
+                prop_assert!(names.contains(&word), "{}", word);
+            }
+            // Exactly one reason says where the reader is.
+            let places = [Reason::OptInRegion, Reason::OptOutRegion, Reason::Elsewhere, Reason::LocationUnknown];
+            prop_assert_eq!(places.iter().filter(|r| d.reasons.contains(**r)).count(), 1);
+            prop_assert!(names.contains(&d.partner(Some(755)).reason.as_str()));
+            // No consent string shows anywhere.
+            let shown = format!("{d:?} {s:?} {text}");
+            for raw in TCF_POOL.iter().chain(&GPP_POOL).filter(|t| t.len() > 4) {
+                prop_assert!(!shown.contains(raw));
+            }
+        }
+    }
 }

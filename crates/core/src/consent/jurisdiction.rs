@@ -87,9 +87,8 @@ impl Jurisdiction {
         let Some(country) = country.and_then(|c| two_letters(c.trim())) else {
             return Self::Unknown;
         };
-        let listed = |list: &[trusted_server_settings::Text], code: &str| {
-            list.iter().any(|c| c == code)
-        };
+        let listed =
+            |list: &[trusted_server_settings::Text], code: &str| list.iter().any(|c| c == code);
         let country_code = std::str::from_utf8(&country).unwrap_or_default();
         if listed(&settings.opt_in_countries, country_code) {
             return Self::OptIn;
@@ -100,9 +99,7 @@ impl Jurisdiction {
             return Self::Elsewhere;
         }
         match region.and_then(UsState::parse) {
-            Some(state) if listed(&settings.opt_out_regions, &state.code()) => {
-                Self::OptOut(state)
-            }
+            Some(state) if listed(&settings.opt_out_regions, &state.code()) => Self::OptOut(state),
             Some(_) => Self::Elsewhere,
             None => Self::Unknown,
         }
@@ -158,15 +155,29 @@ mod tests {
         assert_eq!(of(Some("NO"), None), Jurisdiction::OptIn);
         assert_eq!(of(Some("US"), Some("CA")), Jurisdiction::OptOut(ca));
         assert_eq!(of(Some("US"), Some("US-CA")), Jurisdiction::OptOut(ca));
-        assert_eq!(of(Some("US"), Some("ri")), Jurisdiction::OptOut(UsState::parse("RI").unwrap()));
+        assert_eq!(
+            of(Some("US"), Some("ri")),
+            Jurisdiction::OptOut(UsState::parse("RI").unwrap())
+        );
         assert_eq!(of(Some("US"), Some("NY")), Jurisdiction::Elsewhere);
         assert_eq!(of(Some("US"), Some("FL")), Jurisdiction::Elsewhere);
         assert_eq!(of(Some("US"), None), Jurisdiction::Unknown);
         assert_eq!(of(Some("US"), Some("?")), Jurisdiction::Unknown);
         assert_eq!(of(Some("JP"), Some("13")), Jurisdiction::Elsewhere);
         assert_eq!(of(Some("BR"), None), Jurisdiction::Elsewhere);
-        for unknown in [None, Some(""), Some("**"), Some("--"), Some("DEU"), Some("D")] {
-            assert_eq!(of(unknown, Some("CA")), Jurisdiction::Unknown, "{unknown:?}");
+        for unknown in [
+            None,
+            Some(""),
+            Some("**"),
+            Some("--"),
+            Some("DEU"),
+            Some("D"),
+        ] {
+            assert_eq!(
+                of(unknown, Some("CA")),
+                Jurisdiction::Unknown,
+                "{unknown:?}"
+            );
         }
         assert_eq!(ca.code(), "US-CA");
         assert_eq!(ca.gpp_sections().collect::<Vec<_>>(), [8, 7]);
@@ -196,13 +207,25 @@ mod tests {
         settings.opt_in_countries = vec!["US".into()].into();
         settings.unknown = ConsentRule::None;
         let j = Jurisdiction::of(Some("US"), Some("CA"), &settings);
-        assert_eq!((j, j.rule(&settings)), (Jurisdiction::OptIn, ConsentRule::OptIn));
+        assert_eq!(
+            (j, j.rule(&settings)),
+            (Jurisdiction::OptIn, ConsentRule::OptIn)
+        );
         let j = Jurisdiction::of(Some("DE"), None, &settings);
-        assert_eq!((j, j.rule(&settings)), (Jurisdiction::Elsewhere, ConsentRule::None));
+        assert_eq!(
+            (j, j.rule(&settings)),
+            (Jurisdiction::Elsewhere, ConsentRule::None)
+        );
         let j = Jurisdiction::of(None, None, &settings);
-        assert_eq!((j, j.rule(&settings)), (Jurisdiction::Unknown, ConsentRule::None));
+        assert_eq!(
+            (j, j.rule(&settings)),
+            (Jurisdiction::Unknown, ConsentRule::None)
+        );
         settings.opt_in_countries = Vec::new().into();
         settings.opt_out_regions = Vec::new().into();
-        assert_eq!(Jurisdiction::of(Some("US"), None, &settings), Jurisdiction::Elsewhere);
+        assert_eq!(
+            Jurisdiction::of(Some("US"), None, &settings),
+            Jurisdiction::Elsewhere
+        );
     }
 }

@@ -116,9 +116,7 @@ impl Signals {
 /// A summary: which signals were found, never their text.
 impl fmt::Debug for Signals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sections: Vec<u16> = (self.gpp.iter())
-            .flat_map(|g| g.section_ids())
-            .collect();
+        let sections: Vec<u16> = (self.gpp.iter()).flat_map(|g| g.section_ids()).collect();
         f.debug_struct("Signals")
             .field("tcf", &self.tcf.is_some())
             .field("gpp_sections", &sections)
@@ -251,7 +249,10 @@ mod tests {
             assert_eq!(s, Signals::default(), "{header}");
         }
         // Percent-encoding is undone.
-        let s = Signals::from_cookies(&format!("euconsent-v2={}", TCF_P1_V755.replace('C', "%43")), false);
+        let s = Signals::from_cookies(
+            &format!("euconsent-v2={}", TCF_P1_V755.replace('C', "%43")),
+            false,
+        );
         assert!(s.tcf().is_some());
         // Quoted values are read.
         let s = Signals::from_cookies("usprivacy=\"1YYN\"", false);
