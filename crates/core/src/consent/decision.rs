@@ -618,16 +618,13 @@ mod tests {
             partner(TCF_LI, &with_purposes(&[3]), Some(755)),
             (false, "vendor-no-basis")
         );
-        assert_eq!(partner(TCF_LI, &with_purposes(&[2, 7]), Some(755)).0, true);
+        assert!(partner(TCF_LI, &with_purposes(&[2, 7]), Some(755)).0);
         // Restricted to consent: legitimate interest no longer counts.
         assert_eq!(
             partner(TCF_LI_REQUIRE_CONSENT, &p2, Some(755)),
             (false, "vendor-no-basis")
         );
-        assert_eq!(
-            partner(TCF_LI_REQUIRE_CONSENT, &with_purposes(&[7]), Some(755)).0,
-            true
-        );
+        assert!(partner(TCF_LI_REQUIRE_CONSENT, &with_purposes(&[7]), Some(755)).0);
         // Restricted to legitimate interest: consent no longer counts.
         assert_eq!(
             partner(TCF_CONSENT_REQUIRE_LI, &p2, Some(755)),
