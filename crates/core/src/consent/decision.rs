@@ -518,6 +518,10 @@ mod tests {
         let both = gpp(GPP_VA_OK_NAT_SALE_OPT_OUT, false);
         assert_eq!(outcome(&both, state("VA"), &c), ok);
         assert!(!outcome(&both, state("CO"), &c).0);
+        assert_eq!(
+            outcome(&gpp(GPP_CA_KNOWN_CHILD, false), ca, &c),
+            (false, "opt-out-region known-child".to_owned())
+        );
         // US Privacy.
         assert_eq!(
             outcome(&signals("usprivacy=1YYN", false), ca, &c),

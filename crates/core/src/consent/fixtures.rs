@@ -73,3 +73,7 @@ pub const GPP_USP_OPT_OUT: &str = "DBABTA~1YYN";
 /// eight US sections: usnat (7), usca (8, GPC false), usva (9), usco (10), usut (11), usct (12), usor (15), ustx (16), none opted out (SaleOptOut 2).
 pub const GPP_MANY_US: &str =
     "DBACrHPA~CAAqAAAAAACA.QA~BQoAAACA.QA~BAoAACA~BAgAAIA.QA~BAIAAAgA~BAgAAAIA.QA~BAgAAAACAA.QA~BAgAAAgA.QA";
+
+/// usca (8): SaleOptOutNotice 1, SaleOptOut 2, SharingOptOut 2, KnownChildSensitiveDataConsents
+/// [1, 0] (a known child under 13, no consent), MspaCoveredTransaction 2, the rest 0.
+pub const GPP_CA_KNOWN_CHILD: &str = "DBABBg~BQoAABCA.QA";
