@@ -327,6 +327,153 @@ pub struct Logging {
     pub level: LogLevel,
 }
 
+/// What a location's consent rule is (`consent.unknown`, and the rule a jurisdiction
+/// stands for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub enum ConsentRule {
+    /// GDPR-style opt-in: nothing without the reader's recorded consent (`opt-in`).
+    OptIn,
+    /// US-state-style opt-out: allowed unless the reader opted out (`opt-out`).
+    OptOut,
+    /// No consent law: only `Sec-GPC: 1` refuses (`none`), as before consent was read.
+    None,
+}
+
+impl ConsentRule {
+    /// Every rule, strictest first.
+    pub const ALL: [ConsentRule; 3] = [ConsentRule::OptIn, ConsentRule::OptOut, ConsentRule::None];
+
+    /// The rule as written in the settings (`opt-in`, `opt-out` or `none`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConsentRule::OptIn => "opt-in",
+            ConsentRule::OptOut => "opt-out",
+            ConsentRule::None => "none",
+        }
+    }
+}
+
+/// One `consent.partner_vendors` entry: a partner domain and its IAB TCF Global Vendor List ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct PartnerVendor {
+    /// The partner's domain, lowercase, without a trailing dot; its subdomains share the ID.
+    pub domain: Text,
+    /// Its Global Vendor List ID, 1 to 65535.
+    pub vendor_id: u16,
+}
+
+/// Consent (`[consent]` section): which locations fall under which consent rule, what an
+/// opt-in reader must have consented to, and the partners' TCF vendor IDs. The decision these
+/// feed is `trusted_server_core::consent::Decision`; `docs/consent.md` explains the rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Consent {
+    /// `consent.opt_in_countries`: ISO 3166-1 alpha-2 codes (upper case) of the countries under
+    /// GDPR-style opt-in. Default: the 30 EEA countries, `GB` and `CH`.
+    pub opt_in_countries: Cow<'static, [Text]>,
+    /// `consent.opt_out_regions`: `US-XX` codes (ISO 3166-2) of the US states whose
+    /// comprehensive privacy law gives readers an opt-out. Default: the 19 states with such a
+    /// law in force in 2026 ([`Consent::US_STATES_2026`]).
+    pub opt_out_regions: Cow<'static, [Text]>,
+    /// `consent.unknown`: the rule for a reader whose location is unknown (default
+    /// [`ConsentRule::OptIn`], the strictest).
+    pub unknown: ConsentRule,
+    /// `consent.purposes`: the TCF purposes (1 to 24) an opt-in reader must consent to before
+    /// an edge ID is created or used, ascending, each once (default `[1]`, storing and
+    /// reading information on a device).
+    pub purposes: Cow<'static, [u8]>,
+    /// `consent.publisher_segment`: read the purpose consents from the TC string's publisher
+    /// segment (the publisher's own purposes) instead of its core segment (default `false`).
+    pub publisher_segment: bool,
+    /// `consent.partner_vendors`: partner domains and their TCF vendor IDs, sorted by domain
+    /// (default none). In an opt-in location a partner without one never gets the edge ID.
+    pub partner_vendors: Cow<'static, [PartnerVendor]>,
+}
+
+impl Consent {
+    /// The European Economic Area (the 27 EU member states, Iceland, Liechtenstein and
+    /// Norway), the United Kingdom and Switzerland: the default `consent.opt_in_countries`.
+    pub const EEA_GB_CH: [Text; 32] = [
+        Cow::Borrowed("AT"),
+        Cow::Borrowed("BE"),
+        Cow::Borrowed("BG"),
+        Cow::Borrowed("HR"),
+        Cow::Borrowed("CY"),
+        Cow::Borrowed("CZ"),
+        Cow::Borrowed("DK"),
+        Cow::Borrowed("EE"),
+        Cow::Borrowed("FI"),
+        Cow::Borrowed("FR"),
+        Cow::Borrowed("DE"),
+        Cow::Borrowed("GR"),
+        Cow::Borrowed("HU"),
+        Cow::Borrowed("IE"),
+        Cow::Borrowed("IT"),
+        Cow::Borrowed("LV"),
+        Cow::Borrowed("LT"),
+        Cow::Borrowed("LU"),
+        Cow::Borrowed("MT"),
+        Cow::Borrowed("NL"),
+        Cow::Borrowed("PL"),
+        Cow::Borrowed("PT"),
+        Cow::Borrowed("RO"),
+        Cow::Borrowed("SK"),
+        Cow::Borrowed("SI"),
+        Cow::Borrowed("ES"),
+        Cow::Borrowed("SE"),
+        Cow::Borrowed("IS"),
+        Cow::Borrowed("LI"),
+        Cow::Borrowed("NO"),
+        Cow::Borrowed("GB"),
+        Cow::Borrowed("CH"),
+    ];
+
+    /// The US states whose comprehensive consumer privacy law is in force in 2026, by the
+    /// date it took effect: California, Virginia, Colorado, Connecticut, Utah, Oregon, Texas,
+    /// Montana, Delaware, Iowa, Nebraska, New Hampshire, New Jersey, Tennessee, Minnesota,
+    /// Maryland, Indiana, Kentucky, Rhode Island. The default `consent.opt_out_regions`.
+    /// Florida (GPP's `usfl`) is left out: its law reaches only businesses with over a billion
+    /// dollars of revenue; a publisher it covers adds `US-FL`.
+    pub const US_STATES_2026: [Text; 19] = [
+        Cow::Borrowed("US-CA"),
+        Cow::Borrowed("US-VA"),
+        Cow::Borrowed("US-CO"),
+        Cow::Borrowed("US-CT"),
+        Cow::Borrowed("US-UT"),
+        Cow::Borrowed("US-OR"),
+        Cow::Borrowed("US-TX"),
+        Cow::Borrowed("US-MT"),
+        Cow::Borrowed("US-DE"),
+        Cow::Borrowed("US-IA"),
+        Cow::Borrowed("US-NE"),
+        Cow::Borrowed("US-NH"),
+        Cow::Borrowed("US-NJ"),
+        Cow::Borrowed("US-TN"),
+        Cow::Borrowed("US-MN"),
+        Cow::Borrowed("US-MD"),
+        Cow::Borrowed("US-IN"),
+        Cow::Borrowed("US-KY"),
+        Cow::Borrowed("US-RI"),
+    ];
+
+    /// The vendor ID configured for `host` (lowercase): the entry for its longest configured
+    /// domain that is `host` itself or a parent of it.
+    pub fn vendor_for(&self, host: &str) -> Option<u16> {
+        let covers = |d: &str| {
+            host == d
+                || (host.len() > d.len()
+                    && host.ends_with(d)
+                    && host.as_bytes()[host.len() - d.len() - 1] == b'.')
+        };
+        (self.partner_vendors.iter())
+            .filter(|p| covers(&p.domain))
+            .max_by_key(|p| p.domain.len())
+            .map(|p| p.vendor_id)
+    }
+}
+
 /// All settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
@@ -349,6 +496,8 @@ pub struct Settings {
     pub logging: Logging,
     /// The `[delivery]` section.
     pub delivery: Delivery,
+    /// The `[consent]` section.
+    pub consent: Consent,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -412,6 +561,14 @@ impl Settings {
             server_timing: true,
             compression: Compression::Wasm,
             early_hints: true,
+        },
+        consent: Consent {
+            opt_in_countries: Cow::Borrowed(&Consent::EEA_GB_CH),
+            opt_out_regions: Cow::Borrowed(&Consent::US_STATES_2026),
+            unknown: ConsentRule::OptIn,
+            purposes: Cow::Borrowed(&[1]),
+            publisher_segment: false,
+            partner_vendors: Cow::Borrowed(&[]),
         },
         response_headers: Cow::Borrowed(&[]),
     };

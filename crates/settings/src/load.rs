@@ -19,6 +19,7 @@ use toml::{Table, Value};
 
 use crate::Settings;
 
+mod consent;
 mod first_party;
 mod plain;
 mod publisher;
@@ -26,6 +27,7 @@ mod response_headers;
 mod secrets;
 mod values;
 
+use consent::ConsentFile;
 use first_party::FirstPartyFile;
 use plain::{DeliveryFile, IntegrationsFile, LoggingFile, ScriptFile};
 use publisher::PublisherFile;
@@ -95,6 +97,7 @@ struct SettingsFile {
     admin: AdminFile,
     logging: LoggingFile,
     delivery: DeliveryFile,
+    consent: ConsentFile,
     /// An open table: any header name.
     response_headers: ResponseHeadersFile,
 }
@@ -416,6 +419,7 @@ fn convert(
         admin,
         logging: file.logging.validate(cx)?,
         delivery: file.delivery.validate(cx)?,
+        consent: file.consent.validate(cx)?,
         response_headers,
     };
     Ok((settings, std::mem::take(&mut cx.notes)))
@@ -700,7 +704,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 33, "{vars:?}");
+        assert_eq!(vars.len(), 39, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -884,6 +888,93 @@ mod tests {
     }
 
     #[test]
+    fn consent_settings_from_file_and_environment() {
+        use crate::{ConsentRule, PartnerVendor};
+        let c = load(MINIMAL, no_env()).unwrap().consent;
+        assert_eq!(c, Settings::DEFAULT.consent);
+        assert_eq!(c.opt_in_countries.len(), 32);
+        assert!(c.opt_in_countries.iter().any(|k| k == "DE"));
+        assert!(c.opt_out_regions.iter().any(|k| k == "US-CA"));
+        assert_eq!(
+            (c.unknown, &*c.purposes, c.publisher_segment),
+            (ConsentRule::OptIn, &[1u8][..], false)
+        );
+        let text = format!(
+            "{MINIMAL}\n[consent]\nopt_in_countries = [\"DE\", \"FR\", \"DE\"]\nopt_out_regions = [\"US-CA\"]\n\
+             unknown = \"none\"\npurposes = [3, 1, 3]\npublisher_segment = true\n\
+             partner_vendors = {{ \"Ads.Demo-Partner.example.\" = 755, \"b.example\" = 1 }}\n"
+        );
+        let s = load(&text, no_env()).unwrap();
+        let c = &s.consent;
+        assert_eq!(&*c.opt_in_countries, &["DE", "FR"]);
+        assert_eq!(&*c.opt_out_regions, &["US-CA"]);
+        assert_eq!(c.unknown, ConsentRule::None);
+        assert_eq!(&*c.purposes, &[1, 3]);
+        assert!(c.publisher_segment);
+        assert_eq!(
+            &*c.partner_vendors,
+            &[
+                PartnerVendor {
+                    domain: "ads.demo-partner.example".into(),
+                    vendor_id: 755
+                },
+                PartnerVendor {
+                    domain: "b.example".into(),
+                    vendor_id: 1
+                },
+            ]
+        );
+        assert_eq!(c.vendor_for("ads.demo-partner.example"), Some(755));
+        assert_eq!(c.vendor_for("x.ads.demo-partner.example"), Some(755));
+        assert_eq!(c.vendor_for("demo-partner.example"), None);
+        assert_eq!(c.vendor_for("xb.example"), None);
+        assert!(s.to_rust_expr().contains("755u16"), "{}", s.to_rust_expr());
+        let env = [
+            ("TRUSTED_SERVER__CONSENT__OPT_IN_COUNTRIES", "[]"),
+            ("TRUSTED_SERVER__CONSENT__UNKNOWN", "opt-out"),
+            (
+                "TRUSTED_SERVER__CONSENT__PARTNER_VENDORS",
+                "{ \"c.example\" = 65535 }",
+            ),
+        ];
+        let c = load(&text, env).unwrap().consent;
+        assert!(c.opt_in_countries.is_empty());
+        assert_eq!(c.unknown, ConsentRule::OptOut);
+        assert_eq!(c.vendor_for("c.example"), Some(65535));
+        for bad in [
+            "opt_in_countries = [\"de\"]",
+            "opt_in_countries = [\"DEU\"]",
+            "opt_in_countries = [1]",
+            "opt_in_countries = \"DE\"",
+            "opt_out_regions = [\"CA\"]",
+            "opt_out_regions = [\"US-ca\"]",
+            "opt_out_regions = [\"DE-BY\"]",
+            "unknown = \"strict\"",
+            "purposes = []",
+            "purposes = [0]",
+            "purposes = [25]",
+            "purposes = [\"1\"]",
+            "publisher_segment = \"yes\"",
+            "partner_vendors = { \"ads.example\" = 0 }",
+            "partner_vendors = { \"ads.example\" = 65536 }",
+            "partner_vendors = { \"ads.example\" = \"755\" }",
+            "partner_vendors = { \"localhost\" = 1 }",
+            "partner_vendors = { \"10.0.0.1\" = 1 }",
+            "partner_vendors = { \"a.example\" = 1, \"A.example\" = 2 }",
+            "partner_vendors = [1]",
+        ] {
+            let text = format!("{MINIMAL}\n[consent]\n{bad}\n");
+            let e = load(&text, no_env()).unwrap_err();
+            let key = format!("consent.{}", bad.split(' ').next().unwrap());
+            assert_eq!(
+                (e.key.as_str(), &e.origin),
+                (key.as_str(), &Some(Origin::Line(7))),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn cookie_domain_may_be_a_parent_of_domain() {
         let env = [("TRUSTED_SERVER__PUBLISHER__COOKIE_DOMAIN", ".example.com")];
         let s = load(MINIMAL, env).unwrap();
@@ -1034,7 +1125,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: docs/settings.md says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 29, "rows with a literal default");
+        assert_eq!(checked, 33, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -7,8 +7,8 @@
 //! * booleans, numbers and enumerated words (`logging.level`);
 //! * strings the loader has validated into a shape that leaves no room for one: host names,
 //!   the origin URL (scheme, host and port only: user info, path and query are refused at
-//!   load), and the *names* of Secret Stores and their keys (never their values, which the
-//!   settings do not hold).
+//!   load), country and region codes, and the *names* of Secret Stores and their keys
+//!   (never their values, which the settings do not hold).
 //!
 //! Every other string is free text the operator wrote, and appears as [`REDACTED`]: today the
 //! `[response_headers]` values (their names are shown). The service never reads a Secret
@@ -21,8 +21,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, Publisher, Resolve,
-    Script, Settings, Signing,
+    Admin, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, PartnerVendor,
+    Publisher, Resolve, Script, Settings, Signing,
 };
 
 use crate::VERSION;
@@ -39,6 +39,8 @@ pub enum Shape {
     OriginUrl,
     /// The name of a Secret Store or of a key in one (letters, digits, `-`, `_`, `.`).
     SecretName,
+    /// A country or region code: two upper-case letters, or `US-` and two.
+    Code,
 }
 
 /// One JSON object of settings, whose methods are the rule above.
@@ -108,6 +110,7 @@ pub fn settings_json(settings: &Settings) -> String {
         admin,
         logging,
         delivery,
+        consent,
         response_headers,
     } = settings;
     let mut object = Map::new();
@@ -139,6 +142,7 @@ pub fn settings_json(settings: &Settings) -> String {
             v.word("compression", compression.as_str());
             v.flag("early_hints", *early_hints);
         });
+        view.section("consent", |v| consent_view(v, consent));
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
             for header in response_headers.iter() {
@@ -249,6 +253,29 @@ fn admin_view(v: &mut SettingsView<'_>, admin: &Admin) {
     v.shaped("secret_store", secret_store, Shape::SecretName);
     v.shaped("user_key", user_key, Shape::SecretName);
     v.shaped("password_key", password_key, Shape::SecretName);
+}
+
+fn consent_view(v: &mut SettingsView<'_>, consent: &Consent) {
+    let Consent {
+        opt_in_countries,
+        opt_out_regions,
+        unknown,
+        purposes,
+        publisher_segment,
+        partner_vendors,
+    } = consent;
+    v.shaped_list("opt_in_countries", opt_in_countries, Shape::Code);
+    v.shaped_list("opt_out_regions", opt_out_regions, Shape::Code);
+    v.word("unknown", unknown.as_str());
+    let purposes: Vec<u16> = purposes.iter().map(|&p| u16::from(p)).collect();
+    v.numbers("purposes", &purposes);
+    v.flag("publisher_segment", *publisher_segment);
+    v.section("partner_vendors", |v| {
+        // Validated at load: a domain name and a number.
+        for PartnerVendor { domain, vendor_id } in partner_vendors.iter() {
+            v.number(domain, u32::from(*vendor_id));
+        }
+    });
 }
 
 #[cfg(test)]

@@ -1,6 +1,17 @@
-//! Consent signals, decoded: the strings a reader's consent management platform (CMP) leaves
-//! in cookies, read into plain typed values. This module only decodes; what a decoded signal
-//! allows is decided elsewhere.
+//! Consent: the strings a reader's consent management platform (CMP) leaves in cookies, read
+//! into plain typed values, and the one decision per request they feed.
+//!
+//! Three steps, each platform-free and each its own module:
+//!
+//! 1. [`Signals::from_cookies`] reads the consent cookies of a `Cookie` header (bounded) and
+//!    `Sec-GPC`, and keeps only decoded facts;
+//! 2. [`Jurisdiction::of`] places the reader (a geolocated country and region) under opt-in,
+//!    a US state's opt-out, no rule, or unknown, by the `[consent]` settings;
+//! 3. [`Decision::decide`] says whether an edge ID may be created or used, sent to the origin
+//!    and to each partner ([`Decision::partner`]), or must be withdrawn, with [`Reasons`].
+//!
+//! `docs/consent.md` describes the rules for publishers. The decoders below are the
+//! foundation:
 //!
 //! | signal | where it comes from | decoder | longest input read |
 //! | --- | --- | --- | --- |
@@ -32,14 +43,23 @@
 //! and `@iabgpp/cmpapi`) by the differential test in `tests/consent/`.
 
 mod bits;
+mod decision;
+#[cfg(test)]
+mod fixtures;
 mod gpp;
+mod jurisdiction;
+mod signals;
 mod tcf;
 mod us;
 mod usp;
 
+pub use decision::{Decision, PartnerDecision, Reason, Reasons};
+
 pub use gpp::{
     Gpp, GppSection, SectionBody, GPP_MAX_LEN, SECTION_TCF_EU, SECTION_USP, SECTION_US_NATIONAL,
 };
+pub use jurisdiction::{Jurisdiction, UsState};
+pub use signals::{Signals, COOKIE_HEADER_MAX_LEN};
 pub use tcf::{
     Flags, PublisherRestriction, PublisherTc, RestrictionType, TcCore, TcString, VendorSet,
     TCF_MAX_LEN,

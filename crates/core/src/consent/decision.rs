@@ -1,0 +1,850 @@
+//! The one consent decision of a request: from the reader's [`Signals`], their
+//! [`Jurisdiction`] and the `[consent]` settings, whether an edge ID may be created or used,
+//! whether it may go to the origin and to each partner, and whether an existing one must be
+//! withdrawn, with the reasons why.
+//!
+//! [`Decision::decide`] is a pure function: no clock, no platform, no I/O. Its reasons are a
+//! fixed list of short stable words ([`Reason::as_str`]) for the access line and the consent
+//! endpoint; no consent string ever reaches them.
+//!
+//! | rule | edge ID when |
+//! | --- | --- |
+//! | opt-in | a valid TC string consents to every purpose of `consent.purposes` (core segment, or the publisher segment when `consent.publisher_segment`) |
+//! | opt-out | no `Sec-GPC: 1`; the GPP section of the reader's state (else the national one) opts out of neither sale, sharing nor targeted advertising, has no GPC flag set and no known child without consent; the US Privacy string has no sale opt-out |
+//! | none | no `Sec-GPC: 1` |
+//!
+//! A partner gets the edge ID only when the reader has one; in an opt-in location, only when
+//! its TCF vendor has a legal basis for every configured purpose (see [`Decision::partner`]).
+
+use std::fmt;
+
+use trusted_server_settings::{Consent, ConsentRule};
+
+use super::{Jurisdiction, OptOut, RestrictionType, Signals, TcString, UsSection, UspFlag};
+
+/// Why a decision came out as it did. Each has a short stable name ([`Reason::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// `opt-in-region`: the reader is in an opt-in country.
+    OptInRegion,
+    /// `opt-out-region`: the reader is in an opt-out state.
+    OptOutRegion,
+    /// `elsewhere`: the reader is in neither.
+    Elsewhere,
+    /// `location-unknown`: the location is unknown; `consent.unknown` chose the rule.
+    LocationUnknown,
+    /// `tcf-consent`: the TC string consents to every configured purpose.
+    TcfConsent,
+    /// `no-tcf`: no valid TC string.
+    NoTcf,
+    /// `tcf-no-consent`: the TC string lacks consent to a configured purpose.
+    TcfNoConsent,
+    /// `no-publisher-segment`: the publisher segment is required and the string has none.
+    NoPublisherSegment,
+    /// `gpc`: Global Privacy Control (`Sec-GPC: 1`, or a GPP section's GPC flag).
+    Gpc,
+    /// `gpp-opt-out`: a GPP US section opts out of sale, sharing or targeted advertising.
+    GppOptOut,
+    /// `usp-opt-out`: the US Privacy string opts out of sale.
+    UspOptOut,
+    /// `known-child`: a GPP US section records a known child without consent.
+    KnownChild,
+    /// `no-opt-out`: no signal refused.
+    NoOptOut,
+    /// `no-edge-id`: the reader has no edge ID, so no partner gets one.
+    NoEdgeId,
+    /// `not-opt-in`: outside opt-in rules a partner gets the edge ID as the reader has it.
+    NotOptIn,
+    /// `no-vendor-id`: in an opt-in location, a partner without a TCF vendor ID.
+    NoVendorId,
+    /// `vendor-not-disclosed`: the string's DisclosedVendors segment omits the vendor.
+    VendorNotDisclosed,
+    /// `vendor-restricted`: a publisher restriction forbids the vendor a configured purpose.
+    VendorRestricted,
+    /// `vendor-no-basis`: the vendor has neither consent nor an allowed legitimate interest
+    /// for a configured purpose.
+    VendorNoBasis,
+    /// `vendor-consent`: the vendor has consent for every configured purpose.
+    VendorConsent,
+    /// `vendor-legitimate-interest`: the vendor relies on legitimate interest for at least
+    /// one configured purpose (and consent for the others).
+    VendorLegitimateInterest,
+}
+
+impl Reason {
+    /// Every reason, in the order [`Reasons`] lists them.
+    pub const ALL: [Reason; 21] = [
+        Reason::OptInRegion,
+        Reason::OptOutRegion,
+        Reason::Elsewhere,
+        Reason::LocationUnknown,
+        Reason::TcfConsent,
+        Reason::NoTcf,
+        Reason::TcfNoConsent,
+        Reason::NoPublisherSegment,
+        Reason::Gpc,
+        Reason::GppOptOut,
+        Reason::UspOptOut,
+        Reason::KnownChild,
+        Reason::NoOptOut,
+        Reason::NoEdgeId,
+        Reason::NotOptIn,
+        Reason::NoVendorId,
+        Reason::VendorNotDisclosed,
+        Reason::VendorRestricted,
+        Reason::VendorNoBasis,
+        Reason::VendorConsent,
+        Reason::VendorLegitimateInterest,
+    ];
+
+    /// The reason's short stable name (`gpc`, `tcf-consent`, …).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::OptInRegion => "opt-in-region",
+            Reason::OptOutRegion => "opt-out-region",
+            Reason::Elsewhere => "elsewhere",
+            Reason::LocationUnknown => "location-unknown",
+            Reason::TcfConsent => "tcf-consent",
+            Reason::NoTcf => "no-tcf",
+            Reason::TcfNoConsent => "tcf-no-consent",
+            Reason::NoPublisherSegment => "no-publisher-segment",
+            Reason::Gpc => "gpc",
+            Reason::GppOptOut => "gpp-opt-out",
+            Reason::UspOptOut => "usp-opt-out",
+            Reason::KnownChild => "known-child",
+            Reason::NoOptOut => "no-opt-out",
+            Reason::NoEdgeId => "no-edge-id",
+            Reason::NotOptIn => "not-opt-in",
+            Reason::NoVendorId => "no-vendor-id",
+            Reason::VendorNotDisclosed => "vendor-not-disclosed",
+            Reason::VendorRestricted => "vendor-restricted",
+            Reason::VendorNoBasis => "vendor-no-basis",
+            Reason::VendorConsent => "vendor-consent",
+            Reason::VendorLegitimateInterest => "vendor-legitimate-interest",
+        }
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A set of [`Reason`]s; displayed as their names in [`Reason::ALL`] order, space-separated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Reasons(u32);
+
+impl Reasons {
+    /// Whether `reason` is in the set.
+    pub fn contains(self, reason: Reason) -> bool {
+        self.0 & reason.bit() != 0
+    }
+
+    /// The reasons, in [`Reason::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Reason> {
+        Reason::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+
+    fn add(&mut self, reason: Reason) {
+        self.0 |= reason.bit();
+    }
+}
+
+impl fmt::Display for Reasons {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, reason) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            f.write_str(reason.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether one partner gets the edge ID, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartnerDecision {
+    /// The partner may receive the edge ID.
+    pub allowed: bool,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// The consent decision of one request.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Decision<'a> {
+    /// An edge ID may be created or used (the `ts-ec` cookie, `/_ts/ec`).
+    pub edge_id: bool,
+    /// The edge ID may go to the origin in `X-TS-EC`. Today always equal to `edge_id`; a
+    /// field of its own so a future rule can tell them apart without touching callers.
+    pub origin: bool,
+    /// The reader must lose an edge ID they hold: the `ts-ec` cookie, when the request sent
+    /// one, is expired on whatever response the request gets.
+    pub withdraw: bool,
+    /// The rule applied (the jurisdiction's, or `consent.unknown`'s).
+    pub rule: ConsentRule,
+    /// Why.
+    pub reasons: Reasons,
+    /// What [`Decision::partner`] reads: the TC string in an opt-in location.
+    tcf: Option<&'a TcString>,
+    purposes: &'a [u8],
+}
+
+/// The decision's outcome; never the TC string it keeps for partners.
+impl fmt::Debug for Decision<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decision")
+            .field("edge_id", &self.edge_id)
+            .field("origin", &self.origin)
+            .field("withdraw", &self.withdraw)
+            .field("rule", &self.rule.as_str())
+            .field("reasons", &self.reasons.to_string())
+            .finish()
+    }
+}
+
+/// TCF purposes a vendor may rely on legitimate interest for. TCF Policy (v2.2 and later):
+/// purpose 1 (store and access information on a device) and purposes 3 to 6 (profiles and
+/// personalised advertising and content) require consent; special features are opt-ins.
+const LEGITIMATE_INTEREST_PURPOSES: [u8; 6] = [2, 7, 8, 9, 10, 11];
+
+impl<'a> Decision<'a> {
+    /// Decides for one request. Pure: the same inputs always give the same decision.
+    pub fn decide(
+        signals: &'a Signals,
+        jurisdiction: &Jurisdiction,
+        settings: &'a Consent,
+    ) -> Self {
+        let mut reasons = Reasons::default();
+        reasons.add(match jurisdiction {
+            Jurisdiction::OptIn => Reason::OptInRegion,
+            Jurisdiction::OptOut(_) => Reason::OptOutRegion,
+            Jurisdiction::Elsewhere => Reason::Elsewhere,
+            Jurisdiction::Unknown => Reason::LocationUnknown,
+        });
+        let rule = jurisdiction.rule(settings);
+        let edge_id = match rule {
+            ConsentRule::OptIn => opt_in(signals, settings, &mut reasons),
+            ConsentRule::OptOut => {
+                let sections: Vec<&UsSection> = match jurisdiction {
+                    Jurisdiction::OptOut(state) => {
+                        // The state's own section speaks for it; else the national one.
+                        (state.gpp_sections())
+                            .find_map(|id| signals.us_section(id))
+                            .into_iter()
+                            .collect()
+                    }
+                    // No state known: any US section's opt-out counts.
+                    _ => signals.us_sections().collect(),
+                };
+                opt_out(signals, &sections, &mut reasons)
+            }
+            ConsentRule::None => {
+                let gpc = signals.gpc();
+                reasons.add(if gpc { Reason::Gpc } else { Reason::NoOptOut });
+                !gpc
+            }
+        };
+        Self {
+            edge_id,
+            origin: edge_id,
+            withdraw: !edge_id,
+            rule,
+            reasons,
+            tcf: signals.tcf().filter(|_| rule == ConsentRule::OptIn),
+            purposes: &settings.purposes,
+        }
+    }
+
+    /// Whether a partner with this TCF vendor ID (from `consent.partner_vendors`) gets the
+    /// edge ID. Never without one for the reader. Outside opt-in rules, as the reader. Under
+    /// opt-in: never without a vendor ID; with one, only when the TC string's DisclosedVendors
+    /// segment (TCF 2.3), if present, lists the vendor, and for every configured purpose the
+    /// vendor has a legal basis the publisher's restrictions allow:
+    ///
+    /// * consent: the purpose's consent and the vendor's consent, and no restriction of the
+    ///   purpose to legitimate interest (type 2);
+    /// * legitimate interest, for purposes that allow it (2, 7 to 11): the purpose's
+    ///   legitimate interest and the vendor's, neither objected to, and no restriction of the
+    ///   purpose to consent (type 1).
+    ///
+    /// A restriction of type 0 (not allowed), the undefined type 3, or both types 1 and 2 on one
+    /// purpose forbid it.
+    pub fn partner(&self, vendor_id: Option<u16>) -> PartnerDecision {
+        let verdict = |allowed, reason| PartnerDecision { allowed, reason };
+        if !self.edge_id {
+            return verdict(false, Reason::NoEdgeId);
+        }
+        if self.rule != ConsentRule::OptIn {
+            return verdict(true, Reason::NotOptIn);
+        }
+        let (Some(vendor), Some(tcf)) = (vendor_id, self.tcf) else {
+            return verdict(false, Reason::NoVendorId);
+        };
+        if tcf
+            .disclosed_vendors
+            .as_ref()
+            .is_some_and(|d| !d.contains(vendor))
+        {
+            return verdict(false, Reason::VendorNotDisclosed);
+        }
+        let core = &tcf.core;
+        let mut reason = Reason::VendorConsent;
+        for &purpose in self.purposes {
+            let (mut require_consent, mut require_interest) = (false, false);
+            for r in &core.publisher_restrictions {
+                if r.purpose_id != purpose || !r.applies_to(vendor) {
+                    continue;
+                }
+                match r.restriction_type {
+                    RestrictionType::RequireConsent => require_consent = true,
+                    RestrictionType::RequireLegitimateInterest => require_interest = true,
+                    RestrictionType::NotAllowed | RestrictionType::Undefined => {
+                        return verdict(false, Reason::VendorRestricted);
+                    }
+                }
+            }
+            if require_consent && require_interest {
+                // Contradictory restrictions leave no basis.
+                return verdict(false, Reason::VendorRestricted);
+            }
+            let consent = core.purpose_consents.has(purpose)
+                && core.vendor_consents.contains(vendor)
+                && !require_interest;
+            let interest = LEGITIMATE_INTEREST_PURPOSES.contains(&purpose)
+                && core.purpose_legitimate_interests.has(purpose)
+                && core.vendor_legitimate_interests.contains(vendor)
+                && !require_consent;
+            match (consent, interest) {
+                (true, _) => {}
+                (false, true) => reason = Reason::VendorLegitimateInterest,
+                (false, false) => return verdict(false, Reason::VendorNoBasis),
+            }
+        }
+        verdict(true, reason)
+    }
+
+    /// [`Decision::partner`] for a partner host, its vendor ID looked up in
+    /// `consent.partner_vendors` (the host or a parent domain).
+    pub fn partner_at(&self, host: &str, settings: &Consent) -> PartnerDecision {
+        self.partner(settings.vendor_for(&host.to_ascii_lowercase()))
+    }
+}
+
+/// Opt-in: consent to every configured purpose, from a valid TC string.
+fn opt_in(signals: &Signals, settings: &Consent, reasons: &mut Reasons) -> bool {
+    let Some(tcf) = signals.tcf() else {
+        reasons.add(Reason::NoTcf);
+        return false;
+    };
+    let consents = if settings.publisher_segment {
+        match &tcf.publisher_tc {
+            Some(publisher) => publisher.purpose_consents,
+            None => {
+                reasons.add(Reason::NoPublisherSegment);
+                return false;
+            }
+        }
+    } else {
+        tcf.core.purpose_consents
+    };
+    let all = settings.purposes.iter().all(|&p| consents.has(p));
+    reasons.add(if all {
+        Reason::TcfConsent
+    } else {
+        Reason::TcfNoConsent
+    });
+    all
+}
+
+/// Opt-out: no refusal in `Sec-GPC`, the US Privacy string or `sections`.
+fn opt_out(signals: &Signals, sections: &[&UsSection], reasons: &mut Reasons) -> bool {
+    let before = *reasons;
+    if signals.gpc() {
+        reasons.add(Reason::Gpc);
+    }
+    let refused = |o: Option<OptOut>| matches!(o, Some(OptOut::OptedOut | OptOut::Invalid));
+    for us in sections {
+        if refused(us.sale_opt_out())
+            || refused(us.sharing_opt_out())
+            || refused(us.targeted_advertising_opt_out())
+        {
+            reasons.add(Reason::GppOptOut);
+        }
+        if us.gpc() == Some(true) {
+            reasons.add(Reason::Gpc);
+        }
+        // 1 = no consent, 3 = invalid (read as no consent).
+        if us
+            .known_child_sensitive_data_consents()
+            .iter()
+            .any(|&v| v == 1 || v == 3)
+        {
+            reasons.add(Reason::KnownChild);
+        }
+    }
+    if signals
+        .us_privacy()
+        .is_some_and(|u| u.opt_out_sale == UspFlag::Yes)
+    {
+        reasons.add(Reason::UspOptOut);
+    }
+    if *reasons == before {
+        reasons.add(Reason::NoOptOut);
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::UsState;
+    use super::*;
+    use proptest::prelude::*;
+    use trusted_server_settings::{PartnerVendor, Settings};
+
+    const DE: Jurisdiction = Jurisdiction::OptIn;
+
+    fn state(code: &str) -> Jurisdiction {
+        Jurisdiction::OptOut(UsState::parse(code).unwrap())
+    }
+
+    fn settings() -> Consent {
+        Settings::DEFAULT.consent
+    }
+
+    fn with_purposes(purposes: &[u8]) -> Consent {
+        Consent {
+            purposes: purposes.to_vec().into(),
+            ..settings()
+        }
+    }
+
+    fn signals(cookies: &str, gpc: bool) -> Signals {
+        Signals::from_cookies(cookies, gpc)
+    }
+
+    fn tcf(text: &str) -> Signals {
+        signals(&format!("euconsent-v2={text}"), false)
+    }
+
+    fn gpp(text: &str, gpc: bool) -> Signals {
+        signals(&format!("__gpp={text}"), gpc)
+    }
+
+    /// `edge_id` and the reasons, as the access line would show them.
+    fn outcome(s: &Signals, j: Jurisdiction, c: &Consent) -> (bool, String) {
+        let d = Decision::decide(s, &j, c);
+        assert_eq!((d.origin, d.withdraw), (d.edge_id, !d.edge_id));
+        (d.edge_id, d.reasons.to_string())
+    }
+
+    #[test]
+    fn opt_in_needs_consent_to_the_configured_purposes() {
+        let c = settings();
+        let yes = (true, "opt-in-region tcf-consent".to_owned());
+        assert_eq!(outcome(&tcf(TCF_P1_V755), DE, &c), yes);
+        assert_eq!(outcome(&gpp(GPP_TCF_P1_V755, false), DE, &c), yes);
+        let no_consent = (false, "opt-in-region tcf-no-consent".to_owned());
+        assert_eq!(outcome(&tcf(TCF_NO_CONSENT), DE, &c), no_consent);
+        let none = (false, "opt-in-region no-tcf".to_owned());
+        assert_eq!(outcome(&signals("", false), DE, &c), none);
+        assert_eq!(outcome(&tcf("not-a-tc-string"), DE, &c), none);
+        // US signals say nothing under opt-in.
+        assert_eq!(outcome(&gpp(GPP_CA_NO_OPT_OUT, false), DE, &c), none);
+        // Consent to 1 but not 2.
+        let p12 = with_purposes(&[1, 2]);
+        assert_eq!(outcome(&tcf(TCF_P1_V755), DE, &p12), no_consent);
+        assert_eq!(outcome(&tcf(TCF_LI), DE, &p12), yes);
+    }
+
+    #[test]
+    fn the_publisher_segment_when_configured() {
+        let core = settings();
+        let publisher = Consent {
+            publisher_segment: true,
+            ..settings()
+        };
+        assert!(!outcome(&tcf(TCF_PUBLISHER_P1), DE, &core).0);
+        assert_eq!(
+            outcome(&tcf(TCF_PUBLISHER_P1), DE, &publisher),
+            (true, "opt-in-region tcf-consent".to_owned())
+        );
+        assert_eq!(
+            outcome(&tcf(TCF_P1_V755), DE, &publisher),
+            (false, "opt-in-region no-publisher-segment".to_owned())
+        );
+    }
+
+    #[test]
+    fn opt_out_states_read_their_own_section_then_the_national_one() {
+        let c = settings();
+        let ca = state("CA");
+        let ok = (true, "opt-out-region no-opt-out".to_owned());
+        assert_eq!(outcome(&signals("", false), ca, &c), ok);
+        assert_eq!(outcome(&gpp(GPP_CA_NO_OPT_OUT, false), ca, &c), ok);
+        assert_eq!(
+            outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), ca, &c),
+            (false, "opt-out-region gpp-opt-out".to_owned())
+        );
+        assert_eq!(
+            outcome(&gpp(GPP_CA_GPC, false), ca, &c),
+            (false, "opt-out-region gpc".to_owned())
+        );
+        assert_eq!(
+            outcome(&gpp(GPP_CA_NO_OPT_OUT, true), ca, &c),
+            (false, "opt-out-region gpc".to_owned())
+        );
+        // California's section is not Virginia's: Virginia reads the national one (none here).
+        assert_eq!(
+            outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), state("VA"), &c),
+            ok
+        );
+        // No state section: the national one speaks.
+        let nat = gpp(GPP_NAT_TA_OPT_OUT, false);
+        assert_eq!(
+            outcome(&nat, ca, &c),
+            (false, "opt-out-region gpp-opt-out".to_owned())
+        );
+        assert_eq!(outcome(&gpp(GPP_NAT_NO_OPT_OUT, false), ca, &c), ok);
+        // The state's own section wins over the national one.
+        let both = gpp(GPP_VA_OK_NAT_SALE_OPT_OUT, false);
+        assert_eq!(outcome(&both, state("VA"), &c), ok);
+        assert!(!outcome(&both, state("CO"), &c).0);
+        assert_eq!(
+            outcome(&gpp(GPP_CA_KNOWN_CHILD, false), ca, &c),
+            (false, "opt-out-region known-child".to_owned())
+        );
+        // US Privacy.
+        assert_eq!(
+            outcome(&signals("usprivacy=1YYN", false), ca, &c),
+            (false, "opt-out-region usp-opt-out".to_owned())
+        );
+        assert_eq!(outcome(&signals("us_privacy=1YNN", false), ca, &c), ok);
+        assert!(!outcome(&gpp(GPP_USP_OPT_OUT, false), ca, &c).0);
+        // A TC string means nothing here.
+        assert_eq!(outcome(&tcf(TCF_NO_CONSENT), ca, &c), ok);
+    }
+
+    #[test]
+    fn elsewhere_only_gpc_refuses() {
+        let c = settings();
+        let e = Jurisdiction::Elsewhere;
+        assert_eq!(
+            outcome(&signals("", false), e, &c),
+            (true, "elsewhere no-opt-out".to_owned())
+        );
+        assert_eq!(
+            outcome(&signals("", true), e, &c),
+            (false, "elsewhere gpc".to_owned())
+        );
+        assert!(outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), e, &c).0);
+        assert!(outcome(&tcf(TCF_NO_CONSENT), e, &c).0);
+    }
+
+    #[test]
+    fn an_unknown_location_follows_consent_unknown() {
+        let u = Jurisdiction::Unknown;
+        let mut c = settings();
+        assert_eq!(
+            outcome(&signals("", false), u, &c),
+            (false, "location-unknown no-tcf".to_owned())
+        );
+        assert!(outcome(&tcf(TCF_P1_V755), u, &c).0);
+        c.unknown = ConsentRule::OptOut;
+        assert!(outcome(&signals("", false), u, &c).0);
+        // Any US section's opt-out counts when the state is unknown.
+        assert!(!outcome(&gpp(GPP_CA_SALE_OPT_OUT, false), u, &c).0);
+        assert!(!outcome(&gpp(GPP_NAT_TA_OPT_OUT, false), u, &c).0);
+        c.unknown = ConsentRule::None;
+        assert_eq!(
+            outcome(&signals("", false), u, &c),
+            (true, "location-unknown no-opt-out".to_owned())
+        );
+        assert!(!outcome(&signals("", true), u, &c).0);
+    }
+
+    fn partner(text: &str, c: &Consent, vendor: Option<u16>) -> (bool, &'static str) {
+        let s = tcf(text);
+        let d = Decision::decide(&s, &DE, c);
+        let p = d.partner(vendor);
+        (p.allowed, p.reason.as_str())
+    }
+
+    #[test]
+    fn a_partner_needs_its_vendor_to_have_a_basis() {
+        let c = settings();
+        assert_eq!(
+            partner(TCF_P1_V755, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        assert_eq!(
+            partner(TCF_P1_V755, &c, Some(32)),
+            (false, "vendor-not-disclosed")
+        );
+        assert_eq!(partner(TCF_P1_V755, &c, None), (false, "no-vendor-id"));
+        assert_eq!(
+            partner(TCF_NO_CONSENT, &c, Some(755)),
+            (false, "no-edge-id")
+        );
+        assert_eq!(
+            partner(TCF_P1_NOT_DISCLOSED, &c, Some(755)),
+            (false, "vendor-not-disclosed")
+        );
+        assert_eq!(
+            partner(TCF_P1_NOT_DISCLOSED, &c, Some(32)),
+            (true, "vendor-consent")
+        );
+        // No DisclosedVendors segment (a TCF 2.2 string): no disclosure check.
+        assert_eq!(
+            partner(TCF_P1_NO_DISCLOSED_SEGMENT, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        assert_eq!(
+            partner(TCF_P1_RESTRICTED, &c, Some(755)),
+            (false, "vendor-restricted")
+        );
+        // Legitimate interest: allowed for purpose 2, never for 1 or 3.
+        assert_eq!(partner(TCF_LI, &c, Some(755)), (false, "vendor-no-basis"));
+        let p2 = with_purposes(&[2]);
+        assert_eq!(
+            partner(TCF_LI, &p2, Some(755)),
+            (true, "vendor-legitimate-interest")
+        );
+        assert_eq!(
+            partner(TCF_LI, &with_purposes(&[3]), Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert!(partner(TCF_LI, &with_purposes(&[2, 7]), Some(755)).0);
+        // Restricted to consent: legitimate interest no longer counts.
+        assert_eq!(
+            partner(TCF_LI_REQUIRE_CONSENT, &p2, Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert!(partner(TCF_LI_REQUIRE_CONSENT, &with_purposes(&[7]), Some(755)).0);
+        // Restricted to legitimate interest: consent no longer counts.
+        assert_eq!(
+            partner(TCF_CONSENT_REQUIRE_LI, &p2, Some(755)),
+            (false, "vendor-no-basis")
+        );
+        assert_eq!(
+            partner(TCF_CONSENT_REQUIRE_LI, &c, Some(755)),
+            (true, "vendor-consent")
+        );
+        // Outside opt-in, a partner gets what the reader has.
+        let s = signals("", false);
+        let d = Decision::decide(&s, &state("CA"), &c);
+        assert_eq!(
+            d.partner(None),
+            PartnerDecision {
+                allowed: true,
+                reason: Reason::NotOptIn
+            }
+        );
+        let s = signals("", true);
+        let d = Decision::decide(&s, &Jurisdiction::Elsewhere, &c);
+        assert_eq!(
+            d.partner(Some(755)),
+            PartnerDecision {
+                allowed: false,
+                reason: Reason::NoEdgeId
+            }
+        );
+    }
+
+    #[test]
+    fn partners_are_found_by_host() {
+        let c = Consent {
+            partner_vendors: vec![PartnerVendor {
+                domain: "demo-partner.example".into(),
+                vendor_id: 755,
+            }]
+            .into(),
+            ..settings()
+        };
+        let s = tcf(TCF_P1_V755);
+        let d = Decision::decide(&s, &DE, &c);
+        assert!(d.partner_at("ads.Demo-Partner.example", &c).allowed);
+        assert_eq!(d.partner_at("other.example", &c).reason, Reason::NoVendorId);
+    }
+
+    #[test]
+    fn debug_shows_the_outcome_not_the_string() {
+        let (s, c) = (tcf(TCF_P1_V755), settings());
+        let d = Decision::decide(&s, &DE, &c);
+        let debug = format!("{d:?}");
+        assert_eq!(
+            debug,
+            "Decision { edge_id: true, origin: true, withdraw: false, rule: \"opt-in\", reasons: \"opt-in-region tcf-consent\" }"
+        );
+    }
+
+    #[test]
+    fn reason_names_are_unique_short_words() {
+        let names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        for n in names {
+            assert!(
+                n.len() <= 32 && n.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{n}"
+            );
+        }
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "ALL is in declaration order");
+        }
+    }
+
+    /// Real strings, malformed ones, and nothing: the pool random signals are drawn from.
+    const TCF_POOL: [&str; 12] = [
+        TCF_P1_V755,
+        TCF_NO_CONSENT,
+        TCF_P1_NOT_DISCLOSED,
+        TCF_P1_NO_DISCLOSED_SEGMENT,
+        TCF_P1_RESTRICTED,
+        TCF_LI,
+        TCF_LI_REQUIRE_CONSENT,
+        TCF_CONSENT_REQUIRE_LI,
+        TCF_PUBLISHER_P1,
+        TCF_MANY_VENDORS,
+        "CPzvOIAPzvOIAGXABBENAUEAAACAAAAAAAAAAAAAAAAA.",
+        "",
+    ];
+    const GPP_POOL: [&str; 11] = [
+        GPP_CA_SALE_OPT_OUT,
+        GPP_CA_NO_OPT_OUT,
+        GPP_CA_GPC,
+        GPP_NAT_TA_OPT_OUT,
+        GPP_NAT_NO_OPT_OUT,
+        GPP_VA_OK_NAT_SALE_OPT_OUT,
+        GPP_TCF_P1_V755,
+        GPP_USP_OPT_OUT,
+        GPP_MANY_US,
+        "DBABBg~garbage",
+        "",
+    ];
+    const USP_POOL: [&str; 5] = ["1YYN", "1YNN", "1---", "1yyn", ""];
+    const SID_POOL: [&str; 5] = ["", "2", "7,8", "-1", "x"];
+
+    fn any_signals() -> impl Strategy<Value = (String, bool)> {
+        (
+            prop::sample::select(&TCF_POOL[..]),
+            prop::sample::select(&GPP_POOL[..]),
+            prop::sample::select(&USP_POOL[..]),
+            prop::sample::select(&SID_POOL[..]),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(t, g, u, sid, gpc, us_privacy)| {
+                let usp = if us_privacy {
+                    "us_privacy"
+                } else {
+                    "usprivacy"
+                };
+                let cookies = format!("euconsent-v2={t}; __gpp={g}; __gpp_sid={sid}; {usp}={u}");
+                (cookies, gpc)
+            })
+    }
+
+    fn any_jurisdiction() -> impl Strategy<Value = Jurisdiction> {
+        prop_oneof![
+            Just(Jurisdiction::OptIn),
+            Just(Jurisdiction::Elsewhere),
+            Just(Jurisdiction::Unknown),
+            prop::sample::select(&["CA", "VA", "CO", "NY", "RI", "FL"][..]).prop_map(state),
+        ]
+    }
+
+    fn any_settings() -> impl Strategy<Value = Consent> {
+        (
+            prop::sample::select(&ConsentRule::ALL[..]),
+            prop::collection::vec(1u8..=11, 1..4),
+            any::<bool>(),
+        )
+            .prop_map(|(unknown, mut purposes, publisher_segment)| {
+                purposes.sort_unstable();
+                purposes.dedup();
+                Consent {
+                    unknown,
+                    purposes: purposes.into(),
+                    publisher_segment,
+                    ..settings()
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn a_gpc_reader_gets_no_id_outside_opt_in(
+            (cookies, _) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, true);
+            let d = Decision::decide(&s, &j, &c);
+            if d.rule != ConsentRule::OptIn {
+                prop_assert!(!d.edge_id && d.withdraw);
+                prop_assert!(d.reasons.contains(Reason::Gpc));
+                prop_assert!(!d.partner(Some(755)).allowed);
+            }
+        }
+
+        #[test]
+        fn opt_in_without_a_tc_string_gets_no_id(
+            (cookies, gpc) in any_signals(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, gpc);
+            let d = Decision::decide(&s, &Jurisdiction::OptIn, &c);
+            if s.tcf().is_none() {
+                prop_assert!(!d.edge_id && !d.origin && d.withdraw);
+                prop_assert_eq!(d.reasons.to_string(), "opt-in-region no-tcf");
+            }
+            // Whatever the string, a partner never gets more than the reader.
+            for v in [None, Some(32), Some(755), Some(1)] {
+                prop_assert!(!d.partner(v).allowed || d.edge_id);
+            }
+            prop_assert!(!d.partner(None).allowed);
+        }
+
+        #[test]
+        fn a_decision_is_a_pure_function_of_its_inputs(
+            (cookies, gpc) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let (s1, s2) = (signals(&cookies, gpc), signals(&cookies, gpc));
+            let (d1, d2) = (Decision::decide(&s1, &j, &c), Decision::decide(&s2, &j, &c));
+            prop_assert_eq!(&d1, &d2);
+            prop_assert_eq!(d1.partner(Some(755)), d2.partner(Some(755)));
+            prop_assert_eq!((d1.origin, d1.withdraw), (d1.edge_id, !d1.edge_id));
+        }
+
+        #[test]
+        fn reasons_come_from_the_fixed_list(
+            (cookies, gpc) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let s = signals(&cookies, gpc);
+            let d = Decision::decide(&s, &j, &c);
+            let names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+            let text = d.reasons.to_string();
+            prop_assert!(!text.is_empty());
+            for word in text.split(' ') {
+                prop_assert!(names.contains(&word), "{}", word);
+            }
+            // Exactly one reason says where the reader is.
+            let places = [Reason::OptInRegion, Reason::OptOutRegion, Reason::Elsewhere, Reason::LocationUnknown];
+            prop_assert_eq!(places.iter().filter(|r| d.reasons.contains(**r)).count(), 1);
+            prop_assert!(names.contains(&d.partner(Some(755)).reason.as_str()));
+            // No consent string shows anywhere.
+            let shown = format!("{d:?} {s:?} {text}");
+            for raw in TCF_POOL.iter().chain(&GPP_POOL).filter(|t| t.len() > 4) {
+                prop_assert!(!shown.contains(raw));
+            }
+        }
+    }
+}

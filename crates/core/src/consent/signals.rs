@@ -1,0 +1,286 @@
+//! The consent signals of one request, read from its `Cookie` header and `Sec-GPC`, decoded,
+//! and kept only as decoded facts: no raw string survives [`Signals::from_cookies`], and
+//! [`Signals`]'s `Debug` prints a summary of what was found, never a consent string.
+//!
+//! | cookie | read as | when absent or malformed |
+//! | --- | --- | --- |
+//! | `euconsent-v2` | the TC string ([`TcString`]) | GPP's EU TCF section (2), when applicable |
+//! | `__gpp` | the GPP string ([`Gpp`]) | no GPP signal |
+//! | `__gpp_sid` | the applicable section ids, comma- (or `_`-) separated; `-1` is "none" | every section of the string applies |
+//! | `usprivacy`, then `us_privacy` | the US Privacy string ([`UsPrivacy`]) | GPP's US Privacy section (6), when applicable |
+//!
+//! Bounds: only the first [`COOKIE_HEADER_MAX_LEN`] bytes of the header are read, and a
+//! cookie cut by that bound is ignored; each value is held to its decoder's limit (a value
+//! longer than that is no signal). Values may be percent-encoded (some CMPs write `~` or `,`
+//! that way). When a name appears twice, the first one counts, as browsers send the cookie of
+//! the most specific path first. A malformed value is the same as no cookie.
+
+use std::fmt;
+
+use percent_encoding::percent_decode_str;
+
+use super::{Gpp, SectionBody, TcString, UsPrivacy, UsSection, GPP_MAX_LEN, TCF_MAX_LEN, USP_LEN};
+
+/// The most bytes of a `Cookie` header read for consent: 16 KiB, four times a browser's
+/// per-cookie limit. Cookies after that bound (or cut by it) are not read.
+pub const COOKIE_HEADER_MAX_LEN: usize = 16 * 1024;
+
+/// The longest `__gpp_sid` value read (section ids are small; a few dozen fit easily).
+const GPP_SID_MAX_LEN: usize = 256;
+
+/// The decoded consent signals of one request.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// From `euconsent-v2`, else from GPP section 2.
+    tcf: Option<TcString>,
+    /// The GPP string, its sections narrowed to the applicable ones.
+    gpp: Option<Gpp>,
+    /// From `usprivacy` / `us_privacy`, else from GPP section 6.
+    us_privacy: Option<UsPrivacy>,
+    /// `Sec-GPC: 1`.
+    gpc: bool,
+}
+
+impl Signals {
+    /// Reads the consent cookies of a raw `Cookie` header (see the module docs) and the
+    /// `Sec-GPC: 1` flag.
+    pub fn from_cookies(cookie_header: &str, sec_gpc: bool) -> Self {
+        let mut tcf_text = None;
+        let mut gpp_text = None;
+        let mut sid_text = None;
+        let mut usp_text = None;
+        let mut us_privacy_text = None;
+        for (name, value) in cookies(cookie_header) {
+            let slot = match name {
+                "euconsent-v2" => &mut tcf_text,
+                "__gpp" => &mut gpp_text,
+                "__gpp_sid" => &mut sid_text,
+                "usprivacy" => &mut usp_text,
+                "us_privacy" => &mut us_privacy_text,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        let mut gpp = gpp_text
+            .and_then(|t| decoded(t, GPP_MAX_LEN))
+            .and_then(|t| Gpp::decode(&t));
+        if let (Some(gpp), Some(sid)) = (&mut gpp, sid_text.and_then(applicable_sections)) {
+            gpp.sections.retain(|s| sid.contains(&s.id));
+        }
+        let tcf = tcf_text
+            .and_then(|t| decoded(t, TCF_MAX_LEN))
+            .and_then(|t| TcString::decode(&t))
+            .or_else(|| gpp.as_ref()?.tcf_eu().cloned());
+        let us_privacy = [usp_text, us_privacy_text]
+            .into_iter()
+            .flatten()
+            .find_map(|t| UsPrivacy::decode(&decoded(t, USP_LEN)?))
+            .or_else(|| gpp.as_ref()?.us_privacy().cloned());
+        Self {
+            tcf,
+            gpp,
+            us_privacy,
+            gpc: sec_gpc,
+        }
+    }
+
+    /// The TC string: the `euconsent-v2` cookie's, else GPP's EU TCF section.
+    pub fn tcf(&self) -> Option<&TcString> {
+        self.tcf.as_ref()
+    }
+
+    /// The US Privacy string: the `usprivacy` (or `us_privacy`) cookie's, else GPP's section 6.
+    pub fn us_privacy(&self) -> Option<&UsPrivacy> {
+        self.us_privacy.as_ref()
+    }
+
+    /// The applicable, valid GPP US section with this id (7 national, 8 onward states).
+    pub fn us_section(&self, id: u16) -> Option<&UsSection> {
+        match self.gpp.as_ref()?.section(id)? {
+            SectionBody::Us(us) => Some(us),
+            _ => None,
+        }
+    }
+
+    /// Every applicable, valid GPP US section, in string order.
+    pub fn us_sections(&self) -> impl Iterator<Item = &UsSection> {
+        self.gpp.iter().flat_map(Gpp::us_sections)
+    }
+
+    /// Whether the request carried `Sec-GPC: 1`.
+    pub fn gpc(&self) -> bool {
+        self.gpc
+    }
+}
+
+/// A summary: which signals were found, never their text.
+impl fmt::Debug for Signals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sections: Vec<u16> = (self.gpp.iter()).flat_map(|g| g.section_ids()).collect();
+        f.debug_struct("Signals")
+            .field("tcf", &self.tcf.is_some())
+            .field("gpp_sections", &sections)
+            .field("us_privacy", &self.us_privacy.is_some())
+            .field("gpc", &self.gpc)
+            .finish()
+    }
+}
+
+/// The `name=value` pairs of a `Cookie` header, within [`COOKIE_HEADER_MAX_LEN`]; a pair the
+/// bound cuts is dropped.
+fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
+    let read = if header.len() <= COOKIE_HEADER_MAX_LEN {
+        header
+    } else {
+        // Up to the last `;` inside the bound: whole pairs only.
+        let mut end = COOKIE_HEADER_MAX_LEN;
+        while !header.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &header[..end];
+        head.rfind(';').map_or("", |at| &head[..at])
+    };
+    read.split(';').filter_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        Some((name.trim(), value))
+    })
+}
+
+/// `value` percent-decoded, when its decoded form can be at most `max` bytes long and is
+/// UTF-8; `None` otherwise.
+fn decoded(value: &str, max: usize) -> Option<String> {
+    // A percent-encoded byte takes three characters: anything longer is over `max` anyway.
+    if value.len() > max.saturating_mul(3) {
+        return None;
+    }
+    let text = percent_decode_str(value).decode_utf8().ok()?;
+    (text.len() <= max).then(|| text.into_owned())
+}
+
+/// The section ids of a `__gpp_sid` value (`2,7`, `7_8`, `-1`); `None` when malformed, so
+/// every section applies.
+fn applicable_sections(value: &str) -> Option<Vec<u16>> {
+    let text = decoded(value, GPP_SID_MAX_LEN)?;
+    let mut ids = Vec::new();
+    for item in text.split([',', '_']) {
+        match item.trim() {
+            "-1" => {}
+            id => ids.push(id.parse::<u16>().ok()?),
+        }
+    }
+    Some(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::*;
+
+    #[test]
+    fn reads_each_cookie_and_keeps_no_text() {
+        let header = format!(
+            "a=b; euconsent-v2={TCF_P1_V755}; __gpp={GPP_CA_SALE_OPT_OUT}; usprivacy=1YNN; x"
+        );
+        let s = Signals::from_cookies(&header, true);
+        assert!(s.tcf().unwrap().core.purpose_consents.has(1));
+        assert_eq!(s.us_section(8).unwrap().name(), "usca");
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'N');
+        assert!(s.gpc());
+        let debug = format!("{s:?}");
+        assert_eq!(
+            debug,
+            "Signals { tcf: true, gpp_sections: [8], us_privacy: true, gpc: true }"
+        );
+        assert!(!debug.contains(TCF_P1_V755) && !debug.contains("1YNN"));
+    }
+
+    #[test]
+    fn gpp_sections_fill_in_for_missing_cookies() {
+        let s = Signals::from_cookies(&format!("__gpp={GPP_TCF_P1_V755}"), false);
+        assert!(s.tcf().unwrap().core.vendor_consents.contains(755));
+        let s = Signals::from_cookies(&format!("__gpp={GPP_USP_OPT_OUT}"), false);
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'Y');
+        // The cookie wins over the section.
+        let s = Signals::from_cookies(&format!("__gpp={GPP_USP_OPT_OUT}; us_privacy=1YNN"), false);
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'N');
+        // `usprivacy` is read before `us_privacy`, whatever the order.
+        let s = Signals::from_cookies("us_privacy=1YNN; usprivacy=1YYN", false);
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'Y');
+    }
+
+    #[test]
+    fn gpp_sid_narrows_the_sections() {
+        let gpp = GPP_VA_OK_NAT_SALE_OPT_OUT;
+        let ids = |sid: &str| {
+            let s = Signals::from_cookies(&format!("__gpp={gpp}; __gpp_sid={sid}"), false);
+            s.us_sections().map(UsSection::id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids("7,9"), [7, 9]);
+        assert_eq!(ids("9"), [9]);
+        assert_eq!(ids("7%2C9"), [7, 9]);
+        assert_eq!(ids("7_9"), [7, 9]);
+        assert_eq!(ids("-1"), Vec::<u16>::new());
+        assert_eq!(ids("2"), Vec::<u16>::new());
+        // Malformed: ignored, every section applies.
+        assert_eq!(ids("seven"), [7, 9]);
+        let s = Signals::from_cookies(&format!("__gpp_sid=2; __gpp={GPP_TCF_P1_V755}"), false);
+        assert!(s.tcf().is_some());
+        let s = Signals::from_cookies(&format!("__gpp_sid=7; __gpp={GPP_TCF_P1_V755}"), false);
+        assert!(s.tcf().is_none());
+    }
+
+    #[test]
+    fn malformed_and_oversized_values_are_no_signal() {
+        let long_tcf = format!("{TCF_P1_V755}{}", "A".repeat(TCF_MAX_LEN));
+        for header in [
+            "euconsent-v2=garbage; __gpp=~~; usprivacy=1yNN",
+            "euconsent-v2=; __gpp=; usprivacy=",
+            "usprivacy=1YNNN; us_privacy=%ZZ",
+            &format!("euconsent-v2={long_tcf}"),
+            &format!("euconsent-v2={}", "%41".repeat(TCF_MAX_LEN + 1)),
+            &format!("euconsent-v2={}", &TCF_P1_V755[..20]),
+        ] {
+            let s = Signals::from_cookies(header, false);
+            assert_eq!(s, Signals::default(), "{header}");
+        }
+        // Percent-encoding is undone.
+        let s = Signals::from_cookies(
+            &format!("euconsent-v2={}", TCF_P1_V755.replace('C', "%43")),
+            false,
+        );
+        assert!(s.tcf().is_some());
+        // Quoted values are read.
+        let s = Signals::from_cookies("usprivacy=\"1YYN\"", false);
+        assert!(s.us_privacy().is_some());
+    }
+
+    #[test]
+    fn a_header_is_read_only_up_to_its_bound() {
+        let filler = format!("pad={}; ", "x".repeat(COOKIE_HEADER_MAX_LEN - 200));
+        let inside = format!("{filler}usprivacy=1YYN; euconsent-v2={TCF_P1_V755}");
+        assert!(inside.len() <= COOKIE_HEADER_MAX_LEN);
+        assert!(Signals::from_cookies(&inside, false).tcf().is_some());
+        // The same cookie cut by the bound is dropped; the one before it is still read.
+        let cut = format!("{filler}usprivacy=1YYN; euconsent-v2={TCF_MANY_VENDORS}");
+        assert!(cut.len() > COOKIE_HEADER_MAX_LEN);
+        let s = Signals::from_cookies(&cut, false);
+        assert!(s.tcf().is_none());
+        assert!(s.us_privacy().is_some());
+        let beyond = format!("{}; usprivacy=1YYN", "y".repeat(COOKIE_HEADER_MAX_LEN));
+        assert_eq!(Signals::from_cookies(&beyond, false), Signals::default());
+        // Multi-byte text at the bound does not panic.
+        let wide = "é".repeat(COOKIE_HEADER_MAX_LEN);
+        assert_eq!(Signals::from_cookies(&wide, false), Signals::default());
+    }
+
+    #[test]
+    fn the_first_of_two_cookies_of_a_name_counts() {
+        let s = Signals::from_cookies("usprivacy=1YYN; usprivacy=1NNN", false);
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'Y');
+    }
+}
