@@ -158,25 +158,26 @@ impl Lexer {
 
     /// After an opening `"`: up to the closing one, escapes skipped.
     fn quoted(&mut self, line: u32) -> Result<(), LexError> {
+        let text = self.up_to('"', line, "string")?;
+        self.push(Tok::Lit(text), line);
+        Ok(())
+    }
+
+    /// The text up to an unescaped `close` (consumed), escapes kept as written; `what` names
+    /// the literal when the file ends first.
+    fn up_to(&mut self, close: char, line: u32, what: &'static str) -> Result<String, LexError> {
         let mut text = String::new();
         loop {
             match self.bump() {
-                Some('"') => break,
+                Some(c) if c == close => return Ok(text),
                 Some('\\') => {
                     text.push('\\');
                     text.extend(self.bump());
                 }
                 Some(c) => text.push(c),
-                None => {
-                    return Err(LexError {
-                        line,
-                        what: "string",
-                    })
-                }
+                None => return Err(LexError { line, what }),
             }
         }
-        self.push(Tok::Lit(text), line);
-        Ok(())
     }
 
     /// At `r`, after any `b` / `c` prefix: `r"…"` or `r#…#"…"#…#`.
@@ -216,23 +217,7 @@ impl Lexer {
         );
         self.bump();
         if is_char {
-            let mut text = String::new();
-            loop {
-                match self.bump() {
-                    Some('\'') => break,
-                    Some('\\') => {
-                        text.push('\\');
-                        text.extend(self.bump());
-                    }
-                    Some(c) => text.push(c),
-                    None => {
-                        return Err(LexError {
-                            line,
-                            what: "character literal",
-                        })
-                    }
-                }
-            }
+            let text = self.up_to('\'', line, "character literal")?;
             self.push(Tok::Lit(text), line);
         } else {
             let name = self.take_ident();
