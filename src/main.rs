@@ -17,8 +17,10 @@
 //! * **kit** (`kit`): shared leaves (what `build.rs` generates, replies, the access line,
 //!   failures, timing, secrets, partner requests), importing none of the above.
 //!
-//! Every response's headers, on every route, leave through `kit::leaving::stamp` (the
-//! `Sec-GPC` expiry of `ts-ec`, and `Server-Timing`). Settings were validated at build time
+//! The reader's consent is read and decided once, before routing (`phases::consent`); the
+//! flows and the endpoints that need it are given the decision. Every response's headers, on
+//! every route, leave through `kit::leaving::stamp` (the expiry of `ts-ec` when consent is
+//! withdrawn, and `Server-Timing`). Settings were validated at build time
 //! and are embedded as a `static` (`kit::generated`).
 #![warn(missing_docs)]
 // One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
@@ -38,22 +40,29 @@ use trusted_server_core::{
     Methods, PathMatch, RouteLine, RouteTable, Settings, SCRIPT_PATH_PREFIX,
 };
 
-use endpoints::{admin, discovery, edge_id, first_party as fp, health, script};
+use endpoints::{
+    admin, consent as consent_endpoint, discovery, edge_id, first_party as fp, health, script,
+};
 use flows::{first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
 use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
+use phases::consent;
+use trusted_server_core::consent::Decision;
 
 /// What a route line leads to.
 #[derive(Clone, Copy)]
 enum Handler {
     /// An answer made whole, without the origin: stamped and sent by [`main`].
     Answer(fn(Request, &Settings) -> Response),
-    /// A flow: sends its own response and fills in the access record.
-    Flow(fn(Request, &Settings, &mut Access)),
+    /// An [`Answer`] that follows the request's consent decision.
+    Decided(fn(Request, &Settings, &Decision) -> Response),
+    /// A flow, given the request's consent decision: sends its own response and fills in the
+    /// access record.
+    Flow(fn(Request, &Settings, &Decision, &mut Access)),
 }
 
-use Handler::{Answer, Flow};
+use Handler::{Answer, Decided, Flow};
 
 /// The route table: a new endpoint is its handler plus one line here, `(methods, path, log
 /// name, handler)`. Exact paths are tried before prefixes; a spelling of one of these paths
@@ -61,7 +70,8 @@ use Handler::{Answer, Flow};
 #[rustfmt::skip]
 static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(GET,  Exact("/_ts/health"),                      "health",            Answer(|_, s| health::respond(s))),
-    line(GET,  Exact("/_ts/ec"),                          "edge-id",           Answer(|r, s| edge_id::respond(&r, s))),
+    line(GET,  Exact("/_ts/ec"),                          "edge-id",           Decided(|r, s, d| edge_id::respond(&r, s, d))),
+    line(GET,  Exact("/_ts/consent"),                     "consent",           Decided(|_, s, d| consent_endpoint::respond(s, d))),
     line(GET,  Exact("/.well-known/trusted-server.json"), "discovery",         Answer(|_, s| discovery::well_known(s))),
     line(POST, Exact("/verify-signature"),                "verify-signature",  Answer(discovery::verify)),
     line(GET,  Exact(first_party::SIGN_PATH),             "first-party-sign",  Answer(|r, s| fp::sign(&r, s))),
@@ -102,8 +112,12 @@ fn main() {
     access::init_logging(SETTINGS.logging.level);
     let mut request = Request::from_client();
     let mut access = Access::start(&request);
-    // Consent first: `Sec-GPC: 1` expires a `ts-ec` cookie on whatever this request gets.
-    access.expire_edge_id = edge_cookie::gpc_expiry(&request, &SETTINGS);
+    // Consent first, once: signals and location read, the decision made. A withdrawal expires
+    // a `ts-ec` cookie on whatever this request gets.
+    let observed = consent::read(&request, &SETTINGS);
+    let decision = observed.decide(&SETTINGS);
+    access.expire_edge_id = edge_cookie::withdrawal(&request, decision.withdraw, &SETTINGS);
+    access.consent = Some(access::consent_field(&decision));
     // Routed as a normalising server would read the path: a spelling of one of the service's
     // paths is the service's (its handler reads the path it was routed by), never proxied.
     let routed = ROUTES.resolve(request.get_method_str(), request.get_path());
@@ -113,15 +127,18 @@ fn main() {
     }
     access.plan = line.name.into();
     match line.handler {
-        Answer(answer) => {
-            let mut response = answer(request, &SETTINGS);
-            leaving::stamp(&mut response, &access, None, &SETTINGS);
-            access.headers_sent(response.get_status().as_u16());
-            response.send_to_client();
-        }
-        Flow(flow) => flow(request, &SETTINGS, &mut access),
+        Answer(answer) => send(answer(request, &SETTINGS), &mut access),
+        Decided(answer) => send(answer(request, &SETTINGS, &decision), &mut access),
+        Flow(flow) => flow(request, &SETTINGS, &decision, &mut access),
     }
     access.log();
+}
+
+/// Sends an answer made whole, stamped as every response is.
+fn send(mut response: Response, access: &mut Access) {
+    leaving::stamp(&mut response, access, None, &SETTINGS);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
 }
 
 #[cfg(test)]
@@ -133,6 +150,7 @@ mod tests {
         for (method, path, name) in [
             ("GET", "/_ts/health", "health"),
             ("GET", "/_ts/ec", "edge-id"),
+            ("GET", "/_ts/consent", "consent"),
             ("GET", "/.well-known/trusted-server.json", "discovery"),
             ("POST", "/verify-signature", "verify-signature"),
             ("GET", "/first-party/sign", "first-party-sign"),

@@ -2,6 +2,7 @@
 //! origin, and is one line in the route table (`ROUTES` in `src/main.rs`).
 
 pub mod admin;
+pub mod consent;
 pub mod discovery;
 pub mod edge_id;
 pub mod first_party;

@@ -18,12 +18,14 @@ use std::time::{Duration, Instant};
 use fastly::backend::BackendCreationError;
 use fastly::http::{HeaderName, HeaderValue, StatusCode, Version};
 use fastly::{Backend, Request, Response};
+use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
     body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
     partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
+use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{apply_standard_headers, BodyReport, Settings};
 use trusted_server_settings::FirstParty;
 
@@ -38,8 +40,9 @@ use crate::phases::{body, identity, origin};
 const REPORT_NAME: &str = "first_party_partner";
 
 /// The flow: verify, fetch, relay the headers, stream the body. Everything it learns goes
-/// into `access`.
-pub fn run(request: Request, settings: &Settings, access: &mut Access) {
+/// into `access`. The reader's consent `decision` says whether each partner host may receive
+/// the edge ID.
+pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let Verified {
         target,
         key,
@@ -49,9 +52,14 @@ pub fn run(request: Request, settings: &Settings, access: &mut Access) {
         Ok(verified) => verified,
         Err(answer) => return send(*answer, settings, access),
     };
-    let headers = partner_headers(&request, settings);
+    let headers = partner_headers(&request, decision, settings);
     let client_version = request.get_version();
-    let Some((response, last)) = ask_partner(target, &headers, &policy, settings, access) else {
+    let asked = Ask {
+        headers: &headers,
+        policy: &policy,
+        decision,
+    };
+    let Some((response, last)) = ask_partner(target, &asked, settings, access) else {
         return;
     };
     let plan = body_plan(
@@ -100,10 +108,14 @@ fn send(mut response: Response, settings: &Settings, access: &mut Access) {
 }
 
 /// What the partner gets of the client's request: its headers as the core filters them, with
-/// the ID the client already holds, unless consent says none (`Sec-GPC: 1`). The proxy never
-/// mints one, since it sets no cookie.
-fn partner_headers(request: &Request, settings: &Settings) -> Vec<(HeaderName, HeaderValue)> {
-    let plan = identity::request_phase(request, settings);
+/// the ID the client already holds, unless consent says none. The proxy never mints one, since
+/// it sets no cookie. (Whether each partner host may have it is decided per hop: [`fetch`].)
+fn partner_headers(
+    request: &Request,
+    decision: &Decision,
+    settings: &Settings,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let plan = identity::request_phase(request, decision, settings);
     let edge_id = plan.valid_cookie.filter(|_| plan.forward.is_some());
     partner_request_headers(request.get_headers(), edge_id.as_deref())
 }
@@ -112,13 +124,12 @@ fn partner_headers(request: &Request, settings: &Settings) -> Vec<(HeaderName, H
 /// here (`None`).
 fn ask_partner(
     target: Target,
-    headers: &[(HeaderName, HeaderValue)],
-    policy: &TargetPolicy,
+    ask: &Ask,
     settings: &Settings,
     access: &mut Access,
 ) -> Option<(Response, Target)> {
     let asked = Instant::now();
-    let fetched = fetch(target, headers, policy, settings);
+    let fetched = fetch(target, ask, settings);
     access.origin_wait = Some(asked.elapsed());
     match fetched {
         Ok(fetched) => Some(fetched),
@@ -184,15 +195,31 @@ fn log_creative(report: &BodyReport<creative::CreativeOutcome>, last: &Target) {
     }
 }
 
+/// What every hop of a partner fetch is asked with.
+struct Ask<'a> {
+    /// The headers of [`partner_headers`].
+    headers: &'a [(HeaderName, HeaderValue)],
+    /// Where redirects may go.
+    policy: &'a TargetPolicy,
+    /// The reader's consent decision: which partner hosts get the edge ID.
+    decision: &'a Decision<'a>,
+}
+
 /// Fetches `target`, following redirects the core allows, and returns the final response
 /// (headers only: the body streams afterwards) and the target that gave it. Each hop is a
-/// fresh `GET` with the same headers, its `Host` the target's authority, signed last.
+/// fresh `GET` with the same headers, its `Host` the target's authority, signed last; the edge
+/// ID (`X-TS-EC`) goes only to a host the consent decision allows
+/// (`Decision::partner_at`, by `consent.partner_vendors`).
 fn fetch(
     target: Target,
-    headers: &[(HeaderName, HeaderValue)],
-    policy: &TargetPolicy,
+    ask: &Ask,
     settings: &Settings,
 ) -> Result<(Response, Target), (OriginFailure, BackendInfo)> {
+    let Ask {
+        headers,
+        policy,
+        decision,
+    } = *ask;
     let fp = &settings.first_party;
     let mut current = target;
     let mut followed = 0;
@@ -201,12 +228,19 @@ fn fetch(
         let fail = |f: OriginFailure| (f, backend_info(&current, fp));
         let backend = backend(&current, &info.address, settings).map_err(fail)?;
         let mut request = Request::get(&current.url);
-        for (name, value) in headers {
+        let allowed = decision
+            .partner_at(&current.host, &settings.consent)
+            .allowed;
+        let hop: Vec<(HeaderName, HeaderValue)> = (headers.iter())
+            .filter(|(name, _)| allowed || name.as_str() != ORIGIN_HEADER)
+            .cloned()
+            .collect();
+        for (name, value) in &hop {
             request.append_header(name, value);
         }
         request.set_header("host", authority(&current));
         request.set_version(Version::HTTP_11);
-        if partner_fetch_passes(headers) {
+        if partner_fetch_passes(&hop) {
             request.set_pass(true);
         }
         partner::sign(&mut request, settings);

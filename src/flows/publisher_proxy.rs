@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use fastly::{Request, Response};
 use trusted_server_core::cache::stale;
+use trusted_server_core::consent::Decision;
 use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Settings;
 
@@ -21,10 +22,12 @@ use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
 
-/// The flow: identity, hints, cache, origin, response, body, hints.
-pub fn run(request: Request, settings: &Settings, access: &mut Access) {
+/// The flow: identity, hints, cache, origin, response, body, hints. The reader's consent
+/// `decision` gates the edge ID (the identity phase) and `X-TS-EC` to the origin; on a cache
+/// hit the stored page is reader-neutral and the cookie is this reader's, gated the same way.
+pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let client = client::observe(&request, settings);
-    let edge_id = identity::request_phase(&request, settings);
+    let edge_id = identity::request_phase(&request, decision, settings);
     let is_head = request.get_method_str() == "HEAD";
     let key = cache::page_key(&request, &client);
     // Learned early hints leave first, before the page cache or the origin is asked.
@@ -32,7 +35,7 @@ pub fn run(request: Request, settings: &Settings, access: &mut Access) {
     // The origin request is built before the lookup: the lookup matches the origin's `Vary`
     // against the headers the origin receives.
     let preconditions = cache::preconditions(&request);
-    let forward = edge_id.forward.as_deref();
+    let forward = edge_id.forward.as_deref().filter(|_| decision.origin);
     let mut upstream = origin::build_request(request, &client, forward, settings);
     let lookup = cache::lookup(&upstream, key, &client);
     let recipient = Recipient {

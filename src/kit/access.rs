@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use fastly::Request;
+use trusted_server_core::consent::Decision;
 use trusted_server_settings::LogLevel;
 
 use crate::kit::failure::{Phase, Progress};
@@ -112,10 +113,21 @@ pub struct Access {
     pub outcome: Outcome,
     /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
     pub cache: Option<String>,
-    /// Whether the response expires the client's `ts-ec` cookie (`Sec-GPC: 1` with the cookie
-    /// sent): decided once in `main` (`edge_cookie::gpc_expiry`), added to whatever response the
-    /// request gets where its headers leave (`leaving::stamp`). Not on the access line.
+    /// Whether the response expires the client's `ts-ec` cookie (consent withdrawn, e.g.
+    /// `Sec-GPC: 1`, with the cookie sent): decided once in `main` (`edge_cookie::withdrawal`),
+    /// added to whatever response the request gets where its headers leave
+    /// (`leaving::stamp`). Not on the access line.
     pub expire_edge_id: bool,
+    /// The consent decision, as [`consent_field`] writes it (`opt-in:no`): the rule and
+    /// whether an edge ID was allowed, never a consent string.
+    pub consent: Option<String>,
+}
+
+/// The access line's `consent=` value for a decision: its rule and whether an edge ID is
+/// allowed, `rule:yes` or `rule:no` (`opt-in:no`, `none:yes`).
+pub fn consent_field(decision: &Decision) -> String {
+    let allowed = if decision.edge_id { "yes" } else { "no" };
+    format!("{}:{allowed}", decision.rule.as_str())
 }
 
 impl Access {
@@ -140,6 +152,7 @@ impl Access {
             outcome: Outcome::Finished,
             cache: None,
             expire_edge_id: false,
+            consent: None,
         }
     }
 
@@ -198,7 +211,8 @@ impl Access {
         let _ = write!(
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={}",
+             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
+             consent={}",
             self.trace_id,
             self.method,
             self.path,
@@ -214,7 +228,8 @@ impl Access {
             dur(self.rewrite),
             ms(self.last_byte_at),
             outcome,
-            self.cache.as_deref().unwrap_or("-")
+            self.cache.as_deref().unwrap_or("-"),
+            self.consent.as_deref().unwrap_or("-")
         );
         line
     }
@@ -260,6 +275,7 @@ mod tests {
             "rewrite_ms=-",
             "outcome=finished",
             "cache=-",
+            "consent=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }
@@ -271,6 +287,7 @@ mod tests {
         access.outcome = Outcome::PassedThrough("not-text".into());
         access.html_structured = Some(true);
         access.cache = Some("PASS(no-ttl)".into());
+        access.consent = Some("opt-in:no".into());
         access.origin_wait = Some(Duration::from_micros(12_340));
         access.rewrite = Some(Duration::from_micros(2_500));
         let line = access.line();
@@ -283,6 +300,7 @@ mod tests {
             "rewrite_ms=2.5",
             "outcome=passed-through(not-text)",
             "cache=PASS(no-ttl)",
+            "consent=opt-in:no",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -1,8 +1,9 @@
 //! The edge-ID cookie on the way out: our `Set-Cookie` for a new ID on a page
 //! ([`add_cookie`], by the response phase and by the cache on a stored page's way out), and
-//! the expiry of the client's cookie under `Sec-GPC` on whatever response a request gets
-//! ([`gpc_expiry`], [`expire_under_gpc`], by `leaving::stamp`). Header writers only: which ID
-//! a request has is the identity phase's (`phases::identity`).
+//! the expiry of the client's cookie when consent is withdrawn (the request's consent decision,
+//! which covers `Sec-GPC`) on whatever response a request gets ([`withdrawal`],
+//! [`expire_withdrawn`], by `leaving::stamp`). Header writers only: which ID a request has is
+//! the identity phase's (`phases::identity`).
 
 use fastly::http::{HeaderName, HeaderValue};
 use fastly::{Request, Response};
@@ -47,17 +48,21 @@ fn push_cookie(headers: &mut Vec<(HeaderName, HeaderValue)>, line: &str) {
     }
 }
 
-/// Whether the response to `request` expires the client's `ts-ec` cookie (`Sec-GPC: 1` with
-/// the cookie sent, the feature on): decided once per request, in `main`, whatever the route.
-pub fn gpc_expiry(request: &Request, settings: &Settings) -> bool {
-    settings.identity.enabled && expires_cookie(&RequestFacts::from_headers(request.get_headers()))
+/// Whether the response to `request` expires the client's `ts-ec` cookie: the consent
+/// decision `withdraw`s the edge ID (as it does under `Sec-GPC: 1`), the request sent the
+/// cookie, and the feature is on. Decided once per request, in `main`, whatever the route.
+pub fn withdrawal(request: &Request, withdraw: bool, settings: &Settings) -> bool {
+    let mut facts = RequestFacts::from_headers(request.get_headers());
+    // The decision speaks for `Sec-GPC` (and for every other signal).
+    facts.gpc = withdraw;
+    settings.identity.enabled && expires_cookie(&facts)
 }
 
-/// The expiry of the client's `ts-ec` cookie on `response` when `expire` ([`gpc_expiry`]),
+/// The expiry of the client's `ts-ec` cookie on `response` when `expire` ([`withdrawal`]),
 /// and the response kept out of shared caches. Called where every response's headers are
 /// final (`leaving::stamp`), so every route does it: the service's own answers, the
 /// first-party proxy (before it streams), pages from the origin or the cache, and errors.
-pub fn expire_under_gpc(response: &mut Response, expire: bool, settings: &Settings) {
+pub fn expire_withdrawn(response: &mut Response, expire: bool, settings: &Settings) {
     if !expire {
         return;
     }
@@ -124,9 +129,9 @@ mod tests {
     }
 
     #[test]
-    fn the_gpc_expiry_goes_on_any_response_and_keeps_it_private() {
+    fn the_withdrawal_expiry_goes_on_any_response_and_keeps_it_private() {
         let mut expired = page("image/png", "public, max-age=60");
-        expire_under_gpc(&mut expired, true, &crate::kit::generated::SETTINGS);
+        expire_withdrawn(&mut expired, true, &crate::kit::generated::SETTINGS);
         let cookies = expired.get_header_all_str("set-cookie");
         assert_eq!(cookies[0], "origin=1; Path=/");
         assert!(cookies[1].starts_with("ts-ec=; ") && cookies[1].contains("Max-Age=0"));
@@ -135,23 +140,20 @@ mod tests {
             Some("private, max-age=60")
         );
         let mut kept = page("image/png", "public, max-age=60");
-        expire_under_gpc(&mut kept, false, &crate::kit::generated::SETTINGS);
+        expire_withdrawn(&mut kept, false, &crate::kit::generated::SETTINGS);
         assert_eq!(kept.get_header_all_str("set-cookie").len(), 1);
+        // `withdraw` is what the decision says under `Sec-GPC: 1`.
         let gpc = |cookie: &str| {
             Request::get("http://www.pub.test/")
                 .with_header("sec-gpc", "1")
                 .with_header("cookie", cookie)
         };
-        assert!(gpc_expiry(
-            &gpc("ts-ec=x"),
-            &crate::kit::generated::SETTINGS
-        ));
-        assert!(!gpc_expiry(
-            &gpc("other=x"),
-            &crate::kit::generated::SETTINGS
-        ));
-        let mut off = crate::kit::generated::SETTINGS.clone();
+        let settings = &crate::kit::generated::SETTINGS;
+        assert!(withdrawal(&gpc("ts-ec=x"), true, settings));
+        assert!(!withdrawal(&gpc("other=x"), true, settings));
+        assert!(!withdrawal(&gpc("ts-ec=x"), false, settings));
+        let mut off = settings.clone();
         off.identity.enabled = false;
-        assert!(!gpc_expiry(&gpc("ts-ec=x"), &off));
+        assert!(!withdrawal(&gpc("ts-ec=x"), true, &off));
     }
 }

@@ -7,11 +7,11 @@ use trusted_server_core::Settings;
 
 use crate::kit::access::Access;
 
-/// Adds what every response carries, whatever route answered it: the `ts-ec` expiry a
-/// `Sec-GPC` request asked for (`edge_cookie::expire_under_gpc`, decided once per request into
+/// Adds what every response carries, whatever route answered it: the `ts-ec` expiry when
+/// consent is withdrawn (`edge_cookie::expire_withdrawn`, decided once per request into
 /// `access`) and `Server-Timing` (`timing::add_server_timing`, with the cache's verdict
 /// `cache` when a cache was consulted).
 pub fn stamp(response: &mut Response, access: &Access, cache: Option<&str>, settings: &Settings) {
-    crate::kit::edge_cookie::expire_under_gpc(response, access.expire_edge_id, settings);
+    crate::kit::edge_cookie::expire_withdrawn(response, access.expire_edge_id, settings);
     crate::kit::timing::add_server_timing(response, access, cache, settings);
 }

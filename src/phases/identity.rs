@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use fastly::Request;
+use trusted_server_core::consent::Decision;
 use trusted_server_core::publisher::identity::{plan, EdgeIdKey, IdentityPlan, RequestFacts};
 use trusted_server_core::Settings;
 use trusted_server_settings::Identity;
@@ -53,17 +54,25 @@ fn random() -> Result<[u8; 8], Unavailable> {
     Ok(bytes)
 }
 
-/// The request phase: the ID for this request (forwarded, set, expired, or none).
-pub fn request_phase(request: &Request, settings: &Settings) -> IdentityPlan {
+/// The request phase: the ID for this request (forwarded, set, expired, or none). None at all
+/// unless the request's consent `decision` allows an edge ID.
+pub fn request_phase(request: &Request, decision: &Decision, settings: &Settings) -> IdentityPlan {
+    if !decision.edge_id {
+        return IdentityPlan::NONE;
+    }
     plan_for(request, request.get_client_ip_addr(), &settings.identity)
 }
 
-/// [`request_phase`] for a client at `ip` (a synthetic request in a test has no address).
+/// [`request_phase`], consent given, for a client at `ip` (a synthetic request in a test has
+/// no address).
 fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> IdentityPlan {
     if !identity.enabled {
         return IdentityPlan::NONE;
     }
-    let facts = RequestFacts::from_headers(request.get_headers());
+    let mut facts = RequestFacts::from_headers(request.get_headers());
+    // The consent decision has already weighed `Sec-GPC` (under opt-in, a recorded TCF
+    // consent is the more specific choice), so the plan does not refuse again.
+    facts.gpc = false;
     plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
         log::error!("edge ID unavailable, request served without one: {e}");
         IdentityPlan::NONE

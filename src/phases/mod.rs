@@ -5,6 +5,7 @@
 pub mod body;
 pub mod cache;
 pub mod client;
+pub mod consent;
 pub mod hints;
 pub mod identity;
 pub mod inject;
