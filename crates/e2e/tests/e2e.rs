@@ -19,6 +19,7 @@ use trusted_server_core::UrlRule;
 
 mod admin;
 mod cache;
+mod consent;
 mod delivery;
 mod edge_id;
 mod first_party;
@@ -223,6 +224,30 @@ fn main() {
             edge_id::id_reaches_origin_and_clients_own_never,
         ),
         ("edge ID: GET /_ts/ec answers", edge_id::endpoint_answers),
+        (
+            "consent: a reader in Germany gets an ID only with purpose-1 consent",
+            consent::germany_needs_consent,
+        ),
+        (
+            "consent: withdrawing consent expires the cookie on any response",
+            consent::withdrawing_consent_expires_the_cookie,
+        ),
+        (
+            "consent: a California reader's GPP, US Privacy or GPC opt-out means no ID",
+            consent::california_opt_outs,
+        ),
+        (
+            "consent: an unlisted country behaves as before, an unknown US state as configured",
+            consent::elsewhere_and_unknown,
+        ),
+        (
+            "consent: malformed and oversized strings are no signal",
+            consent::malformed_and_oversized_strings_are_no_signal,
+        ),
+        (
+            "consent: GET /_ts/consent answers the decision, no-store, and the access line records it",
+            consent::consent_endpoint_answers,
+        ),
         (
             "edge ID: a missing secret serves the page without an ID and logs why",
             edge_id::missing_secret_serves_page_without_id,

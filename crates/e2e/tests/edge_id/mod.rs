@@ -16,7 +16,7 @@ const NAV: (&str, &str) = ("sec-fetch-dest", "document");
 const XHR: (&str, &str) = ("sec-fetch-dest", "empty");
 /// What follows the value in our cookie (publisher.cookie_domain is empty in the e2e builds).
 const ATTRIBUTES: &str = "; Path=/; Secure; SameSite=Lax; Max-Age=31536000; HttpOnly";
-const EXPIRY: &str = "ts-ec=; Path=/; Secure; SameSite=Lax; Max-Age=0; HttpOnly";
+pub const EXPIRY: &str = "ts-ec=; Path=/; Secure; SameSite=Lax; Max-Age=0; HttpOnly";
 
 /// Viceroy's client address for a loopback connection.
 fn client_ip() -> IpAddr {
@@ -29,7 +29,7 @@ fn dev_key(w: &World) -> Result<EdgeIdKey, String> {
 }
 
 /// The `ts-ec` lines among the response's `Set-Cookie`s.
-fn our_cookies(r: &e2e::Timed) -> Vec<String> {
+pub fn our_cookies(r: &e2e::Timed) -> Vec<String> {
     r.header_values("set-cookie")
         .into_iter()
         .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -66,7 +66,7 @@ fn new_id(w: &World, r: &e2e::Timed) -> Result<String, String> {
 }
 
 /// The values of `x-ts-ec` the origin saw, from the demo origin's `/__echo` JSON.
-fn echoed_ids(body: &[u8]) -> Vec<String> {
+pub fn echoed_ids(body: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(body);
     let needle = "[\"x-ts-ec\",\"";
     text.match_indices(needle)
