@@ -54,6 +54,67 @@
     return edgeId;
   }
 
+  /** @type {Promise<{rule: string, edge_id: boolean, origin: boolean, reasons: string[]}|null>|null} */
+  var consent = null;
+
+  /**
+   * The service's consent decision for this reader, from `GET /_ts/consent` (docs/consent.md):
+   * `{rule, edge_id, origin, reasons}`, where `rule` is `opt-in`, `opt-out` or `none`,
+   * `edge_id` and `origin` say whether an edge ID may exist and reach the origin, and
+   * `reasons` are short stable words. `null` when the service gives no usable answer. Asked
+   * once per page, like `getEdgeId`; rejects only when the request itself fails, and the next
+   * call asks again.
+   * @returns {Promise<{rule: string, edge_id: boolean, origin: boolean, reasons: string[]}|null>}
+   */
+  function getConsent() {
+    if (consent === null) {
+      consent = root
+        .fetch('/_ts/consent', {
+          credentials: 'same-origin',
+          cache: 'no-store',
+          headers: { Accept: 'application/json' },
+        })
+        .then(function (response) {
+          if (!response.ok) {
+            return null;
+          }
+          return response.json().then(decision, function () {
+            return null;
+          });
+        });
+      consent.catch(function () {
+        consent = null;
+      });
+    }
+    return consent;
+  }
+
+  /**
+   * The decision of a `/_ts/consent` body, frozen, or `null` when it is not one.
+   * @param {unknown} body
+   */
+  function decision(body) {
+    var b = /** @type {any} */ (body);
+    if (
+      !b ||
+      typeof b.rule !== 'string' ||
+      typeof b.edge_id !== 'boolean' ||
+      typeof b.origin !== 'boolean' ||
+      !Array.isArray(b.reasons)
+    ) {
+      return null;
+    }
+    var reasons = b.reasons.filter(function (r) {
+      return typeof r === 'string';
+    });
+    return Object.freeze({
+      rule: b.rule,
+      edge_id: b.edge_id,
+      origin: b.origin,
+      reasons: Object.freeze(reasons),
+    });
+  }
+
   /**
    * A signed first-party URL for `url` (absolute, or relative to the page), from
    * `GET /first-party/sign?url=…`. The promise rejects with an error whose `code` is
@@ -109,6 +170,7 @@
     __tsjs: true,
     version: VERSION,
     getEdgeId: getEdgeId,
+    getConsent: getConsent,
     sign: sign,
   });
   try {

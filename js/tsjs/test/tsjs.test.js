@@ -60,6 +60,7 @@ test('version is the service package version', () => {
   const { tsjs } = load(() => answer(404));
   assert.equal(tsjs.version, version);
   assert.equal(typeof tsjs.getEdgeId, 'function');
+  assert.equal(typeof tsjs.getConsent, 'function');
   assert.equal(typeof tsjs.sign, 'function');
 });
 
@@ -95,6 +96,47 @@ test('getEdgeId resolves null when there is no ID', async () => {
     const { tsjs } = load(() => answer(status, body));
     assert.equal(await tsjs.getEdgeId(), null, `${status} ${JSON.stringify(body)}`);
   }
+});
+
+test('getConsent asks GET /_ts/consent once, same-origin, uncached, and resolves the decision', async () => {
+  const body = { rule: 'opt-in', edge_id: false, origin: false, reasons: ['opt-in-region', 'no-tcf'] };
+  const { tsjs, calls } = load(() => answer(200, body));
+  const [a, b] = await Promise.all([tsjs.getConsent(), tsjs.getConsent()]);
+  assert.deepEqual({ ...a, reasons: [...a.reasons] }, body);
+  assert.equal(a, b);
+  assert.ok(Object.isFrozen(a));
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].url, '/_ts/consent');
+  assert.equal(calls[0].init.credentials, 'same-origin');
+  assert.equal(calls[0].init.cache, 'no-store');
+  assert.equal(calls[0].init.method ?? 'GET', 'GET');
+});
+
+test('getConsent resolves null when the answer is not a decision', async () => {
+  for (const [status, body] of [
+    [200, {}],
+    [200, null],
+    [200, 'not json'],
+    [200, { rule: 'none', edge_id: 'yes', origin: true, reasons: [] }],
+    [200, { rule: 'none', edge_id: true, origin: true }],
+    [404, {}],
+    [500, { rule: 'none', edge_id: true, origin: true, reasons: [] }],
+  ]) {
+    const { tsjs } = load(() => answer(status, body));
+    assert.equal(await tsjs.getConsent(), null, `${status} ${JSON.stringify(body)}`);
+  }
+});
+
+test('getConsent rejects on a network failure and asks again on the next call', async () => {
+  let fail = true;
+  const { tsjs, calls } = load(() => {
+    if (fail) throw new TypeError('network down');
+    return answer(200, { rule: 'none', edge_id: true, origin: true, reasons: ['elsewhere'] });
+  });
+  await assert.rejects(tsjs.getConsent(), /network down/);
+  fail = false;
+  assert.equal((await tsjs.getConsent()).rule, 'none');
+  assert.equal(calls.length, 2);
 });
 
 test('getEdgeId rejects on a network failure and asks again on the next call', async () => {
