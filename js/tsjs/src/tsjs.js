@@ -15,103 +15,73 @@
   /** The service version; build.rs fails the build when it differs from the package's. */
   var VERSION = '0.1.0';
 
-  /** @type {Promise<string|null>|null} */
-  var edgeId = null;
+  /** @type {Object<string, Promise<any>>} */
+  var asked = {};
+
+  /**
+   * `GET path` once per page (same origin, `no-store`), its JSON answer passed through `read`;
+   * `null` for a non-2xx or malformed answer. A failed request is forgotten, so the next call
+   * asks again.
+   * @param {string} path
+   * @param {(body: any) => any} read
+   */
+  function askOnce(path, read) {
+    if (!asked[path]) {
+      asked[path] = root
+        .fetch(path, {
+          credentials: 'same-origin',
+          cache: 'no-store',
+          headers: { Accept: 'application/json' },
+        })
+        .then(function (response) {
+          return response.ok
+            ? response.json().then(read, function () {
+                return null;
+              })
+            : null;
+        });
+      asked[path].catch(function () {
+        delete asked[path];
+      });
+    }
+    return asked[path];
+  }
 
   /**
    * The first-party edge ID of this browser, or `null` when there is none (the feature is
-   * off, `Sec-GPC: 1`, or the answer carries no ID). Asked once per page from `GET /_ts/ec`;
-   * the cookie is HttpOnly, so this is the only way script sees it. Rejects only when the
-   * request itself fails (network), and the next call asks again.
+   * off, no consent, or the answer carries no ID), from `GET /_ts/ec`: the cookie is HttpOnly,
+   * so this is the only way script sees it. Rejects only when the request itself fails.
    * @returns {Promise<string|null>}
    */
   function getEdgeId() {
-    if (edgeId === null) {
-      edgeId = root
-        .fetch('/_ts/ec', {
-          credentials: 'same-origin',
-          cache: 'no-store',
-          headers: { Accept: 'application/json' },
-        })
-        .then(function (response) {
-          if (!response.ok) {
-            return null;
-          }
-          return response.json().then(
-            function (body) {
-              var ec = body && body.ec;
-              return typeof ec === 'string' && ec !== '' ? ec : null;
-            },
-            function () {
-              return null;
-            }
-          );
-        });
-      edgeId.catch(function () {
-        edgeId = null;
-      });
-    }
-    return edgeId;
+    return askOnce('/_ts/ec', function (body) {
+      var ec = body && body.ec;
+      return typeof ec === 'string' && ec !== '' ? ec : null;
+    });
   }
 
-  /** @type {Promise<{rule: string, edge_id: boolean, origin: boolean, reasons: string[]}|null>|null} */
-  var consent = null;
-
   /**
-   * The service's consent decision for this reader, from `GET /_ts/consent` (docs/consent.md):
-   * `{rule, edge_id, origin, reasons}`, where `rule` is `opt-in`, `opt-out` or `none`,
-   * `edge_id` and `origin` say whether an edge ID may exist and reach the origin, and
-   * `reasons` are short stable words. `null` when the service gives no usable answer. Asked
-   * once per page, like `getEdgeId`; rejects only when the request itself fails, and the next
-   * call asks again.
+   * The service's consent decision for this reader, from `GET /_ts/consent`: a frozen
+   * `{rule, edge_id, origin, reasons}` (docs/consent.md), or `null` when the answer is not one.
+   * Rejects only when the request itself fails.
    * @returns {Promise<{rule: string, edge_id: boolean, origin: boolean, reasons: string[]}|null>}
    */
   function getConsent() {
-    if (consent === null) {
-      consent = root
-        .fetch('/_ts/consent', {
-          credentials: 'same-origin',
-          cache: 'no-store',
-          headers: { Accept: 'application/json' },
-        })
-        .then(function (response) {
-          if (!response.ok) {
-            return null;
-          }
-          return response.json().then(decision, function () {
-            return null;
-          });
-        });
-      consent.catch(function () {
-        consent = null;
-      });
-    }
-    return consent;
-  }
-
-  /**
-   * The decision of a `/_ts/consent` body, frozen, or `null` when it is not one.
-   * @param {unknown} body
-   */
-  function decision(body) {
-    var b = /** @type {any} */ (body);
-    if (
-      !b ||
-      typeof b.rule !== 'string' ||
-      typeof b.edge_id !== 'boolean' ||
-      typeof b.origin !== 'boolean' ||
-      !Array.isArray(b.reasons)
-    ) {
-      return null;
-    }
-    var reasons = b.reasons.filter(function (r) {
-      return typeof r === 'string';
-    });
-    return Object.freeze({
-      rule: b.rule,
-      edge_id: b.edge_id,
-      origin: b.origin,
-      reasons: Object.freeze(reasons),
+    return askOnce('/_ts/consent', function (b) {
+      var ok =
+        b &&
+        typeof b.rule === 'string' &&
+        typeof b.edge_id === 'boolean' &&
+        typeof b.origin === 'boolean' &&
+        Array.isArray(b.reasons);
+      return ok
+        ? Object.freeze({
+            rule: b.rule,
+            edge_id: b.edge_id,
+            origin: b.origin,
+            reasons: Object.freeze(b.reasons.filter(function (r) { return typeof r === 'string'; })),
+          })
+        : null;
     });
   }
 
