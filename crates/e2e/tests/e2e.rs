@@ -245,6 +245,10 @@ fn main() {
             consent::malformed_and_oversized_strings_are_no_signal,
         ),
         (
+            "consent: a partner gets X-TS-EC only with its own vendor's consent",
+            consent::partners_follow_their_vendor_consent,
+        ),
+        (
             "consent: GET /_ts/consent answers the decision, no-store, and the access line records it",
             consent::consent_endpoint_answers,
         ),
@@ -528,6 +532,12 @@ fn set_up() -> Result<World, String> {
         (
             "TRUSTED_SERVER__PUBLISHER__FIRST_BYTE_TIMEOUT_MS",
             FIRST_BYTE_TIMEOUT_MS.to_string(),
+        ),
+        // The demo partner's ads host is TCF vendor 755 (the consent fixtures' vendor); its
+        // cdn host has no vendor ID (see `consent`).
+        (
+            "TRUSTED_SERVER__CONSENT__PARTNER_VENDORS",
+            "{ \"ads.demo-partner.example\" = 755 }".to_owned(),
         ),
         // A `[response_headers]` entry, which the service's own responses carry too.
         (

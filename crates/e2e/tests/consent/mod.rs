@@ -28,6 +28,10 @@ const US_UNKNOWN_STATE: [u8; 4] = [127, 0, 0, 13];
 const TCF_P1: &str = "CQeEcwAQeEcwAAKABBENBkFAAIAAAAAAAAYgF5wAQF5gAAAA.IF5wAQF5gAAA";
 /// TC string: no purpose or vendor consent; DisclosedVendors {755} (`TCF_NO_CONSENT`).
 const TCF_NONE: &str = "CQeEcwAQeEcwAAKABBENBkFAAAAAAAAAAAYgAAAAAAAA.IF5wAQF5gAAA";
+/// TC string: purpose consents {1}, vendor consents {32, 755}; DisclosedVendors {32}: 755
+/// not disclosed (`TCF_P1_NOT_DISCLOSED`).
+const TCF_P1_NOT_DISCLOSED: &str =
+    "CQeEcwAQeEcwAAKABBENBkFAAIAAAAAAAAYgF5wAgAQALzAAAAAA.IAQAAAAAEAAA";
 /// GPP, usca (8): opted out of sale (`GPP_CA_SALE_OPT_OUT`).
 const GPP_CA_SALE_OPT_OUT: &str = "DBABBg~BQYAAACA.QA";
 /// GPP, usca (8): no opt-out (`GPP_CA_NO_OPT_OUT`).
@@ -81,6 +85,15 @@ fn consent_answer(w: &World, source: [u8; 4], headers: &[(&str, &str)]) -> Resul
     Ok(String::from_utf8_lossy(&r.body).into_owned())
 }
 
+/// The ID a navigation from `source` with `cookie` is given.
+fn new_id(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
+    let page = from(w, source, PAGE, &[identity(), NAV, ("cookie", cookie)])?;
+    our_cookies(&page)
+        .first()
+        .and_then(|c| c["ts-ec=".len()..].split(';').next().map(str::to_owned))
+        .ok_or_else(|| format!("no ID for {source:?} with {cookie:?}"))
+}
+
 fn tcf(value: &str) -> String {
     format!("euconsent-v2={value}")
 }
@@ -109,11 +122,7 @@ pub fn germany_needs_consent(w: &World) -> Outcome {
 
 pub fn withdrawing_consent_expires_the_cookie(w: &World) -> Outcome {
     let p1 = tcf(TCF_P1);
-    let page = from(w, GERMANY, PAGE, &[identity(), NAV, ("cookie", &p1)])?;
-    let id = our_cookies(&page)
-        .first()
-        .and_then(|c| c["ts-ec=".len()..].split(';').next().map(str::to_owned))
-        .ok_or("no ID with consent")?;
+    let id = new_id(w, GERMANY, &p1)?;
     // Consent still there: the cookie is reused, not expired.
     let kept = format!("ts-ec={id}; {p1}");
     let r = from(w, GERMANY, PAGE, &[identity(), NAV, ("cookie", &kept)])?;
@@ -231,4 +240,64 @@ pub fn consent_endpoint_answers(w: &World) -> Outcome {
         &["access", "path=\"/_ts/consent\"", "consent=opt-in:yes"],
     )?;
     check(!line.contains(TCF_P1), || line.clone()).map(|_| ())
+}
+
+/// The `X-TS-EC` values in a request head the partner received.
+fn sent_ids(head: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(head)
+        .to_ascii_lowercase()
+        .lines()
+        .filter_map(|l| l.strip_prefix("x-ts-ec: ").map(str::to_owned))
+        .collect()
+}
+
+/// The e2e builds give `ads.demo-partner.example` TCF vendor ID 755 and the cdn host none;
+/// `/redirect-allowed` on ads redirects to `/img.png` on cdn (`first_party::proxy`).
+pub fn partners_follow_their_vendor_consent(w: &World) -> Outcome {
+    use super::first_party::proxy::{install, proxy_path, ADS};
+    install(&w.partner);
+    let p1 = tcf(TCF_P1);
+    let id = new_id(w, GERMANY, &p1)?;
+    let elsewhere = new_id(w, UNLISTED, "")?;
+    let lower = id.to_ascii_lowercase();
+    let cases: [(&str, String, Vec<String>, Vec<String>); 4] = [
+        (
+            "vendor 755 consented and disclosed",
+            format!("ts-ec={id}; {p1}"),
+            vec![lower.clone()],
+            vec![],
+        ),
+        (
+            "vendor 755 not disclosed",
+            format!("ts-ec={id}; {}", tcf(TCF_P1_NOT_DISCLOSED)),
+            vec![],
+            vec![],
+        ),
+        ("no consent", format!("ts-ec={id}"), vec![], vec![]),
+        // Outside every jurisdiction, as before: every host, no vendor ID needed.
+        (
+            "a reader in an unlisted country",
+            format!("ts-ec={elsewhere}"),
+            vec![elsewhere.to_ascii_lowercase()],
+            vec![elsewhere.to_ascii_lowercase()],
+        ),
+    ];
+    for (i, (what, cookie, want_ads, want_cdn)) in cases.into_iter().enumerate() {
+        w.partner.take_requests("/redirect-allowed");
+        w.partner.take_requests("/img.png");
+        let path = proxy_path(w, &format!("http://{ADS}/redirect-allowed"), 60)?;
+        let source = if i == 3 { UNLISTED } else { GERMANY };
+        let r = from(w, source, &path, &[("cookie", &cookie)])?;
+        check(r.status == 200, || format!("{what}: status {}", r.status))?;
+        let ads = w.partner.take_requests("/redirect-allowed");
+        let cdn = w.partner.take_requests("/img.png");
+        check(ads.len() == 1 && cdn.len() == 1, || {
+            format!("{what}: {} + {} hops", ads.len(), cdn.len())
+        })?;
+        let (got_ads, got_cdn) = (sent_ids(&ads[0]), sent_ids(&cdn[0]));
+        check(got_ads == want_ads && got_cdn == want_cdn, || {
+            format!("{what}: ads got {got_ads:?} (want {want_ads:?}), cdn got {got_cdn:?} (want {want_cdn:?})")
+        })?;
+    }
+    Ok(())
 }

@@ -16,7 +16,7 @@ use trusted_server_core::first_party::FORBIDDEN_BODY;
 use super::{dev_key, encode, now, param, params};
 use crate::{check, fetch, Outcome, World};
 
-const ADS: &str = "ads.demo-partner.example";
+pub const ADS: &str = "ads.demo-partner.example";
 const CDN: &str = "cdn.demo-partner.example";
 const IMAGE_LEN: usize = 100 * 1024;
 /// The shipped `first_party.page_ttl_secs`.
@@ -68,7 +68,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 }
 
 /// The partner's paths (any host: the raw origin matches paths only).
-fn install(p: &RawOrigin) {
+pub fn install(p: &RawOrigin) {
     let hostile = [
         ("set-cookie", "partner_uid=1; Path=/"),
         ("set-cookie2", "old=1"),
@@ -179,7 +179,7 @@ const ACTING: [(&str, &str); 14] = [
 ];
 
 /// The proxy path for `target`, signed with the development key, good for `ttl` seconds.
-fn proxy_path(w: &World, target: &str, ttl: u64) -> Result<String, String> {
+pub fn proxy_path(w: &World, target: &str, ttl: u64) -> Result<String, String> {
     let exp = now() + ttl;
     Ok(format!(
         "{PROXY_PATH}?tsurl={}&tsexp={exp}&tstoken={}",
