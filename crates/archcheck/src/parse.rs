@@ -161,20 +161,25 @@ fn without_test_code(tokens: &[Token]) -> Vec<&Token> {
 
 /// Index in `code` of the bracket closing the one at `open` (or the end).
 fn matching(code: &[usize], tokens: &[Token], open: usize) -> usize {
+    closing(code.iter().skip(open).map(|&i| &tokens[i].tok)).map_or(code.len(), |k| open + k)
+}
+
+/// Offset, in `toks`, of the bracket closing the one `toks` starts with, if it closes.
+fn closing<'t>(toks: impl Iterator<Item = &'t Tok>) -> Option<usize> {
     let mut depth = 0usize;
-    for (k, &i) in code.iter().enumerate().skip(open) {
-        match tokens[i].tok {
+    for (k, tok) in toks.enumerate() {
+        match tok {
             Tok::Punct('(' | '[' | '{') => depth += 1,
             Tok::Punct(')' | ']' | '}') => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return k;
+                    return Some(k);
                 }
             }
             _ => {}
         }
     }
-    code.len()
+    None
 }
 
 /// Index in `code` just past the item, statement, field or arm starting at `start`: its `;`
@@ -387,20 +392,8 @@ impl Reader<'_, '_> {
 
     /// Index of the bracket closing the one at `open`.
     fn close_of(&self, open: usize) -> usize {
-        let mut depth = 0usize;
-        for k in open..self.code.len() {
-            match self.code[k].tok {
-                Tok::Punct('(' | '[' | '{') => depth += 1,
-                Tok::Punct(')' | ']' | '}') => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        return k;
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.code.len()
+        let toks = self.code[open..].iter().map(|token| &token.tok);
+        closing(toks).map_or(self.code.len(), |k| open + k)
     }
 
     /// An identifier followed by `::` that is not itself after `::` (nor after `.` as a method
