@@ -89,22 +89,24 @@ fn a_gzip_member_with_a_bad_trailer_is_an_origin_error_not_a_panic() {
 mod flight;
 
 /// Every file in `fuzz/regressions/` (its README aside), each replayed by a test here.
-const SAVED: [&str; 7] = [
+const SAVED: [&str; 8] = [
     "decode-gzip-member-finish-error",
     "decode-utf16-bom-text",
     "rsc-cap-one-run-degraded",
     "rsc-host-split-across-pushes",
     "rsc-inline-cap-row-neither",
     "rsc-inline-cap-row-neither-2",
+    "rsc-inline-row-end-url",
     "rsc-inline-split-variance",
 ];
 
 /// The saved inline pages of the `rsc` target.
-const SAVED_RSC_PAGES: [&str; 5] = [
+const SAVED_RSC_PAGES: [&str; 6] = [
     "rsc-cap-one-run-degraded",
     "rsc-host-split-across-pushes",
     "rsc-inline-cap-row-neither",
     "rsc-inline-cap-row-neither-2",
+    "rsc-inline-row-end-url",
     "rsc-inline-split-variance",
 ];
 
@@ -132,6 +134,8 @@ struct Saved {
     body: Vec<u8>,
     config: u8,
     raw_cuts: Vec<u16>,
+    /// The target cut the body before every byte (of its first 8 KiB) instead.
+    bytewise: bool,
 }
 
 fn saved(name: &str) -> Saved {
@@ -141,14 +145,11 @@ fn saved(name: &str) -> Saved {
     );
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let input = split_input(&data);
-    assert!(
-        !input.bytewise,
-        "{name}: one-byte chunks are not replayed here"
-    );
     Saved {
         body: input.body.to_vec(),
         config: input.config,
         raw_cuts: input.raw_cuts,
+        bytewise: input.bytewise,
     }
 }
 
@@ -161,6 +162,7 @@ fn rsc_inline_page(name: &str) -> (UrlRule, u32, String, Vec<u8>, Vec<usize>) {
         body,
         config,
         raw_cuts: raw,
+        bytewise,
     } = saved(name);
     assert_eq!(config & 4, 4, "{name}: not an inline page");
     let max_held = if config & 8 != 0 {
@@ -174,7 +176,11 @@ fn rsc_inline_page(name: &str) -> (UrlRule, u32, String, Vec<u8>, Vec<usize>) {
     let stream = String::from_utf8_lossy(&body).into_owned();
     let script_cuts = cut_points(&raw[..n / 2], stream.len());
     let page = flight::inline_page(&stream, &script_cuts, &raw);
-    let cuts = cut_points(&raw[n / 2..], page.len());
+    let cuts = if bytewise {
+        (1..page.len().min(8192)).collect()
+    } else {
+        cut_points(&raw[n / 2..], page.len())
+    };
     (rule, max_held, stream, page, cuts)
 }
 
@@ -299,7 +305,9 @@ fn replay_decode(name: &str) {
         body,
         config: c,
         raw_cuts,
+        bytewise,
     } = saved(name);
+    assert!(!bytewise, "{name}: one-byte chunks are not replayed here");
     let (codec, raw_deflate) = [
         (Codec::Gzip, false),
         (Codec::Deflate, false),
@@ -409,9 +417,16 @@ fn the_saved_gzip_trailer_input_is_an_origin_error_not_a_panic() {
 /// rewrote part of a row and not the rest: the decoded output had a row that was neither the
 /// row rewritten nor the row as it came. A degrade may pass rows on as they came, but each
 /// row must come out whole in one form or the other.
+///
+/// `rsc-inline-row-end-url` (no cap involved) had a row ending in a bare origin host, held
+/// with its `\n` by the URL replacer, overtaken by the next row's id: `…for 0:http://…\n{…`.
 #[test]
 fn a_cap_release_passes_each_row_on_rewritten_or_as_it_came() {
-    for name in ["rsc-inline-cap-row-neither", "rsc-inline-cap-row-neither-2"] {
+    for name in [
+        "rsc-inline-cap-row-neither",
+        "rsc-inline-cap-row-neither-2",
+        "rsc-inline-row-end-url",
+    ] {
         let (rule, max_held, stream, page, cuts) = rsc_inline_page(name);
         let model = flight::model(stream.as_bytes(), &rule, u64::from(max_held));
         for cuts in [&[][..], &cuts] {

@@ -316,6 +316,13 @@ impl RowRewriter {
         };
         if rewrite {
             self.line.write(&input[..n], out);
+            if ends {
+                // The row ends here, and so does any URL in it: the next row's id is written
+                // straight to `out`, so nothing may stay held behind it. The replacer may hold
+                // the `\n` itself (URL parsers strip newlines, so `//origin\n.evil` is one
+                // host to them), but to the Flight reader the row is over.
+                self.line.flush(out);
+            }
         } else {
             self.line.flush(out);
             out.extend_from_slice(&input[..n]);
@@ -387,6 +394,19 @@ mod tests {
                 );
                 assert!(rows.degraded().is_none());
             }
+        }
+    }
+
+    #[test]
+    fn a_url_ending_a_row_goes_out_before_the_next_row() {
+        // The replacer holds `…origin.example.com\n` (a newline may be inside a URL to a
+        // WHATWG parser); the next row's id must not overtake it.
+        let input = b"8:\"for https://origin.example.com\n0:{}\n9:x //origin.example.com\n";
+        let expected = "8:\"for https://p.test\n0:{}\n9:x //p.test\n";
+        for chunk in 1..input.len() {
+            let (out, rows) = run(input, "p.test", 1 << 20, chunk);
+            assert_eq!(String::from_utf8_lossy(&out), expected, "chunk {chunk}");
+            assert!(rows.degraded().is_none());
         }
     }
 
