@@ -40,8 +40,9 @@ pub enum Key {
     Disabled,
     /// The store or the current key is missing or unusable: why (named, never the value).
     Unavailable(String),
-    /// The current key.
-    Current(Keypair),
+    /// The current key (boxed: a key pair is a few hundred bytes, the other variants a few
+    /// words).
+    Current(Box<Keypair>),
 }
 
 /// Reads the current signing key (`signing_keys::current`), unless signing is off.
@@ -50,7 +51,7 @@ pub fn key(settings: &Settings) -> Key {
         return Key::Disabled;
     }
     match signing_keys::current(&settings.signing) {
-        Ok(key) => Key::Current(key),
+        Ok(key) => Key::Current(Box::new(key)),
         Err(e) => Key::Unavailable(e.to_string()),
     }
 }
