@@ -48,22 +48,23 @@ pub enum Lookup {
     /// The cache is not used for this request.
     Pass(PassWhy),
     /// A usable copy: served as it is.
-    Hit(Entry),
+    Hit(Box<Entry>),
     /// A stale copy within `stale-while-revalidate`, and the obligation to refresh it: served
     /// as it is, then refreshed in the same request, after the response left.
-    Stale(Entry, Fill),
+    Stale(Box<Entry>, Fill),
     /// This request fills the entry; other requests for it wait in the transaction.
     Fill(Fill),
     /// A stale copy past `stale-while-revalidate`, within `stale-if-error`: the origin is
     /// asked first. If it fails, the copy answers ([`serve_stale_if_error`]); if it answers,
     /// the answer fills the entry as on a miss, when this request has the obligation (`Some`),
     /// or passes (`PASS(refreshing)`) when another request has it.
-    StaleIfError(Entry, Option<Fill>),
+    StaleIfError(Box<Entry>, Option<Fill>),
 }
 
 /// An entry the lookup found, with its user metadata (the stored header block, or a pass
 /// marker). Each read of either is a host call, and the metadata is copied into the guest each
-/// time, so the lookup reads them once and everything after uses this.
+/// time, so the lookup reads them once and everything after uses this. (Boxed in [`Lookup`],
+/// which is passed around by value.)
 pub struct Entry {
     found: Found,
     metadata: CacheKey,
@@ -146,9 +147,11 @@ pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
             return Lookup::Pass(PassWhy::CacheError);
         }
     };
-    let entry = tx.found().map(|found| Entry {
-        metadata: found.user_metadata(),
-        found,
+    let entry = tx.found().map(|found| {
+        Box::new(Entry {
+            metadata: found.user_metadata(),
+            found,
+        })
     });
     let remembered = (entry.as_ref()).and_then(|entry| stored::read_pass_marker(&entry.metadata));
     if let Some(why) = remembered {
