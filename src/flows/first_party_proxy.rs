@@ -1,7 +1,7 @@
 //! `GET /first-party/proxy?tsurl=…&tsexp=…&tstoken=…`, adapter side: verify the signed URL
 //! (as `/first-party/click` does, with the same key, clock and policy from `kit::signed_url`),
 //! fetch the target from the partner through a dynamic backend, following redirects, each hop
-//! signed by `partner::sign`, and stream the answer: an HTML or CSS creative through the
+//! signed by `partner::sign_with`, and stream the answer: an HTML or CSS creative through the
 //! creative pipeline (`phases::body::stream`, the machinery that streams the publisher's pages), any
 //! other body untouched. What passes in each direction, when a redirect is followed and the
 //! sandbox every relayed response is confined to are the core's decisions
@@ -13,6 +13,7 @@
 //! signed URL was good: the partner is at fault), `504` when it is too slow. A body that fails
 //! mid-way is abandoned: the client sees an incomplete transfer, never a clean end.
 
+use std::cell::OnceCell;
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
@@ -207,9 +208,9 @@ struct Ask<'a> {
 
 /// Fetches `target`, following redirects the core allows, and returns the final response
 /// (headers only: the body streams afterwards) and the target that gave it. Each hop is a
-/// fresh `GET` with the same headers, its `Host` the target's authority, signed last; the edge
-/// ID (`X-TS-EC`) goes only to a host the consent decision allows
-/// (`Decision::partner_at`, by `consent.partner_vendors`).
+/// fresh `GET` with the same headers, its `Host` the target's authority, signed last (with one
+/// key for all hops, read at the first); the edge ID (`X-TS-EC`) goes only to a host the
+/// consent decision allows (`Decision::partner_at`, by `consent.partner_vendors`).
 fn fetch(
     target: Target,
     ask: &Ask,
@@ -223,6 +224,8 @@ fn fetch(
     let fp = &settings.first_party;
     let mut current = target;
     let mut followed = 0;
+    // Read and derived at the first hop that is sent, then reused by the redirects.
+    let signing_key = OnceCell::new();
     loop {
         let info = backend_info(&current, fp);
         let fail = |f: OriginFailure| (f, backend_info(&current, fp));
@@ -243,7 +246,10 @@ fn fetch(
         if partner_fetch_passes(&hop) {
             request.set_pass(true);
         }
-        partner::sign(&mut request, settings);
+        partner::sign_with(
+            &mut request,
+            signing_key.get_or_init(|| partner::key(settings)),
+        );
         let sent_at = Instant::now();
         let response = request
             .send(backend)

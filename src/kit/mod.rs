@@ -1,5 +1,5 @@
 //! The kit: shared leaves that every room may use and that import no phase, flow or endpoint
-//! (only each other): what `build.rs` generates, replies, the access line, failures, timing,
+//! (only each other): what `build.rs` generates, header blocks, replies, the access line, failures, timing,
 //! secrets and signing keys, partner request signing, signed first-party URLs, the edge-ID
 //! cookie's header writers, and the stamp every response gets on its way out.
 
@@ -7,6 +7,7 @@ pub mod access;
 pub mod edge_cookie;
 pub mod failure;
 pub mod generated;
+pub mod headers;
 pub mod leaving;
 pub mod limits;
 pub mod partner;

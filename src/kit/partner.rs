@@ -3,7 +3,8 @@
 //! `x-ts-ec` when the request carries the reader's edge ID (the core's
 //! `SIGNED_WHEN_PRESENT`), and `created`, with the current key from the Secret Store.
 //!
-//! Call [`sign`] last, on the request exactly as it will be sent: after its URL and `Host`
+//! Read the [`key`] once per client request and call [`sign_with`] last, on each request exactly
+//! as it will be sent: after its URL and `Host`
 //! are final, and with a backend that does not override the host (what the partner sees as
 //! `@authority` must be what was signed). It works for any request and route; whether a
 //! host is a partner is the caller's decision.
@@ -15,7 +16,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fastly::Request;
-use trusted_server_core::signing::{sign_request, RequestParts, SIGNED_WHEN_PRESENT};
+use trusted_server_core::signing::{sign_request, Keypair, RequestParts, SIGNED_WHEN_PRESENT};
 use trusted_server_core::Settings;
 
 use crate::kit::signing_keys;
@@ -31,22 +32,45 @@ pub enum Signed {
     Unsigned,
 }
 
-/// Signs `request` for a partner: sets `Host` (when the request has none, from its URL, so
-/// the signed authority is the one sent) and replaces any `Signature-Input` and `Signature`.
-/// Without a signature (off, or no key) those two are removed, so nothing the request
-/// carried before can pass for ours.
-pub fn sign(request: &mut Request, settings: &Settings) -> Signed {
+/// The key partner requests are signed with, for one client request ([`key`]): read from
+/// the Secret Store and made a key pair (the public key derived from the seed) once, however
+/// many requests it signs (the first-party proxy signs every redirect it follows).
+pub enum Key {
+    /// `signing.enabled = false`.
+    Disabled,
+    /// The store or the current key is missing or unusable: why (named, never the value).
+    Unavailable(String),
+    /// The current key (boxed: a key pair is a few hundred bytes, the other variants a few
+    /// words).
+    Current(Box<Keypair>),
+}
+
+/// Reads the current signing key (`signing_keys::current`), unless signing is off.
+pub fn key(settings: &Settings) -> Key {
+    if !settings.signing.enabled {
+        return Key::Disabled;
+    }
+    match signing_keys::current(&settings.signing) {
+        Ok(key) => Key::Current(Box::new(key)),
+        Err(e) => Key::Unavailable(e.to_string()),
+    }
+}
+
+/// Signs `request` for a partner with `key`: sets `Host` (when the request has none, from its
+/// URL, so the signed authority is the one sent) and replaces any `Signature-Input` and
+/// `Signature`. Without a signature (off, or no key) those two are removed, so nothing the
+/// request carried before can pass for ours. A missing key is logged for each request sent
+/// unsigned.
+pub fn sign_with(request: &mut Request, key: &Key) -> Signed {
     request.remove_header("signature-input");
     request.remove_header("signature");
-    if !settings.signing.enabled {
-        return Signed::Disabled;
-    }
-    let key = match signing_keys::current(&settings.signing) {
-        Ok(key) => key,
-        Err(e) => {
+    let key = match key {
+        Key::Disabled => return Signed::Disabled,
+        Key::Unavailable(e) => {
             log::error!("partner request sent unsigned: {e}");
             return Signed::Unsigned;
         }
+        Key::Current(key) => key,
     };
     let url = request.get_url().clone();
     let authority = match request.get_header_str("host") {
@@ -80,7 +104,7 @@ pub fn sign(request: &mut Request, settings: &Settings) -> Signed {
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    match sign_request(&parts, &key, created) {
+    match sign_request(&parts, key, created) {
         Ok(headers) => {
             request.set_header("signature-input", headers.signature_input);
             request.set_header("signature", headers.signature);
@@ -140,7 +164,7 @@ mod tests {
             .current_kid
             .to_string();
         assert_eq!(
-            sign(&mut request, &crate::kit::generated::SETTINGS),
+            sign_with(&mut request, &key(&crate::kit::generated::SETTINGS)),
             Signed::With(kid.clone())
         );
         assert_eq!(request.get_header_str("host"), Some("bidder.example"));
@@ -182,13 +206,45 @@ mod tests {
         }
     }
 
+    /// The first-party proxy reads the key once and signs every redirect with it: each
+    /// request is signed over its own parts, and a signature does not carry over.
+    #[test]
+    fn one_key_signs_each_hop_over_its_own_parts() {
+        let key = key(&crate::kit::generated::SETTINGS);
+        let kid = crate::kit::generated::SETTINGS
+            .signing
+            .current_kid
+            .to_string();
+        let mut first = Request::get("https://a.example/one");
+        let mut second = Request::get("https://b.example/two?n=2");
+        assert_eq!(sign_with(&mut first, &key), Signed::With(kid.clone()));
+        assert_eq!(sign_with(&mut second, &key), Signed::With(kid.clone()));
+        let parts = |authority, path, query| RequestParts {
+            method: "GET",
+            scheme: "https",
+            authority,
+            path,
+            query,
+            fields: &[],
+        };
+        assert_eq!(
+            verify(&first, &parts("a.example", "/one", None)),
+            Ok(kid.clone())
+        );
+        assert_eq!(
+            verify(&second, &parts("b.example", "/two", Some("n=2"))),
+            Ok(kid)
+        );
+        assert!(verify(&second, &parts("a.example", "/one", None)).is_err());
+    }
+
     #[test]
     fn an_explicit_host_is_what_is_signed() {
         // Development: the URL names the loopback address, Host names the partner.
         let mut request =
             Request::get("http://127.0.0.1:9000/px").with_header("host", "partner.example");
         assert!(matches!(
-            sign(&mut request, &crate::kit::generated::SETTINGS),
+            sign_with(&mut request, &key(&crate::kit::generated::SETTINGS)),
             Signed::With(_)
         ));
         let parts = RequestParts {
@@ -201,7 +257,7 @@ mod tests {
         };
         assert!(verify(&request, &parts).is_ok());
         let mut no_host = Request::get("http://127.0.0.1:9000/px");
-        sign(&mut no_host, &crate::kit::generated::SETTINGS);
+        sign_with(&mut no_host, &key(&crate::kit::generated::SETTINGS));
         assert_eq!(no_host.get_header_str("host"), Some("127.0.0.1:9000"));
         let parts = RequestParts {
             authority: "127.0.0.1:9000",
@@ -215,7 +271,7 @@ mod tests {
         let mut request =
             Request::get("https://ads.example/ad?c=1").with_header("x-ts-ec", "abc.DEF123");
         assert!(matches!(
-            sign(&mut request, &crate::kit::generated::SETTINGS),
+            sign_with(&mut request, &key(&crate::kit::generated::SETTINGS)),
             Signed::With(_)
         ));
         let input = request.get_header_str("signature-input").unwrap();
@@ -247,12 +303,12 @@ mod tests {
         let mut settings = crate::kit::generated::SETTINGS.clone();
         settings.signing.current_kid = Cow::Borrowed("no_such_kid");
         let mut request = forged();
-        assert_eq!(sign(&mut request, &settings), Signed::Unsigned);
+        assert_eq!(sign_with(&mut request, &key(&settings)), Signed::Unsigned);
         assert!(request.get_header("signature").is_none());
         assert!(request.get_header("signature-input").is_none());
         settings.signing.enabled = false;
         let mut request = forged();
-        assert_eq!(sign(&mut request, &settings), Signed::Disabled);
+        assert_eq!(sign_with(&mut request, &key(&settings)), Signed::Disabled);
         assert!(request.get_header("signature").is_none());
     }
 }

@@ -70,15 +70,11 @@ pub fn with_standard_headers(mut response: Response, settings: &Settings) -> Res
     response
 }
 
-/// Replaces every header of `response` with `headers`, in order.
+/// Replaces every header of `response` with `headers`: each name gets exactly its values
+/// there, in order. Only the names that change are written (`kit::headers`): a response from
+/// the platform writes each change through with a host call.
 pub fn replace_headers(response: &mut Response, headers: Vec<(HeaderName, HeaderValue)>) {
-    let names: Vec<HeaderName> = response.get_header_names().cloned().collect();
-    for name in names {
-        response.remove_header(name);
-    }
-    for (name, value) in headers {
-        response.append_header(name, value);
-    }
+    crate::kit::headers::replace(response, &headers);
 }
 
 #[cfg(test)]

@@ -48,17 +48,26 @@ pub enum Lookup {
     /// The cache is not used for this request.
     Pass(PassWhy),
     /// A usable copy: served as it is.
-    Hit(Found),
+    Hit(Box<Entry>),
     /// A stale copy within `stale-while-revalidate`, and the obligation to refresh it: served
     /// as it is, then refreshed in the same request, after the response left.
-    Stale(Found, Fill),
+    Stale(Box<Entry>, Fill),
     /// This request fills the entry; other requests for it wait in the transaction.
     Fill(Fill),
     /// A stale copy past `stale-while-revalidate`, within `stale-if-error`: the origin is
     /// asked first. If it fails, the copy answers ([`serve_stale_if_error`]); if it answers,
     /// the answer fills the entry as on a miss, when this request has the obligation (`Some`),
     /// or passes (`PASS(refreshing)`) when another request has it.
-    StaleIfError(Found, Option<Fill>),
+    StaleIfError(Box<Entry>, Option<Fill>),
+}
+
+/// An entry the lookup found, with its user metadata (the stored header block, or a pass
+/// marker). Each read of either is a host call, and the metadata is copied into the guest each
+/// time, so the lookup reads them once and everything after uses this. (Boxed in [`Lookup`],
+/// which is passed around by value.)
+pub struct Entry {
+    found: Found,
+    metadata: CacheKey,
 }
 
 impl Lookup {
@@ -138,9 +147,13 @@ pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
             return Lookup::Pass(PassWhy::CacheError);
         }
     };
-    let remembered = tx
-        .found()
-        .and_then(|found| stored::read_pass_marker(&found.user_metadata()));
+    let entry = tx.found().map(|found| {
+        Box::new(Entry {
+            metadata: found.user_metadata(),
+            found,
+        })
+    });
+    let remembered = (entry.as_ref()).and_then(|entry| stored::read_pass_marker(&entry.metadata));
     if let Some(why) = remembered {
         if tx.must_insert_or_update() {
             let _ = tx.cancel_insert_or_update();
@@ -149,9 +162,7 @@ pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
     }
     // An entry not explicitly shared is not this reader's to read: it passes, and an
     // obligation to update the entry goes to the next waiting request.
-    let audience = tx
-        .found()
-        .map(|found| stored::audience(&found.user_metadata()));
+    let audience = (entry.as_ref()).map(|entry| stored::audience(&entry.metadata));
     if audience.is_some_and(|audience| !audience.serves(ask.reader)) {
         if tx.must_insert_or_update() {
             if let Err(e) = tx.cancel_insert_or_update() {
@@ -167,7 +178,7 @@ pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
         path: upstream.get_path().to_owned(),
         reader: ask.reader,
     };
-    let Some(found) = tx.found() else {
+    let Some(entry) = entry else {
         return if tx.must_insert() {
             Lookup::Fill(fill(tx))
         } else {
@@ -176,29 +187,29 @@ pub fn lookup(upstream: &Request, key: [u8; 32], client: &Client) -> Lookup {
     };
     // The core cache finds an entry while it is fresh or within its one stale window; which
     // of the origin's windows that is, the entry's age and its stored windows tell.
-    let windows = entry_windows(&found);
+    let windows = entry_windows(&entry.metadata);
     let obligated = tx.must_insert_or_update();
-    match stale::staleness(found.age(), found.max_age(), windows) {
+    match stale::staleness(entry.found.age(), entry.found.max_age(), windows) {
         // A stale copy within stale-while-revalidate: this request serves it and refreshes
         // it; other requests meanwhile get the stale copy without the obligation.
         Staleness::Fresh | Staleness::WhileRevalidate if obligated => {
-            Lookup::Stale(found, fill(tx))
+            Lookup::Stale(entry, fill(tx))
         }
-        Staleness::Fresh | Staleness::WhileRevalidate => Lookup::Hit(found),
-        Staleness::IfError => Lookup::StaleIfError(found, obligated.then(|| fill(tx))),
+        Staleness::Fresh | Staleness::WhileRevalidate => Lookup::Hit(entry),
+        Staleness::IfError => Lookup::StaleIfError(entry, obligated.then(|| fill(tx))),
         // Expired while the lookup ran: as if not found; the insert replaces the entry.
         Staleness::Expired if obligated => Lookup::Fill(fill(tx)),
         Staleness::Expired => Lookup::Pass(PassWhy::Refreshing),
     }
 }
 
-/// The stale windows `found` was stored with. An entry of the previous header layout (`TSH1`,
+/// The stale windows an entry with `metadata` was stored with. An entry of the previous header layout (`TSH1`,
 /// no windows) was inserted with its `stale-while-revalidate` as the cache's only window, so
 /// all of that window is taken as `stale-while-revalidate`, as then. (Not read from
 /// `Found::stale_while_revalidate`: Viceroy 0.22 does not implement that host call, and the
 /// SDK panics on the answer.)
-fn entry_windows(found: &Found) -> StaleWindows {
-    stored::windows(&found.user_metadata()).unwrap_or(StaleWindows {
+fn entry_windows(metadata: &[u8]) -> StaleWindows {
+    stored::windows(metadata).unwrap_or(StaleWindows {
         while_revalidate: policy::MAX_LIFETIME,
         if_error: std::time::Duration::ZERO,
     })
@@ -272,13 +283,13 @@ pub fn answer_hit(
     settings: &Settings,
     access: &mut Access,
 ) -> AfterHit {
-    let (found, refresh) = match lookup {
-        Lookup::Hit(found) => (found, None),
-        Lookup::Stale(found, fill) => (found, Some(fill)),
+    let (entry, refresh) = match lookup {
+        Lookup::Hit(entry) => (entry, None),
+        Lookup::Stale(entry, fill) => (entry, Some(fill)),
         other => return AfterHit::Origin(other),
     };
     let state = CacheState::Hit;
-    let Some(response) = hit(&found, recipient, &state, settings) else {
+    let Some(response) = hit(&entry, recipient, &state, settings) else {
         return AfterHit::Origin(match refresh {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -303,11 +314,11 @@ pub fn serve_stale_if_error(
     settings: &Settings,
     access: &mut Access,
 ) -> Result<(), Lookup> {
-    let Lookup::StaleIfError(found, fill) = lookup else {
+    let Lookup::StaleIfError(entry, fill) = lookup else {
         return Err(lookup);
     };
     let state = CacheState::StaleIfError;
-    let Some(response) = hit(&found, recipient, &state, settings) else {
+    let Some(response) = hit(&entry, recipient, &state, settings) else {
         return Err(match fill {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
@@ -319,7 +330,7 @@ pub fn serve_stale_if_error(
     }
     log::warn!(
         "cache: origin failed ({failure}); served the stale copy (stale-if-error, {}s past its lifetime)",
-        found.age().saturating_sub(found.max_age()).as_secs()
+        entry.found.age().saturating_sub(entry.found.max_age()).as_secs()
     );
     send_from_cache(response, &state, "cache-stale-if-error", settings, access);
     Ok(())
@@ -371,7 +382,7 @@ fn hit_label(response: &Response, label: &str) -> String {
 /// ([`not_modified`]). `None` (logged) when the entry cannot be read: the caller asks the
 /// origin instead.
 fn hit(
-    found: &Found,
+    entry: &Entry,
     recipient: &Recipient,
     state: &CacheState,
     settings: &Settings,
@@ -383,7 +394,7 @@ fn hit(
     } = recipient;
     let Some(stored::Block {
         status, headers, ..
-    }) = stored::decode(&found.user_metadata())
+    }) = stored::decode(&entry.metadata)
     else {
         log::warn!("cache: stored header block unreadable, served around the cache");
         return None;
@@ -395,7 +406,7 @@ fn hit(
     let body = if unchanged {
         Body::new()
     } else {
-        let read = found.to_stream().map_err(|e| e.to_string());
+        let read = entry.found.to_stream().map_err(|e| e.to_string());
         // A buffered build promises a `Content-Length` on every rewritten page: the stored
         // body is read whole first (the host streams a cache body without a length).
         let read = match read {

@@ -13,6 +13,7 @@ use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
 use trusted_server_settings::Scheme;
 
 use crate::kit::failure::{BackendInfo, OriginFailure};
+use crate::kit::headers;
 use crate::phases::client::Client;
 
 /// Name of the dynamic backend for `publisher.origin_url`.
@@ -108,13 +109,9 @@ pub fn build_request(
         ip: client.ip,
     };
     let headers = origin_request_headers(request.get_headers(), &info, &p.origin_host);
-    let names: Vec<_> = request.get_header_names().cloned().collect();
-    for name in names {
-        request.remove_header(name);
-    }
-    for (name, value) in headers {
-        request.append_header(name, value);
-    }
+    // Only the names the policy changed are written to the client's request (its handle
+    // writes each change through with a host call).
+    headers::replace(&mut request, &headers);
     if let Some(id) = edge_id {
         request.set_header(ORIGIN_HEADER, id);
     }
