@@ -1283,7 +1283,10 @@ mod tests {
         assert_eq!(get("edge_nextjs_over_plain_wasm_simd"), Some("0.640"));
         assert_eq!(get("edge_nextjs_over_plain_min_wasm_simd"), Some("0.400"));
         assert_eq!(get("edge_nextjs_over_plain_native"), Some("0.640"));
-        assert_eq!(get("throughput_mbps_wasm_nosimd_pipeline_1mb"), Some("50.000"));
+        assert_eq!(
+            get("throughput_mbps_wasm_nosimd_pipeline_1mb"),
+            Some("50.000")
+        );
     }
 
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
