@@ -20,8 +20,9 @@
 //!    `--first-party-only` runs just this part;
 //! 6. **cache**: a cacheable page as a hit, a miss and straight from the origin ([`cache`]).
 //!    `--cache-only` runs just this part;
-//! 7. **guest CPU per request**: a small page, a 110 KB page, a Next.js page, a cache hit and
-//!    a first-party proxy request, from the guest's own access lines ([`guest_cpu`]).
+//! 7. **guest CPU per request** (measured right after the output checks, before latency): a
+//!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
+//!    from the guest's own access lines ([`guest_cpu`]).
 //!
 //! The latency cases include the captured Next.js app the demo origin replays with its
 //! recorded chunk timing (`/next/...`, and a Flight navigation with `RSC: 1`). For those, the
@@ -237,16 +238,18 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let servers = start_servers(&options.out)?;
     let cases = cases::all(options.quick);
     latency::verify_outputs(&servers, &cases, &replay, &pipeline_options)?;
-    let latency = latency::measure(&servers, &cases)?;
-    let load = load::run(&servers, options)?;
-    let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
-    let cached = cache::run(servers.origin, &servers.streaming, options.quick)?;
+    // Before the load parts, while the processes are fresh.
     let guest = guest_cpu::run(
         servers.streaming[0],
         &servers.streaming_log,
         first_party::signed_image_url(&root)?,
         options.quick,
     )?;
+    guest_cpu::print(&guest);
+    let latency = latency::measure(&servers, &cases)?;
+    let load = load::run(&servers, options)?;
+    let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
+    let cached = cache::run(servers.origin, &servers.streaming, options.quick)?;
     drop(servers);
     let mut results = report::results(&latency, &throughput, &load, &captures);
     results.extend(first_party::results(&fp));
@@ -255,7 +258,6 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     report::print_tables(&latency, &throughput, &load, &captures);
     first_party::print(&fp);
     cache::print(&cached);
-    guest_cpu::print(&guest);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());
