@@ -39,6 +39,7 @@ pub struct GuestCase {
 }
 
 /// What to request and how to recognise its access line.
+#[derive(Clone)]
 struct Request {
     name: &'static str,
     /// The request target (path and query).
@@ -97,14 +98,29 @@ pub fn run(
     ];
     let count = if quick { 31 } else { 101 };
     let mut out = Vec::new();
+    let len = || {
+        std::fs::metadata(log)
+            .map(|m| m.len())
+            .map_err(|e| format!("{}: {e}", log.display()))
+    };
     for r in &requests {
-        // Warm-up; for the cache hit, the first fills the entry.
-        for i in 0..3 {
+        // Warm-up; for the cache hit, the first fills the entry. A request's access line is
+        // written after its last byte has left, so wait for all three before marking the log.
+        let before = len()?;
+        let warm_up = 3;
+        for i in 0..warm_up {
             fetch(proxy, r, r.cache.filter(|_| i > 0))?;
         }
-        let mark = std::fs::metadata(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?
-            .len();
+        read_lines(
+            log,
+            before,
+            &Request {
+                cache: None,
+                ..r.clone()
+            },
+            warm_up,
+        )?;
+        let mark = len()?;
         for _ in 0..count {
             fetch(proxy, r, r.cache)?;
         }
@@ -144,8 +160,9 @@ fn fetch(proxy: SocketAddr, r: &Request, cache: Option<&str>) -> Result<(), Stri
     Ok(())
 }
 
-/// Waits (up to 10 s: the log is written as requests end) for `count` access lines of `r`
-/// after byte `mark` of `log`, and returns each one's guest milliseconds.
+/// Waits (up to 10 s: a line is written after its response has left) for `count` access lines
+/// after byte `mark` of `log`, and returns each one's guest milliseconds; more lines, or any
+/// line not `r`'s, is an error.
 fn read_lines(log: &Path, mark: u64, r: &Request, count: usize) -> Result<Vec<f64>, String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
