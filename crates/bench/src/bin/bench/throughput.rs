@@ -299,3 +299,21 @@ fn combine(platform: &str, runs: &[Rates], spread: &mut HashMap<String, (f64, f6
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wasm_run_must_be_the_build_it_was_meant_to_be() {
+        let module = std::path::Path::new("throughput.wasm");
+        let with = parse("build.simd128=true\nhomepage.pipeline.median=1.0\n");
+        let without = parse("build.simd128=false\n");
+        assert!(check_build(module, with.simd128, true).is_ok());
+        assert!(check_build(module, without.simd128, false).is_ok());
+        assert!(check_build(module, without.simd128, true).is_err());
+        assert!(check_build(module, with.simd128, false).is_err());
+        // A tool that does not say is not taken for either.
+        assert!(check_build(module, parse("").simd128, true).is_err());
+    }
+}
