@@ -2,7 +2,9 @@
 # Side-by-side benchmark, offline, on loopback: direct origin vs streaming proxy vs buffered
 # proxy (latency with three timestamps, streamed fraction), pipeline vs bare lol_html and wasm
 # vs native (throughput), and proxy vs origin under wrk load. Builds and starts everything it
-# needs and stops it again. Ends with a ---RESULTS--- block of key=value lines.
+# needs and stops it again. Ends with a ---RESULTS--- block of key=value lines. The wasm builds
+# have SIMD, as they ship (.cargo/config.toml); the throughput tool is also built without it
+# (into target/nosimd) for the edge_wasm_nosimd_* keys (docs/performance.md).
 #
 #   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
 #

@@ -10,7 +10,8 @@
 # says otherwise), stops what it started, and prints the profile files: DIR/<n>-<path>.json
 # (default DIR: bench-results/profiles/, ignored by git). --interval is Viceroy's sampling
 # period (default 50us; `10us` gives more samples on a fast request). Open one at https://profiler.firefox.com ("Load a
-# profile from file"); docs/performance.md says how to read it.
+# profile from file"); docs/performance.md says how to read it. The module is built as it
+# ships, with SIMD (.cargo/config.toml; docs/deploy.md, "SIMD", for the switch without it).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 ensure_wasm_target
@@ -85,6 +86,7 @@ TRUSTED_SERVER__PUBLISHER__ORIGIN_URL="http://127.0.0.1:${ORIGIN_PORT}" \
   cargo build --quiet --release --locked --target wasm32-wasip1 --bin trusted-server-edge
 # Copy at once: another build in the same target directory may replace the module.
 cp "$TARGET_DIR/wasm32-wasip1/release/trusted-server-edge.wasm" "$WORK/service.wasm"
+log "built with SIMD: $(wasm_simd "$WORK/service.wasm")"
 wait_http "$ORIGIN_PORT" / 30
 
 PORT="$(free_port)"

@@ -9,6 +9,8 @@
 # TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST is set too. Any other TRUSTED_SERVER__SECTION__KEY
 # variable overrides trusted-server.toml for this build. The effective origin URL and host are
 # printed first, by the loader the build uses.
+# The wasm is built with SIMD (.cargo/config.toml); to build without it, run with
+# CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=-simd128" (docs/deploy.md, "SIMD").
 # Ctrl-C or SIGTERM stops everything this script started.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
@@ -63,6 +65,7 @@ log "building the service"
 # --skip-build keeps `fastly compute build` from trying to download wasm-tools (for metadata
 # annotations) on every start, which fails offline.
 cargo build --bin trusted-server-edge --release --target wasm32-wasip1
+log "built with SIMD: $(wasm_simd "$ROOT/target/wasm32-wasip1/release/trusted-server-edge.wasm")"
 log "serving on http://${ADDR} (Ctrl-C to stop)"
 # Own process group so that a signal reaches the CLI and the Viceroy it starts.
 FASTLY_VICEROY_USE_PATH=1 setsid fastly compute serve --non-interactive --skip-build \

@@ -19,6 +19,60 @@ ensure_wasm_target() {
     log "adding the wasm32-wasip1 target"
     rustup target add wasm32-wasip1
   fi
+  # .cargo/config.toml builds wasm with SIMD (+simd128); these variables replace its flags.
+  if [[ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]]; then
+    log "warning: RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS is set: it replaces .cargo/config.toml's" \
+      "wasm flags, so the wasm build has no SIMD unless it asks for +simd128 (docs/deploy.md, \"SIMD\")"
+  fi
+}
+
+# The switch that builds wasm without SIMD (docs/deploy.md, "SIMD"): Cargo appends this
+# variable's flags to .cargo/config.toml's +simd128, and the last target-feature wins.
+NO_SIMD_RUSTFLAGS="-C target-feature=-simd128"
+
+# Usage: wasm_simd FILE. Prints `yes` if the module's target_features section (written by the
+# linker: the features the code was compiled with) lists simd128 as used, `no` otherwise; fails
+# if FILE is not a wasm module. The section names what the compiler was allowed to use; the
+# benchmark's throughput tool also prints cfg!(target_feature = "simd128") from inside a build.
+wasm_simd() {
+  python3 - "$1" <<'PY'
+import sys
+
+data = open(sys.argv[1], "rb").read()
+if data[:4] != b"\0asm":
+    sys.exit(f"{sys.argv[1]}: not a wasm module")
+
+def leb(pos):
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+
+pos, features = 8, None
+while pos < len(data):
+    section, pos = data[pos], pos + 1
+    size, pos = leb(pos)
+    end = pos + size
+    if section == 0:
+        name_len, p = leb(pos)
+        if data[p : p + name_len] == b"target_features":
+            p += name_len
+            count, p = leb(p)
+            features = []
+            for _ in range(count):
+                prefix = chr(data[p])
+                n, p = leb(p + 1)
+                features.append(prefix + data[p : p + n].decode())
+                p += n
+    pos = end
+if features is None:
+    sys.exit(f"{sys.argv[1]}: no target_features section")
+print("yes" if "+simd128" in features else "no")
+PY
 }
 
 ensure_viceroy() {

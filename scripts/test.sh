@@ -58,9 +58,19 @@ TS_REWRITE="$ROOT/target/release/examples/rewrite" python3 -m pytest -q tests/or
 log "adapter tests under Viceroy"
 cargo test --locked --target wasm32-wasip1 -p trusted-server-edge
 
-log "package: fastly compute build, then fastly compute validate (offline)"
+# Both ways (docs/deploy.md, "SIMD"): with the switch that builds without SIMD (in its own
+# target directory, so the two builds do not replace each other's artifacts), then as it
+# ships, with SIMD, which leaves pkg/ as the package to deploy. Each module must say what it
+# was built with (its target_features section).
+log "package without SIMD (CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS=\"$NO_SIMD_RUSTFLAGS\"): fastly compute build, then fastly compute validate (offline)"
+CARGO_TARGET_DIR="$ROOT/target/nosimd" CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="$NO_SIMD_RUSTFLAGS" \
+  FASTLY_VICEROY_USE_PATH=1 fastly compute build --non-interactive --metadata-disable
+fastly compute validate --non-interactive --package "$ROOT/pkg/trusted-server-edge.tar.gz"
+[[ "$(wasm_simd "$ROOT/bin/main.wasm")" == no ]] || { log "bin/main.wasm has SIMD"; exit 1; }
+log "package with SIMD, as it ships: fastly compute build, then fastly compute validate (offline)"
 FASTLY_VICEROY_USE_PATH=1 fastly compute build --non-interactive --metadata-disable
 fastly compute validate --non-interactive --package "$ROOT/pkg/trusted-server-edge.tar.gz"
+[[ "$(wasm_simd "$ROOT/bin/main.wasm")" == yes ]] || { log "bin/main.wasm has no SIMD"; exit 1; }
 
 # Every test binary of the e2e package: the scenarios against the demo origin (tests/e2e.rs),
 # the fault matrix against a scripted raw origin (tests/faults.rs) and the browser check.

@@ -29,6 +29,11 @@ use ts_testkit::Flush;
 /// Size of each pushed chunk.
 pub const CHUNK: usize = 8 * 1024;
 
+/// Whether this build has wasm's fixed-width SIMD (`+simd128`, from `.cargo/config.toml`;
+/// `false` natively and in a build made with the switch off). [`run_all`] prints it as
+/// `build.simd128`, so the benchmark can tell which wasm build it actually ran.
+pub const SIMD128: bool = cfg!(target_feature = "simd128");
+
 const ORIGIN: &str = "origin.demo-publisher.example";
 const HOMEPAGE: &[u8] = include_bytes!("../../../fixtures/site/index.html");
 const ARTICLE: &[u8] = include_bytes!("../../../fixtures/site/news/article.html");
@@ -396,12 +401,12 @@ pub fn measure(page: &Page, rounds: usize) -> PageResult {
 /// Runs everything and returns `key=value` lines: `<page>.<side>.{median,min,max}` in MB/s
 /// (sides `bare`, `pipeline`, `handlers` on the plain pages, `inject` on the HTML pages),
 /// `<page>.bytes`, and for the RSC pages `<page>.digest` (FNV-1a of the pipeline's output, in
-/// hex).
+/// hex), and `build.simd128` ([`SIMD128`]).
 ///
 /// # Errors
 /// If an output check fails.
 pub fn run_all(rounds: usize) -> Result<Vec<String>, String> {
-    let mut lines = Vec::new();
+    let mut lines = vec![format!("build.simd128={SIMD128}")];
     for page in all_pages() {
         verify(&page)?;
         if page.rsc {

@@ -27,7 +27,7 @@ use crate::report::RoundRatio;
 use crate::stats::median;
 
 /// The page: 110 KB of generated HTML, stored for an hour (longer than any run).
-const PAGE: &str = "/__gen/110kb.html?cache_control=public%2C%20max-age%3D3600";
+pub const PAGE: &str = "/__gen/110kb.html?cache_control=public%2C%20max-age%3D3600";
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Medians of the time to the last byte (ms) per side, and the round ratios.

@@ -144,6 +144,21 @@ impl FpCase {
     }
 }
 
+/// A signed `/first-party/proxy` URL of the partner's 100 KB image, valid for an hour, signed
+/// with the development key the builds under test use.
+///
+/// # Errors
+/// If the key file cannot be read.
+pub fn signed_image_url(root: &std::path::Path) -> Result<String, String> {
+    let secret = std::fs::read(root.join(KEY_FILE)).map_err(|e| format!("{KEY_FILE}: {e}"))?;
+    let key = UrlKey::new(&secret).map_err(|e| e.to_string())?;
+    let exp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        + 3600;
+    Ok(key.signed_url(PROXY_PATH, &format!("http://{PARTNER}{IMAGE_PATH}"), exp))
+}
+
 /// Checks the outputs, then measures both cases through `proxies` (alternating) and directly.
 pub fn run(
     root: &std::path::Path,

@@ -19,7 +19,10 @@
 //!    `/first-party/proxy` against the same straight from the partner ([`first_party`]).
 //!    `--first-party-only` runs just this part;
 //! 6. **cache**: a cacheable page as a hit, a miss and straight from the origin ([`cache`]).
-//!    `--cache-only` runs just this part.
+//!    `--cache-only` runs just this part;
+//! 7. **guest CPU per request** (measured right after the output checks, before latency): a
+//!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
+//!    from the guest's own access lines ([`guest_cpu`]).
 //!
 //! The latency cases include the captured Next.js app the demo origin replays with its
 //! recorded chunk timing (`/next/...`, and a Flight navigation with `RSC: 1`). For those, the
@@ -34,6 +37,7 @@ mod cache;
 mod cases;
 mod chart;
 mod first_party;
+mod guest_cpu;
 mod latency;
 mod load;
 mod remote;
@@ -140,6 +144,8 @@ pub struct Servers {
     pub origin_log: PathBuf,
     /// The first-party proxy's partner (`first_party.resolve` points the builds at it).
     pub partner: first_party::Partner,
+    /// The Viceroy log of the streaming build's first process (its access lines).
+    pub streaming_log: PathBuf,
     _guards: Vec<ChildGuard>,
 }
 
@@ -177,6 +183,8 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
         buffered,
         origin_log,
         partner,
+        // Where `start_service_pair` writes the first process's log.
+        streaming_log: dir.join("viceroy-streaming.log"),
         _guards: guards,
     })
 }
@@ -230,6 +238,14 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let servers = start_servers(&options.out)?;
     let cases = cases::all(options.quick);
     latency::verify_outputs(&servers, &cases, &replay, &pipeline_options)?;
+    // Before the load parts, while the processes are fresh.
+    let guest = guest_cpu::run(
+        servers.streaming[0],
+        &servers.streaming_log,
+        first_party::signed_image_url(&root)?,
+        options.quick,
+    )?;
+    guest_cpu::print(&guest);
     let latency = latency::measure(&servers, &cases)?;
     let load = load::run(&servers, options)?;
     let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
@@ -238,6 +254,7 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let mut results = report::results(&latency, &throughput, &load, &captures);
     results.extend(first_party::results(&fp));
     results.extend(cache::results(&cached));
+    results.extend(guest_cpu::results(&guest));
     report::print_tables(&latency, &throughput, &load, &captures);
     first_party::print(&fp);
     cache::print(&cached);

@@ -147,6 +147,7 @@ pub fn results(
     compression_headline(&mut out, tp);
     rsc_headline(&mut out, latency, captures);
     rsc_throughput(&mut out, tp);
+    edge_cost(&mut out, tp);
     load_headline(&mut out, load);
     latency_details(&mut out, latency, captures);
     capture_details(&mut out, captures);
@@ -361,6 +362,51 @@ fn rsc_throughput(out: &mut Results, tp: &ThroughputResult) {
     }
 }
 
+/// The page kinds of [`edge_cost`]: the plain pages, the four Next.js HTML captures, and the
+/// Flight response.
+const PAGE_KINDS: [(&str, &[&str]); 3] = [
+    ("plain", &PAGES),
+    ("nextjs_html", &RSC_HTML_PAGES),
+    ("flight", &["next_live_rsc"]),
+];
+
+/// What a page costs at the edge: the wasm pipeline's MB/s per page kind (each kind's pages as
+/// one workload, [`aggregate_rate`]) in the build that ships (`wasm_simd`: `+simd128`) and in
+/// the one without SIMD, SIMD's gain per kind, and the Next.js HTML pages' MB/s over the
+/// plain pages' in wasm (with SIMD) and natively: as one workload, and the slowest capture.
+fn edge_cost(out: &mut Results, tp: &ThroughputResult) {
+    let rate = |rates: &Rates, pages: &[&str]| aggregate_rate(rates, &tp.bytes, pages, "pipeline");
+    for (build, rates) in [("simd", &tp.wasm), ("nosimd", &tp.wasm_nosimd)] {
+        for (kind, pages) in PAGE_KINDS {
+            out.put(
+                format!("edge_wasm_{build}_mb_s_{kind}"),
+                format!("{:.0}", rate(rates, pages)),
+            );
+        }
+    }
+    for (kind, pages) in PAGE_KINDS {
+        out.put(
+            format!("edge_wasm_simd_over_nosimd_{kind}"),
+            fmt(rate(&tp.wasm, pages) / rate(&tp.wasm_nosimd, pages)),
+        );
+    }
+    for (platform, rates) in [("wasm_simd", &tp.wasm), ("native", &tp.native)] {
+        let plain = rate(rates, &PAGES);
+        out.put(
+            format!("edge_nextjs_over_plain_{platform}"),
+            fmt(rate(rates, &RSC_HTML_PAGES) / plain),
+        );
+        let slowest = RSC_HTML_PAGES
+            .iter()
+            .map(|page| rate(rates, &[page]))
+            .fold(f64::NAN, f64::min);
+        out.put(
+            format!("edge_nextjs_over_plain_min_{platform}"),
+            fmt(slowest / plain),
+        );
+    }
+}
+
 /// `target`'s req/s over the origin's on the article at `connections` (medians over rounds).
 fn load_over_origin(summary: &[LoadResult], target: &str, connections: u32) -> f64 {
     let rps = |t: &str| {
@@ -472,7 +518,11 @@ fn throughput_details(out: &mut Results, tp: &ThroughputResult) {
             format!("throughput_pipeline_over_bare_lolhtml_wasm_{page}"),
             fmt(pipeline_over_bare(&tp.wasm, page)),
         );
-        for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
+        for (platform, rates) in [
+            ("native", &tp.native),
+            ("wasm", &tp.wasm),
+            ("wasm_nosimd", &tp.wasm_nosimd),
+        ] {
             for side in ["pipeline", "bare", "handlers"] {
                 // The handler rewriter runs on the plain pages only.
                 if let Some(&v) = rates.get(&format!("{page}.{side}")) {
@@ -737,7 +787,11 @@ pub fn print_tables(
         "{:<9} {:<13} {:>22} {:>22} {:>7} {:>22}",
         "platform", "page", "pipeline", "bare lol_html", "ratio", "attribute handlers"
     );
-    for (platform, rates) in [("native", &tp.native), ("wasm", &tp.wasm)] {
+    for (platform, rates) in [
+        ("native", &tp.native),
+        ("wasm", &tp.wasm),
+        ("wasm_nosimd", &tp.wasm_nosimd),
+    ] {
         for page in PAGES.iter().chain(&RSC_PAGES) {
             let show = |side: &str| {
                 let v = rates
@@ -1172,6 +1226,7 @@ mod tests {
         let tp = ThroughputResult {
             native: Rates::new(),
             wasm: Rates::new(),
+            wasm_nosimd: Rates::new(),
             spread: Default::default(),
             bytes: Default::default(),
             compression: vec![
@@ -1190,10 +1245,55 @@ mod tests {
         assert_eq!(get("compression_article_aa"), Some("0.976"));
     }
 
+    #[test]
+    fn edge_cost_reports_each_page_kind_per_build_and_the_nextjs_ratio() {
+        // Every page 1 MB; plain pages at 100 MB/s (SIMD) and 50 (without); the Next.js HTML
+        // pages at 80 except one at 40; the Flight response at 200 and 100.
+        let mut bytes = std::collections::HashMap::new();
+        let (mut simd, mut nosimd, mut native) = (Rates::new(), Rates::new(), Rates::new());
+        for page in PAGES.iter().chain(&RSC_PAGES) {
+            bytes.insert((*page).to_owned(), 1e6);
+            let (s, n) = match *page {
+                "next_live_rsc" => (200.0, 100.0),
+                "next_about" => (40.0, 20.0),
+                p if RSC_HTML_PAGES.contains(&p) => (80.0, 40.0),
+                _ => (100.0, 50.0),
+            };
+            simd.insert(format!("{page}.pipeline"), s);
+            nosimd.insert(format!("{page}.pipeline"), n);
+            native.insert(format!("{page}.pipeline"), s * 4.0);
+        }
+        let tp = ThroughputResult {
+            native,
+            wasm: simd,
+            wasm_nosimd: nosimd,
+            spread: Default::default(),
+            bytes,
+            compression: vec![],
+        };
+        let r = results(&[], &tp, &[], &[]);
+        let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("edge_wasm_simd_mb_s_plain"), Some("100"));
+        assert_eq!(get("edge_wasm_nosimd_mb_s_plain"), Some("50"));
+        // 4 MB in 3 × 1/80 + 1/40 s.
+        assert_eq!(get("edge_wasm_simd_mb_s_nextjs_html"), Some("64"));
+        assert_eq!(get("edge_wasm_simd_mb_s_flight"), Some("200"));
+        assert_eq!(get("edge_wasm_nosimd_mb_s_flight"), Some("100"));
+        assert_eq!(get("edge_wasm_simd_over_nosimd_plain"), Some("2.000"));
+        assert_eq!(get("edge_nextjs_over_plain_wasm_simd"), Some("0.640"));
+        assert_eq!(get("edge_nextjs_over_plain_min_wasm_simd"), Some("0.400"));
+        assert_eq!(get("edge_nextjs_over_plain_native"), Some("0.640"));
+        assert_eq!(
+            get("throughput_mbps_wasm_nosimd_pipeline_1mb"),
+            Some("50.000")
+        );
+    }
+
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
         let tp = ThroughputResult {
             native: Rates::new(),
             wasm: Rates::new(),
+            wasm_nosimd: Rates::new(),
             spread: Default::default(),
             bytes: Default::default(),
             compression: Vec::new(),

@@ -1,6 +1,12 @@
-//! Throughput: the `throughput` tool natively and as wasm under `viceroy run`, alternating
-//! (native, wasm, native, wasm, ...). Each run verifies both sides' outputs before timing; on
-//! the RSC pages every run's pipeline output must also have the same digest, native or wasm.
+//! Throughput: the `throughput` tool natively and as wasm under `viceroy run`, in two wasm
+//! builds: the one that ships (fixed-width SIMD, `+simd128` from `.cargo/config.toml`) and one
+//! made with the documented switch off (`CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C
+//! target-feature=-simd128"`, in its own target directory, [`NO_SIMD_TARGET_DIR`]), alternating
+//! (native, wasm, wasm without SIMD, native, ...). Each run verifies its sides' outputs before
+//! timing; on the RSC pages every run's pipeline output must also have the same digest, on
+//! every platform. Each wasm run must report the build it was meant to be (`build.simd128`),
+//! so a `RUSTFLAGS` in the environment (which replaces the config's flags) cannot pass a build
+//! without SIMD off as the one with it.
 //!
 //! Native runs keep freed memory in the process ([`NATIVE_MALLOC`]), as the wasm guest's
 //! linear memory does: otherwise glibc's trim heuristic decides the figure. A side whose
@@ -28,8 +34,10 @@ pub type Rates = HashMap<String, f64>;
 pub struct ThroughputResult {
     /// Native medians (median of the per-run medians).
     pub native: Rates,
-    /// wasm32-wasip1 under Viceroy.
+    /// wasm32-wasip1 under Viceroy, the shipped build (with SIMD).
     pub wasm: Rates,
+    /// The same without SIMD (the switch in docs/deploy.md, "SIMD").
+    pub wasm_nosimd: Rates,
     /// Min and max of the per-run medians, per `platform.page.side`.
     pub spread: HashMap<String, (f64, f64)>,
     /// Body bytes per page.
@@ -46,6 +54,17 @@ pub const NATIVE_MALLOC: [(&str, &str); 2] = [
     ("MALLOC_TRIM_THRESHOLD_", "4294967295"),
     ("MALLOC_MMAP_THRESHOLD_", "33554432"),
 ];
+
+/// Where the wasm build without SIMD goes (under the workspace root): a target directory of
+/// its own, so neither build's artifacts replace the other's.
+pub const NO_SIMD_TARGET_DIR: &str = "target/nosimd";
+
+/// The switch that builds wasm without SIMD (docs/deploy.md, "SIMD"): Cargo appends these
+/// flags to `.cargo/config.toml`'s, and the last `target-feature` wins.
+pub const NO_SIMD_ENV: (&str, &str) = (
+    "CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS",
+    "-C target-feature=-simd128",
+);
 
 /// Pages measured by the tool, in report order.
 pub const PAGES: [&str; 3] = ["homepage", "article", "1mb"];
@@ -74,6 +93,8 @@ struct Run {
     rates: Rates,
     bytes: HashMap<String, f64>,
     digests: Vec<(String, String)>,
+    /// `build.simd128`: whether the build that ran has SIMD (`None`: the tool did not say).
+    simd128: Option<bool>,
 }
 
 fn parse(text: &str) -> Run {
@@ -91,6 +112,9 @@ fn parse(text: &str) -> Run {
         rates: suffixed(".median"),
         bytes: suffixed(".bytes"),
         digests,
+        simd128: pairs()
+            .find(|(k, _)| *k == "build.simd128")
+            .and_then(|(_, v)| v.parse().ok()),
     }
 }
 
@@ -100,8 +124,15 @@ fn parse(text: &str) -> Run {
 /// If a build fails or a run reports an output mismatch.
 pub fn run(options: &Options) -> Result<ThroughputResult, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
-    eprintln!("bench: building the throughput tool (native and wasm32-wasip1)");
-    for target in [None, Some("wasm32-wasip1")] {
+    eprintln!(
+        "bench: building the throughput tool (native, wasm32-wasip1, wasm32-wasip1 without SIMD)"
+    );
+    let no_simd_dir = root.join(NO_SIMD_TARGET_DIR);
+    for (target, no_simd) in [
+        (None, false),
+        (Some("wasm32-wasip1"), false),
+        (Some("wasm32-wasip1"), true),
+    ] {
         let mut cmd = Command::new(cargo());
         cmd.current_dir(&root).args([
             "build",
@@ -115,25 +146,42 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
         if let Some(t) = target {
             cmd.args(["--target", t]);
         }
+        if no_simd {
+            cmd.arg("--target-dir")
+                .arg(&no_simd_dir)
+                .env(NO_SIMD_ENV.0, NO_SIMD_ENV.1);
+        }
         e2e::run(&mut cmd)?;
     }
     let (runs, rounds) = if options.quick { (2, "5") } else { (3, "9") };
     let native_bin = root.join("target/release/throughput");
     let wasm = root.join("target/wasm32-wasip1/release/throughput.wasm");
+    let wasm_nosimd = no_simd_dir.join("wasm32-wasip1/release/throughput.wasm");
     let mut native_runs = Vec::new();
     let mut wasm_runs = Vec::new();
+    let mut nosimd_runs = Vec::new();
     for i in 0..runs {
-        eprintln!("bench: throughput run {}/{runs} (native, then wasm)", i + 1);
+        eprintln!(
+            "bench: throughput run {}/{runs} (native, wasm, wasm without SIMD)",
+            i + 1
+        );
         native_runs.push(capture(
             Command::new(&native_bin).envs(NATIVE_MALLOC).arg(rounds),
         )?);
-        wasm_runs.push(capture(
-            Command::new("viceroy")
-                .current_dir(&root)
-                .args(["run", "-C", "fastly.toml", "--"])
-                .arg(&wasm)
-                .arg(rounds),
-        )?);
+        for (module, runs, simd) in [
+            (&wasm, &mut wasm_runs, true),
+            (&wasm_nosimd, &mut nosimd_runs, false),
+        ] {
+            let run = capture(
+                Command::new("viceroy")
+                    .current_dir(&root)
+                    .args(["run", "-C", "fastly.toml", "--"])
+                    .arg(module)
+                    .arg(rounds),
+            )?;
+            check_build(module, run.simd128, simd)?;
+            runs.push(run);
+        }
     }
     // Each run already checked its own outputs; the RSC pages' outputs must also be the same
     // bytes on both platforms and in every run.
@@ -145,7 +193,12 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
             RSC_PAGES.len()
         ));
     }
-    for (i, run) in native_runs.iter().chain(&wasm_runs).enumerate() {
+    for (i, run) in native_runs
+        .iter()
+        .chain(&wasm_runs)
+        .chain(&nosimd_runs)
+        .enumerate()
+    {
         if &run.digests != reference {
             return Err(format!(
                 "throughput: the pipeline's output on the RSC pages differs between runs \
@@ -167,15 +220,37 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
     let bytes = native_runs[0].bytes.clone();
     let native: Vec<Rates> = native_runs.into_iter().map(|r| r.rates).collect();
     let wasm: Vec<Rates> = wasm_runs.into_iter().map(|r| r.rates).collect();
+    let nosimd: Vec<Rates> = nosimd_runs.into_iter().map(|r| r.rates).collect();
     let native = combine("native", &native, &mut spread);
     let wasm = combine("wasm", &wasm, &mut spread);
+    let wasm_nosimd = combine("wasm_nosimd", &nosimd, &mut spread);
     Ok(ThroughputResult {
         native,
         wasm,
+        wasm_nosimd,
         spread,
         bytes,
         compression,
     })
+}
+
+/// Fails unless the wasm build at `module` reported `build.simd128` as `want`.
+fn check_build(module: &std::path::Path, got: Option<bool>, want: bool) -> Result<(), String> {
+    if got == Some(want) {
+        return Ok(());
+    }
+    let hint = if want {
+        "RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS in the environment replace .cargo/config.toml's \
+         +simd128, and CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS=\"-C target-feature=-simd128\" \
+         turns it off: unset them for the benchmark"
+    } else {
+        "the build without SIMD still has it: RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS in the \
+         environment may ask for it"
+    };
+    Err(format!(
+        "throughput: {} reports build.simd128={got:?}, expected {want}; {hint}",
+        module.display()
+    ))
 }
 
 /// The `key=value` lines of `throughput compression` (which checks its outputs first).
@@ -223,4 +298,22 @@ fn combine(platform: &str, runs: &[Rates], spread: &mut HashMap<String, (f64, f6
         out.insert(key.clone(), median);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wasm_run_must_be_the_build_it_was_meant_to_be() {
+        let module = std::path::Path::new("throughput.wasm");
+        let with = parse("build.simd128=true\nhomepage.pipeline.median=1.0\n");
+        let without = parse("build.simd128=false\n");
+        assert!(check_build(module, with.simd128, true).is_ok());
+        assert!(check_build(module, without.simd128, false).is_ok());
+        assert!(check_build(module, without.simd128, true).is_err());
+        assert!(check_build(module, with.simd128, false).is_err());
+        // A tool that does not say is not taken for either.
+        assert!(check_build(module, parse("").simd128, true).is_err());
+    }
 }
