@@ -38,7 +38,9 @@ use lol_html::AsciiCompatibleEncoding;
 
 use crate::body::stage::BodyStage;
 use crate::stages::charset::{scan_metas, MetaScan};
-use crate::stages::html::{HtmlReport, HtmlStage, FLIGHT_MARKER};
+use crate::stages::html::{HtmlReport, HtmlStage};
+use crate::stages::scanned_html::ScannedHtml;
+use crate::stages::segments::FLIGHT_MARKER;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// Most input kept for a replay. Larger than all but the largest HTML documents (the HTTP
@@ -49,14 +51,28 @@ pub const LOOKBACK_MAX: usize = 2 << 20;
 #[derive(Debug)]
 pub struct LazyHtml {
     mode: Mode,
+    /// Every input byte so far, for a replay; not kept once lol_html runs.
+    seen: Lookback,
+    /// Output bytes written so far, before lol_html runs.
+    written: usize,
+    rule: UrlRule,
+    encoding: AsciiCompatibleEncoding,
+    flight_limit: Option<usize>,
+    /// At most [`LOOKBACK_MAX`] by default.
+    lookback_max: usize,
 }
 
 #[derive(Debug)]
 enum Mode {
     Plain(Box<Plain>),
+    Scanned {
+        stage: Box<ScannedHtml>,
+        /// Output still to drop: bytes the stage before wrote that the replay had not.
+        skip: usize,
+    },
     Structured {
         stage: Box<HtmlStage>,
-        /// Output still to drop: bytes the plain stage wrote that the replay had not.
+        /// As for `Scanned`.
         skip: usize,
     },
 }
@@ -65,25 +81,18 @@ enum Mode {
 #[derive(Debug)]
 struct Plain {
     replacer: StreamReplacer,
-    /// Every input byte so far, for the replay.
-    seen: Lookback,
     /// The last input bytes, where a Flight marker cut by a chunk boundary starts.
     tail: Vec<u8>,
     /// The end of the input, from a `<` that may start a `<meta` tag not yet complete: held
     /// back from the replacer until the tag's verdict is known.
     held: Vec<u8>,
-    /// Output bytes written so far.
-    written: usize,
     encoding: AsciiCompatibleEncoding,
-    flight_limit: Option<usize>,
-    /// At most [`LOOKBACK_MAX`] by default.
-    lookback_max: usize,
 }
 
 impl Plain {
     /// Takes `input` unless it holds a trigger; `false` leaves everything as it was.
     fn take(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool {
-        if self.seen.len + input.len() > self.lookback_max || has_marker(&self.tail, input) {
+        if has_marker(&self.tail, input) {
             return false;
         }
         // Held bytes are scanned again with what follows them (a copy, but only of an input
@@ -100,11 +109,8 @@ impl Plain {
             MetaScan::Clear => work.len(),
             MetaScan::Incomplete(at) => at,
         };
-        let before = out.len();
         self.replacer.write(&work[..decided], out);
-        self.written += out.len() - before;
         self.held = work[decided..].to_vec();
-        self.seen.push(input);
         let keep = FLIGHT_MARKER.len() - 1;
         if input.len() >= keep {
             self.tail.clear();
@@ -157,45 +163,81 @@ impl LazyHtml {
     ) -> Self {
         LazyHtml {
             mode: Mode::Plain(Box::new(Plain {
-                replacer: StreamReplacer::new(rule),
-                seen: Lookback::default(),
+                replacer: StreamReplacer::new(rule.clone()),
                 tail: Vec::new(),
                 held: Vec::new(),
-                written: 0,
                 encoding,
-                flight_limit,
-                lookback_max,
             })),
+            seen: Lookback::default(),
+            written: 0,
+            rule,
+            encoding,
+            flight_limit,
+            lookback_max,
         }
     }
 
-    /// Whether lol_html has taken over (a trigger, or more than [`LOOKBACK_MAX`] bytes).
+    /// Which reader runs: `"plain"`, `"scanned"` or `"structured"` (lol_html).
     #[cfg(test)]
-    pub fn structured(&self) -> bool {
-        matches!(self.mode, Mode::Structured { .. })
+    pub fn mode(&self) -> &'static str {
+        match self.mode {
+            Mode::Plain(_) => "plain",
+            Mode::Scanned { .. } => "scanned",
+            Mode::Structured { .. } => "structured",
+        }
+    }
+
+    /// Whether `input` still fits in the lookback.
+    fn fits(&self, input: &[u8]) -> bool {
+        self.seen.len + input.len() <= self.lookback_max
+    }
+
+    /// At the first trigger: replays the input so far through the byte-level stage and
+    /// continues with it, or with lol_html if that stage cannot read the input so far.
+    fn scan(&mut self, out: &mut Vec<u8>) {
+        let mut stage = Box::new(ScannedHtml::new(
+            self.rule.clone(),
+            self.encoding,
+            self.flight_limit,
+        ));
+        let mut replayed = Vec::with_capacity(self.seen.len + self.seen.len / 8);
+        for block in &self.seen.blocks {
+            if !stage.write(block, &mut replayed) {
+                return self.structure(out);
+            }
+        }
+        let skip = self.catch_up(&replayed, out);
+        self.mode = Mode::Scanned { stage, skip };
     }
 
     /// Replays the input so far through a fresh [`HtmlStage`] and continues with it.
-    fn hand_over(&mut self, out: &mut Vec<u8>) {
-        let Mode::Plain(plain) = &mut self.mode else {
-            return;
-        };
-        let rule = plain.replacer.rule().clone();
-        let mut stage = Box::new(HtmlStage::new(rule, plain.encoding, plain.flight_limit));
-        let mut replayed = Vec::with_capacity(plain.seen.len + plain.seen.len / 8);
-        for block in &plain.seen.blocks {
+    fn structure(&mut self, out: &mut Vec<u8>) {
+        let mut stage = Box::new(HtmlStage::new(
+            self.rule.clone(),
+            self.encoding,
+            self.flight_limit,
+        ));
+        let mut replayed = Vec::with_capacity(self.seen.len + self.seen.len / 8);
+        for block in &self.seen.blocks {
             stage.write(block, &mut replayed);
         }
-        // Both are prefixes of the same output (module docs): write what the plain stage has
-        // not, or drop what it has already written.
-        let skip = match replayed.get(plain.written..) {
+        let skip = self.catch_up(&replayed, out);
+        self.seen = Lookback::default();
+        self.mode = Mode::Structured { stage, skip };
+    }
+
+    /// A replay's output and what was written before it are prefixes of the same output
+    /// (module docs): writes what has not been written, or returns how much of what follows
+    /// has.
+    fn catch_up(&mut self, replayed: &[u8], out: &mut Vec<u8>) -> usize {
+        match replayed.get(self.written..) {
             Some(rest) => {
                 out.extend_from_slice(rest);
+                self.written += rest.len();
                 0
             }
-            None => plain.written - replayed.len(),
-        };
-        self.mode = Mode::Structured { stage, skip };
+            None => self.written - replayed.len(),
+        }
     }
 }
 
@@ -204,11 +246,33 @@ impl BodyStage for LazyHtml {
 
     /// Rewrites `input`, appending decided output to `out`.
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let start = out.len();
         if let Mode::Plain(plain) = &mut self.mode {
-            if plain.take(input, out) {
+            if self.seen.len + input.len() <= self.lookback_max && plain.take(input, out) {
+                self.seen.push(input);
+                self.written += out.len() - start;
                 return;
             }
-            self.hand_over(out);
+            if self.fits(input) {
+                self.scan(out);
+            } else {
+                self.structure(out);
+            }
+        }
+        if let Mode::Scanned { stage, skip } = &mut self.mode {
+            if self.seen.len + input.len() <= self.lookback_max {
+                self.seen.push(input);
+                let start = out.len();
+                let decided = stage.write(input, out);
+                drop_skipped(out, start, skip);
+                self.written += out.len() - start;
+                if !decided {
+                    // The replay holds this input too.
+                    self.structure(out);
+                }
+                return;
+            }
+            self.structure(out);
         }
         if let Mode::Structured { stage, skip } = &mut self.mode {
             let start = out.len();
@@ -217,7 +281,7 @@ impl BodyStage for LazyHtml {
         }
     }
 
-    /// Ends the document; reports what the HTML stage did, and whether lol_html ran.
+    /// Ends the document; reports what the HTML stage did, and which reader ran.
     fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
         match self.mode {
             Mode::Plain(mut plain) => {
@@ -226,11 +290,18 @@ impl BodyStage for LazyHtml {
                 plain.replacer.finish(out);
                 HtmlReport::default()
             }
-            Mode::Structured { stage, mut skip } => {
+            Mode::Scanned { stage, mut skip } => {
                 let start = out.len();
                 let report = stage.finish(out);
                 drop_skipped(out, start, &mut skip);
                 debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
+                report
+            }
+            Mode::Structured { stage, mut skip } => {
+                let start = out.len();
+                let report = stage.finish(out);
+                drop_skipped(out, start, &mut skip);
+                debug_assert_eq!(skip, 0, "the replay wrote less than the stage before");
                 report
             }
         }
@@ -307,7 +378,7 @@ mod tests {
             stage.write(&input[from..cut], &mut out);
             from = cut;
         }
-        let structured = stage.structured();
+        let structured = stage.mode() != "plain";
         stage.finish(&mut out);
         (out, structured)
     }
