@@ -54,6 +54,9 @@ pub struct HtmlReport {
 pub struct HtmlStage {
     parser: StagedParser<(usize, Segment)>,
     segments: SegmentWriter,
+    /// Every mark so far, at its offset in the document, for tests.
+    #[cfg(test)]
+    pub(crate) marks: Vec<(usize, Segment)>,
 }
 
 impl std::fmt::Debug for HtmlStage {
@@ -125,7 +128,19 @@ impl HtmlStage {
         HtmlStage {
             parser,
             segments: SegmentWriter::new(rule, encoding, flight_limit),
+            #[cfg(test)]
+            marks: Vec::new(),
         }
+    }
+
+    /// Ends the document and returns every mark lol_html's handlers made, at their offsets.
+    #[cfg(test)]
+    pub(crate) fn into_marks(mut self) -> Vec<(usize, Segment)> {
+        let mut out = Vec::new();
+        if self.parser.end() {
+            self.drain(&mut out);
+        }
+        self.marks
     }
 
     /// Why lol_html gave up, if it did (the rest of the document then passed through).
@@ -149,6 +164,8 @@ impl HtmlStage {
                 kept = i;
                 break;
             }
+            #[cfg(test)]
+            self.marks.push((offset, segment));
             let at = at.max(start);
             self.segments.write(&bytes[start..at], out);
             self.segments.enter(segment, out);

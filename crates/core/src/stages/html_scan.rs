@@ -631,3 +631,195 @@ fn to_first_gt(bytes: &[u8], lt: usize, from: usize) -> Step {
 fn meta_is_safe(tag: &[u8], name: &[u8], encoding: &'static Encoding) -> bool {
     name.eq_ignore_ascii_case(b"meta") && meta_verdict(tag, encoding) == Verdict::Safe
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::stage::BodyStage;
+    use crate::stages::html::HtmlStage;
+    use crate::stages::scanned_html::ScannedHtml;
+    use crate::url_rewrite::UrlRule;
+    use lol_html::AsciiCompatibleEncoding;
+    use proptest::prelude::*;
+
+    fn utf8() -> AsciiCompatibleEncoding {
+        AsciiCompatibleEncoding::new(encoding_rs::UTF_8).unwrap()
+    }
+
+    fn rule() -> UrlRule {
+        UrlRule::new("origin.example.com", "https", "www.pub.test")
+    }
+
+    /// lol_html's marks for `input`, fed in one piece.
+    fn lol_html_marks(input: &[u8]) -> Vec<(usize, Segment)> {
+        let mut stage = HtmlStage::new(rule(), utf8(), Some(1 << 20));
+        stage.write(input, &mut Vec::new());
+        stage.into_marks()
+    }
+
+    /// This reading's marks for `input` cut at `cuts`, or `None` where it stopped.
+    fn scanned_marks(input: &[u8], cuts: &[usize]) -> Option<Vec<(usize, Segment)>> {
+        let mut stage = ScannedHtml::new(rule(), utf8(), Some(1 << 20));
+        let mut from = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            if !stage.write(&input[from..cut], &mut Vec::new()) {
+                return None;
+            }
+            from = cut;
+        }
+        Some(stage.all_marks.0)
+    }
+
+    #[test]
+    fn names_hash_as_lol_html_hashes_them() {
+        // lol_html's own `Tag` values.
+        assert_eq!(NameHash::of(b"div"), NameHash(9691));
+        assert_eq!(tag::SCRIPT, NameHash(814_463_673));
+        assert_eq!(tag::META, NameHash(600_870));
+        assert_eq!(tag::SVG, NameHash(25_452));
+        assert_eq!(tag::FOREIGN_OBJECT, NameHash(13_428_975_859_192_539_417));
+        assert_eq!(NameHash::of(b"ScRiPt"), tag::SCRIPT);
+        assert!(NameHash::of(b"next-route-announcer").is_empty());
+        assert!(NameHash::of(b"h7").is_empty());
+        // Thirteen bytes fit only after a letter below `k`; fourteen never do.
+        assert!(!NameHash::of(b"jjjjjjjjjjjjj").is_empty());
+        assert!(NameHash::of(b"kkkkkkkkkkkkk").is_empty());
+        assert!(NameHash::of(b"aaaaaaaaaaaaaa").is_empty());
+    }
+
+    /// Markup where a plain search would find scripts that are not there, or miss their ends.
+    const TRICKY: &[&str] = &[
+        "<script>a</script>b",
+        "<SCRIPT type=module>x</ScRiPt >y",
+        "<script>a</script\t foo='>'>b<script>c</script>",
+        "<script>a</scriptx>b</script/>c",
+        "<script>if(a<b)c</ script></script>",
+        "<script>x<!- y</script><script>x<! y</script>",
+        "<script/>x</script>",
+        "<!-- <script> -->",
+        "<!--> <script>x</script>",
+        "<!---> <script>x</script>",
+        "<!----> <script>x</script>",
+        "<!-- --!> <script>x</script>",
+        "<!-- --!-> <script> --> <script>x</script>",
+        "<!-- <!--> <script>x</script>",
+        "<!-- -- > <script> ---> <script>y</script>",
+        "<!DOCTYPE html '>' <script>x</script>",
+        "<!doctype html><script>x</script>",
+        "<? <script> > <script>y</script>",
+        "</ <script>> <script>z</script>",
+        "</> <script>z</script>",
+        "<! x <script> > <script>z</script>",
+        "<a title='<script>'>x</a><script>y</script>",
+        "<a title=\"x>y\"><script>1</script>",
+        "<a<script>x</script>",
+        "< script>x</script>",
+        "<style></script><script>x</script></style><script>y</script>",
+        "<title><script></title><script>ok</script>",
+        "<textarea></textarea ><script>1</script>",
+        "<noscript><script>a</script></noscript><script>b</script>",
+        "<xmp><script></xmp><script>b</script>",
+        "<iframe><script></iframe><script>b</script>",
+        "<noembed><script></noembed><noframes><script></noframes><script>b</script>",
+        "<plaintext><script>a</script>",
+        "<template><script>t</script></template>",
+        "<svg><![CDATA[<script>]]></svg><script>x</script>",
+        "<![CDATA[<script>]]><script>x</script>",
+        "<svg><p><script>x</script>",
+        "<svg><foreignObject><script>x</script></foreignObject></svg><script>y</script>",
+        "<math><mi><script>x</script></mi></math><script>y</script>",
+        "<svg><font color=red><script>x</script>",
+        "<svg><title><p>x</title><p><script>y</script>",
+        "<svg></p><script>x</script>",
+        "<meta charset=utf-8><script>x</script>",
+        "<scriptx>y</scriptx><script>z</script>",
+        "<div><p><p><li></div><script>x</script>",
+        "<custom-el a=1></custom-el><script>x</script>",
+        "<script>x</scr",
+        "<script>x</script",
+        "<script",
+        "<!--",
+        "<svg><![CDATA[ ]",
+    ];
+
+    /// Markup this reading leaves to lol_html.
+    const UNDECIDABLE: &[&str] = &[
+        "<script><!--x</script>",
+        "<script a=>x</script>",
+        "<style a=>x</style>",
+        "<svg><script>x</script></svg>",
+        "<svg><script/></svg><script>x</script>",
+        "<svg><desc/><script>",
+        "<svg><title><p>x</title><script>y</script>",
+        "<svg><font><script>",
+        "<math><annotation-xml encoding=text/html><script>",
+        "<meta charset=shift_jis>",
+        "<meta charset=utf-8 charset=utf-8>",
+    ];
+
+    #[test]
+    fn marks_are_lol_html_marks_at_every_cut() {
+        for page in TRICKY {
+            let page = page.as_bytes();
+            let want = lol_html_marks(page);
+            for cut in 0..=page.len() {
+                assert_eq!(
+                    scanned_marks(page, &[cut]).as_ref(),
+                    Some(&want),
+                    "{} cut at {cut}",
+                    String::from_utf8_lossy(page)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_this_reading_cannot_follow_goes_to_lol_html() {
+        for page in UNDECIDABLE {
+            assert_eq!(scanned_marks(page.as_bytes(), &[]), None, "{page}");
+        }
+    }
+
+    #[test]
+    fn too_many_open_elements_go_to_lol_html() {
+        let open = "<div>".repeat(OPEN_MAX);
+        assert!(scanned_marks(open.as_bytes(), &[]).is_some());
+        let closed = format!("{open}{}", "</div>".repeat(OPEN_MAX)).repeat(2);
+        assert!(scanned_marks(closed.as_bytes(), &[]).is_some());
+        assert_eq!(scanned_marks(format!("{open}<p>").as_bytes(), &[]), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+        #[test]
+        fn marks_are_lol_html_marks_for_hostile_markup(
+            parts in proptest::collection::vec(prop_oneof![
+                Just("<script>"), Just("</script>"), Just("<SCRIPT type=x>"), Just("</script >"),
+                Just("</ScRiPt\t/>"), Just("</script"), Just("<script/>"), Just("<script src='>'>"),
+                Just("self.__next_f.push([1,\"x\"])"), Just("<!--"), Just("-->"), Just("--!>"),
+                Just("<!-->"), Just("-"), Just("!"), Just("<"), Just(">"), Just("/"), Just("="),
+                Just("'"), Just("\""), Just(" "), Just("\n"), Just("a"), Just("<a href="),
+                Just("<template>"), Just("</template>"), Just("<plaintext>"), Just("<svg>"),
+                Just("</svg>"), Just("<math>"), Just("</math>"), Just("<![CDATA["), Just("]]>"),
+                Just("]"), Just("<p>"), Just("</p>"), Just("<foreignObject>"), Just("<mi>"),
+                Just("</mi>"), Just("<title>"), Just("</title>"), Just("<style>"),
+                Just("</style>"), Just("<textarea>"), Just("</textarea>"), Just("<noscript>"),
+                Just("</noscript>"), Just("<!DOCTYPE html>"), Just("<?x>"), Just("</ x>"),
+                Just("<font size=1>"), Just("<meta charset=utf-8>"), Just("<img/>"),
+                Just("<custom-el>"), Just("</custom-el>"), Just("<br>"), Just("</br>"),
+                Just("<desc/>"), Just("<title/>"), Just("<iframe>"), Just("</iframe>"),
+                Just("<style a=>"), Just("<script a=>"), Just("<title a= >"),
+            ], 0..40),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let input = parts.concat();
+            let input = input.as_bytes();
+            let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            if let Some(marks) = scanned_marks(input, &cuts) {
+                prop_assert_eq!(marks, lol_html_marks(input), "{:?} cuts {:?}", String::from_utf8_lossy(input), cuts);
+            }
+        }
+    }
+}

@@ -465,6 +465,44 @@ mod tests {
         }
     }
 
+    /// A Flight script, its string escaped as Next.js escapes it.
+    fn push(text: &str) -> String {
+        format!(
+            "<script>self.__next_f.push([1,\"{}\"])</script>",
+            crate::stages::rsc::next_js_escape(text)
+        )
+    }
+
+    #[test]
+    fn a_next_js_page_stays_off_lol_html_with_the_same_output() {
+        let rows = "0:[\"$\",\"a\",null,{\"href\":\"https://origin.example.com/a\"}]\n3:T2a,https://origin.example.com/abcdefghijklmn\n";
+        let page = format!(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>a <b></title>\
+             <link href=\"//origin.example.com/c.css\"></head><body><!--$--><div hidden>\
+             <template data-dgst=x></template><svg viewBox='0 0 1 1'><path d='M0'/></svg>\
+             {}<p title='<script>'>https://origin.example.com/</p>{}{}<!--/$--></body></html>",
+            push(&rows[..30]),
+            push(&rows[30..]),
+            push("4:I[\"x\"]\n"),
+        );
+        let page = page.as_bytes();
+        let want = structured(page, true);
+        assert_ne!(
+            want,
+            rule().rewrite_all(page),
+            "the Flight rows are rewritten"
+        );
+        for cuts in every_cut(page) {
+            let mut stage = LazyHtml::new(rule(), utf8(), Some(64 * 1024), LOOKBACK_MAX);
+            let mut out = Vec::new();
+            stage.write(&page[..cuts[0]], &mut out);
+            stage.write(&page[cuts[0]..], &mut out);
+            assert_eq!(stage.mode(), "scanned", "cut at {cuts:?}");
+            stage.finish(&mut out);
+            assert!(out == want, "cut at {cuts:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -494,6 +532,41 @@ mod tests {
             cuts.sort_unstable();
             let (out, _) = lazy(&input, &cuts, flight, lookback);
             prop_assert_eq!(out, structured(&input, flight), "{:?} cuts {:?}", String::from_utf8_lossy(&input), cuts);
+        }
+
+        /// Flight scripts among markup that hides scripts from a plain search or shows it
+        /// scripts that are not there, cut anywhere, the document cut off anywhere.
+        #[test]
+        fn flight_pages_with_hostile_markup_are_lol_html_stage_output_at_any_split(
+            parts in proptest::collection::vec(prop_oneof![
+                Just(push("1:T2a,https://origin.example.com/")), Just(push("abcdefghijklmnopqrstuvwxyz0123\n")),
+                Just(push("2:\"https://origin.example.com/x\"\n")), Just(push("9:I[\"//origin.example.com\"]\n")),
+                Just("<script>self.__next_f.push([1,\"".to_owned()), Just("\"])</script>".to_owned()),
+                Just("<!-- self.__next_f.push([1,\"x\"]) -->".to_owned()), Just("<!--".to_owned()), Just("-->".to_owned()),
+                Just("--!>".to_owned()), Just("<!-->".to_owned()), Just("<!-- --!>".to_owned()), Just("<!DOCTYPE '>".to_owned()),
+                Just("<script>x=1;self.__next_f.push([1,\"https://origin.example.com/\"])</script>".to_owned()),
+                Just("<script type=module>import 'https://origin.example.com/m.js'</script>".to_owned()),
+                Just("<template>".to_owned()), Just("</template>".to_owned()), Just("<plaintext>".to_owned()),
+                Just("<svg><![CDATA[<script>self.__next_f.push(]]></svg>".to_owned()), Just("<svg>".to_owned()),
+                Just("</svg>".to_owned()), Just("<![CDATA[".to_owned()), Just("]]>".to_owned()),
+                Just("<a title='>'>".to_owned()), Just("<a title=\"<script>\" href=//origin.example.com/>".to_owned()),
+                Just("<SCRIPT>".to_owned()), Just("</SCRIPT >".to_owned()), Just("</script\t/>".to_owned()),
+                Just("</script x='>'>".to_owned()), Just("<script>".to_owned()), Just("</script>".to_owned()),
+                Just("<style>".to_owned()), Just("</style>".to_owned()), Just("<title>".to_owned()), Just("</title>".to_owned()),
+                Just("<meta charset=shift_jis>".to_owned()), Just("<meta charset=utf-8>".to_owned()),
+                Just("<script a=>".to_owned()), Just("<".to_owned()), Just(">".to_owned()), Just("'".to_owned()),
+                Just("https://origin.example.com/p".to_owned()), Just(" ".to_owned()), Just("\u{e9}".to_owned()),
+            ], 0..32),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+            truncate in any::<prop::sample::Index>(),
+            lookback in prop_oneof![Just(LOOKBACK_MAX), 0..4096usize],
+        ) {
+            let input = parts.concat();
+            let input = &input.as_bytes()[..truncate.index(input.len() + 1)];
+            let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (out, _) = lazy(input, &cuts, true, lookback);
+            prop_assert!(out == structured(input, true), "{:?} cuts {:?}", String::from_utf8_lossy(input), cuts);
         }
     }
 }

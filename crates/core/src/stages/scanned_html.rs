@@ -29,6 +29,10 @@ pub(crate) struct ScannedHtml {
     held: Vec<u8>,
     /// Scratch: the marks of one write.
     marks: Vec<(usize, Segment)>,
+    /// Every mark so far, at its offset in the document, and the offset of `held`'s first
+    /// byte, for tests.
+    #[cfg(test)]
+    pub(crate) all_marks: (Vec<(usize, Segment)>, usize),
 }
 
 impl ScannedHtml {
@@ -45,6 +49,8 @@ impl ScannedHtml {
             segments: SegmentWriter::new(rule, encoding, flight_limit),
             held: Vec::new(),
             marks: Vec::new(),
+            #[cfg(test)]
+            all_marks: (Vec::new(), 0),
         }
     }
 
@@ -62,6 +68,12 @@ impl ScannedHtml {
             Scan::Undecidable => return false,
             Scan::Upto(decided) => decided,
         };
+        #[cfg(test)]
+        {
+            let (all, base) = &mut self.all_marks;
+            all.extend(self.marks.iter().map(|&(at, s)| (*base + at, s)));
+            *base += decided;
+        }
         let mut start = 0;
         for &(at, segment) in &self.marks {
             self.segments.write(&work[start..at], out);
