@@ -30,8 +30,8 @@
 //! not end it); a `<script>` in foreign content (lol_html reads its text as markup); a tag
 //! that starts raw text ended by `>` where an attribute value was due (`<style a=>`, after
 //! which lol_html goes on reading markup); `<annotation-xml>` in MathML; a `<meta>` that may
-//! declare a charset that stops rewriting, or one whose name only hashes like `meta`; more
-//! than [`OPEN_MAX`] open elements.
+//! declare a charset that stops rewriting; a tag lol_html reads whole that is longer than
+//! [`MAX_LEXED_TAG`]; more than [`OPEN_MAX`] open elements.
 //!
 //! The reading hands back how far the bytes are *decided*: the marks up to there are final.
 //! It stops before a construct not wholly in hand (a tag, a comment, the `</script` that may
@@ -50,6 +50,13 @@ use crate::stages::segments::Segment;
 /// passes the rest through as it is. Some hundred bytes an element, this many stay far below
 /// the 8 MiB the HTML stage allows; real pages stay far below this many.
 pub(crate) const OPEN_MAX: usize = 1024;
+
+/// Longest tag the reading lets lol_html read whole: a `<script>` or `<meta>` (which have
+/// handlers), a `</script>`, and the tags of foreign content whose attributes decide the
+/// namespace. lol_html keeps such a tag's attributes in a list that counts against its memory
+/// limit (tens of bytes per attribute, an attribute in as little as two bytes); the tag itself
+/// is not limited, so tags this long stay far below the 8 MiB the HTML stage allows.
+pub(crate) const MAX_LEXED_TAG: usize = 16 * 1024;
 
 /// How far a call to [`HtmlScan::scan`] got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -387,6 +394,9 @@ impl HtmlScan {
                 return Step::Stop(lt);
             };
             if script {
+                if 1 + name_end + end.end > MAX_LEXED_TAG {
+                    return Step::Undecidable;
+                }
                 marks.push((lt, Segment::Markup));
             }
             self.text = Text::Data;
@@ -463,6 +473,9 @@ impl HtmlScan {
         };
         let tag_end = lt + 1 + name.len() + end.end;
         let hash = NameHash::of(name);
+        if tag_end - lt > MAX_LEXED_TAG && self.lexes(hash) {
+            return Step::Undecidable;
+        }
         let Ok(text) = self.start_tag_feedback(hash, attributes, end) else {
             return Step::Undecidable;
         };
@@ -500,6 +513,19 @@ impl HtmlScan {
             self.text = text;
         }
         Step::Next(tag_end)
+    }
+
+    /// Whether lol_html reads a start tag with this name whole, attributes and all, here: the
+    /// HTML stage has handlers for `<script>` and `<meta>`, and in foreign content the tags
+    /// whose attributes decide the namespace are read whole.
+    fn lexes(&self, hash: NameHash) -> bool {
+        hash == tag::SCRIPT
+            || hash == tag::META
+            || match self.current_ns() {
+                Ns::Html => false,
+                Ns::Svg => hash.is_one_of(&tag::SVG_HTML_POINTS) || hash == tag::FONT,
+                Ns::MathMl => hash.is_one_of(&tag::MATH_TEXT_POINTS) || hash == tag::FONT,
+            }
     }
 
     /// What lol_html's tree-builder simulation makes of a start tag: the namespace stack
@@ -777,6 +803,37 @@ mod tests {
     fn what_this_reading_cannot_follow_goes_to_lol_html() {
         for page in UNDECIDABLE {
             assert_eq!(scanned_marks(page.as_bytes(), &[]), None, "{page}");
+        }
+    }
+
+    #[test]
+    fn tags_lol_html_reads_whole_go_to_lol_html_when_long() {
+        let attributes = " a".repeat(MAX_LEXED_TAG / 2);
+        for page in [
+            format!("<script{attributes}>x</script>"),
+            format!("<script>x</script{attributes}>"),
+            format!("<svg><font{attributes}>"),
+        ] {
+            assert_eq!(scanned_marks(page.as_bytes(), &[]), None);
+        }
+        let page = format!("<div{attributes}><script>x</script>");
+        assert!(scanned_marks(page.as_bytes(), &[]).is_some());
+    }
+
+    /// Why the reading has its limits: past them, lol_html's memory limit makes it give up
+    /// and pass the rest through, which the reading could not foresee.
+    #[test]
+    fn lol_html_gives_up_on_many_attributes_or_open_elements() {
+        for page in [
+            format!("<script{}>x</script>", " a".repeat(200_000)),
+            "<div>".repeat(200_000),
+        ] {
+            let mut stage = HtmlStage::new(rule(), utf8(), Some(1 << 20));
+            for piece in page.as_bytes().chunks(8192) {
+                stage.write(piece, &mut Vec::new());
+            }
+            assert!(stage.bail_out_reason().is_some());
+            assert_eq!(scanned_marks(page.as_bytes(), &[]), None);
         }
     }
 
