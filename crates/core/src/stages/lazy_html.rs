@@ -17,22 +17,36 @@
 //!   wholly in hand. `<meta charset="utf-8">` is not a trigger.
 //!
 //! The scan is conservative: a marker in a comment or a `<meta` inside a script is a trigger
-//! too. At the first trigger, before any byte of the input that holds it is rewritten, the stage
-//! replays the document so far through a fresh [`HtmlStage`] and hands over to it. The output is
-//! exactly [`HtmlStage`]'s at every split of the input:
+//! too. At the first trigger, before any byte of the input that holds it is rewritten, the
+//! stage replays the document so far through [`ScannedHtml`], which reads the structure byte by
+//! byte as lol_html's tokenizer does (`super::html_scan`) and writes it the way [`HtmlStage`]
+//! does (`super::segments`), and hands over to it. A Next.js page needs lol_html's structure
+//! only to find its Flight scripts, and this reading finds them at a fraction of lol_html's
+//! cost. Where the reading cannot be sure to agree with lol_html (an unsafe `<meta>`, a script
+//! in SVG, `<!--` inside a script, see `html_scan`), the stage replays the document again,
+//! through a fresh [`HtmlStage`], and hands over to that. The output is exactly
+//! [`HtmlStage`]'s at every split of the input:
 //!
 //! * Until a trigger, [`HtmlStage`] would also have applied the one URL rule to every byte: a
 //!   Flight script starts only after a complete marker, and raw pass-through only at a `<meta>`
 //!   (or a lol_html bail-out, which needs a tag of 8 MiB, more than the replay ever holds).
 //! * The bytes the plain stage wrote were decided by the rule without seeing a trigger, so
-//!   they are a prefix of [`HtmlStage`]'s output, which the replay reproduces. The replay's
-//!   output is dropped up to that length; if the replay wrote less (lol_html holds an
-//!   unfinished tag, a script's first bytes are held until its kind is known), as many bytes of
-//!   what follows are dropped instead.
+//!   they are a prefix of [`HtmlStage`]'s output.
+//! * [`ScannedHtml`] gives its writer the same bytes and the same marks as lol_html's handlers
+//!   give [`HtmlStage`]'s, but only once they are final (it holds a construct not wholly in
+//!   hand), so what it wrote is a prefix of [`HtmlStage`]'s output too.
+//! * Each replay reproduces a prefix of that output. It is dropped up to the length already
+//!   written; if the replay wrote less (an unfinished tag is held, a script's first bytes are
+//!   held until its kind is known), as many bytes of what follows are dropped instead.
 //!
 //! The replay needs the input so far, which costs memory: a page that grows past
-//! [`LOOKBACK_MAX`] without a trigger hands over at that point too. Its cost is then
-//! [`HtmlStage`]'s plus the plain pass over the first [`LOOKBACK_MAX`] bytes.
+//! [`LOOKBACK_MAX`] hands over to lol_html at that point. Its cost is then [`HtmlStage`]'s
+//! plus the pass over the first [`LOOKBACK_MAX`] bytes.
+//!
+//! Not foreseen, in the plain mode only: lol_html also gives up when its stack of open
+//! elements outgrows its memory limit (200,000 `<div>`s never closed, 1 MB, do it; 20,000 do
+//! not); the plain stage then goes on rewriting where lol_html would pass the rest through.
+//! The byte-level reading counts open elements and hands over long before.
 
 use lol_html::AsciiCompatibleEncoding;
 
