@@ -71,10 +71,15 @@ pub struct PageReport {
     /// Set when lol_html gave up and the rest of the document passed through as-is.
     pub html_bail_out: Option<String>,
     /// For a body the HTML stage rewrote (`None` for text, Flight, and a UTF-16 body passed
-    /// through): whether it needed lol_html's view of its structure, because it had a Next.js
-    /// Flight marker, a `<meta>` that may declare a charset, or grew past 2 MiB. `false`: the
-    /// URL rule alone produced the same output for less.
+    /// through): whether it needed lol_html's view of its structure, because it had a `<meta>`
+    /// that may declare a charset, markup the lazy stage's own reading cannot follow, or grew
+    /// past 2 MiB. `false`: the URL rule alone, or with the lazy stage's own reading of the
+    /// structure (`html_scanned`, for a Next.js Flight marker), produced the same output for
+    /// less.
     pub html_structured: Option<bool>,
+    /// For such a body: whether the lazy HTML stage read its structure itself, byte by byte,
+    /// and lol_html never ran (`html_structured` is then `Some(false)`).
+    pub html_scanned: bool,
     /// What the Next.js payload rewriting did: bytes held at most, and whether it degraded.
     pub rsc: RscReport,
     /// For an HTML body given an [`Injection`]: whether the tag went in, or why not.
@@ -158,12 +163,14 @@ impl BodyStage for Rewriter {
                 let ((hints, html), injected) = stages.finish(out);
                 let HtmlReport {
                     structured,
+                    scanned,
                     bail_out,
                     rsc,
                 } = html;
                 PageReport {
                     html_bail_out: bail_out,
                     html_structured: Some(structured),
+                    html_scanned: scanned,
                     rsc,
                     injected,
                     hints: hints.unwrap_or_default(),

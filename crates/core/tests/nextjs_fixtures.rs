@@ -4,8 +4,10 @@
 //! For every captured HTML page and Flight response, and for a request host both shorter and
 //! longer than the origin's: the output for every two-way split of the body, for one-byte
 //! chunks, and for every split of its gzip and brotli encodings is byte-identical to the output
-//! for the whole body. Correctness of that output (row lengths, URLs) is judged separately, by
-//! the independent oracle in `tests/oracle`.
+//! for the whole body; and for an HTML page, that output is the HTML stage's with lol_html from
+//! the first byte, though the lazy stage reads these pages' structure itself. Correctness of
+//! that output (row lengths, URLs) is judged separately, by the independent oracle in
+//! `tests/oracle`.
 //!
 //! Every split point of every page is many gigabytes of work: `scripts/test.sh` runs this file
 //! with `--release`. A debug build tries every `TS_SPLIT_STRIDE`-th point (default 97) so a
@@ -13,10 +15,10 @@
 
 use std::path::PathBuf;
 
-use trusted_server_core::{Codec, PageOptions};
+use trusted_server_core::Codec;
 
 mod support;
-use support::{decode, encode, rewrite_for, rules, run, run_with, ORIGIN};
+use support::{decode, encode, html_paths, rewrite_for, rules, run, run_with, ORIGIN};
 
 struct Capture {
     name: String,
@@ -86,6 +88,15 @@ fn check_every_split(capture: &Capture, stride: usize) {
     for rule in rules() {
         let label = format!("{} ({:?})", capture.name, rule);
         let whole = run(Codec::Identity, rewrite, &rule, body, &[]).expect("no error");
+        if capture.content_type.starts_with("text/html") {
+            let [_, lol_html_first] = html_paths();
+            let (structured, _) =
+                run_with(&lol_html_first, Codec::Identity, rewrite, &rule, body, &[]).unwrap();
+            assert!(
+                whole == structured,
+                "{label}: not the output of lol_html from the first byte"
+            );
+        }
         if body.windows(ORIGIN.len()).any(|w| w == ORIGIN.as_bytes()) {
             assert_ne!(&whole, body, "{label}: nothing was rewritten");
         }
@@ -155,45 +166,46 @@ fn held_bytes_stay_near_one_text_row_never_the_page() {
     for capture in captures() {
         let rewrite = rewrite_for(&capture.content_type);
         let [rule, _] = rules();
-        let (_, report) = run_with(
-            &PageOptions::default(),
-            Codec::Identity,
-            rewrite,
-            &rule,
-            &capture.body,
-            &[],
-        )
-        .expect("no error");
-        assert!(
-            report.stages.rsc.degraded.is_none(),
-            "{}: {:?}",
-            capture.name,
-            report.stages.rsc
-        );
-        // A page with Flight scripts needs lol_html's structure even at the default lookback,
-        // so these pages test the lol_html path.
-        if capture.content_type.starts_with("text/html") {
-            assert_eq!(
-                report.stages.html_structured,
-                Some(true),
-                "{}",
-                capture.name
+        // Both ways an HTML page is read: by the lazy stage itself (the default), and by
+        // lol_html from the first byte.
+        let [lazy, lol_html_first] = html_paths();
+        for options in [&lazy, &lol_html_first] {
+            let (_, report) =
+                run_with(options, Codec::Identity, rewrite, &rule, &capture.body, &[])
+                    .expect("no error");
+            assert!(
+                report.stages.rsc.degraded.is_none(),
+                "{}: {:?}",
+                capture.name,
+                report.stages.rsc
+            );
+            // A page with Flight scripts needs its structure: the lazy stage reads it itself,
+            // and with no lookback lol_html reads it, so these pages test both paths.
+            if capture.content_type.starts_with("text/html") {
+                let lol_html = options.html_lookback == 0;
+                assert_eq!(
+                    report.stages.html_structured,
+                    Some(lol_html),
+                    "{}",
+                    capture.name
+                );
+                assert_eq!(report.stages.html_scanned, !lol_html, "{}", capture.name);
+            }
+            let row = largest_text_row(&capture.body);
+            eprintln!(
+                "{}: held at most {} bytes; largest text row {row}; body {}",
+                capture.name,
+                report.stages.rsc.peak_held,
+                capture.body.len()
+            );
+            // One row, plus (inline) the markup and script wrappers that follow it while it
+            // is open: never the page.
+            assert!(
+                report.stages.rsc.peak_held <= row + 2048,
+                "{}: held {} bytes, largest text row {row}",
+                capture.name,
+                report.stages.rsc.peak_held
             );
         }
-        let row = largest_text_row(&capture.body);
-        eprintln!(
-            "{}: held at most {} bytes; largest text row {row}; body {}",
-            capture.name,
-            report.stages.rsc.peak_held,
-            capture.body.len()
-        );
-        // One row, plus (inline) the markup and script wrappers that follow it while it is
-        // open: never the page.
-        assert!(
-            report.stages.rsc.peak_held <= row + 2048,
-            "{}: held {} bytes, largest text row {row}",
-            capture.name,
-            report.stages.rsc.peak_held
-        );
     }
 }

@@ -67,7 +67,7 @@ fn meta_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 
 /// A `<m` tag's meaning for the plain stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// Not a `<meta>`, or one that declares no charset or a safe one.
     Safe,
     /// A `<meta>` that may declare an unsafe charset, or one the scan cannot read for certain:
@@ -80,7 +80,7 @@ enum Verdict {
 /// The verdict on the tag at the start of `bytes` (which starts with `<m` or `<M`), read as
 /// lol_html reads it: its tokenizer's attribute states, and values decoded with the document's
 /// `encoding`.
-fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict {
+pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict {
     const NAME: &[u8] = b"<meta";
     let Some(head) = bytes.get(..NAME.len()) else {
         // `<m`, `<me`, ... at the end of the input.
@@ -139,16 +139,44 @@ pub(crate) fn is_space(b: u8) -> bool {
 /// to its `>` (a valueless attribute has an empty value); `None` if the tag does not end in
 /// `bytes`.
 pub(crate) fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
-    let at = |i: usize| bytes.get(i).copied();
     let mut attributes = Vec::new();
+    walk_attributes(bytes, |name, value| attributes.push((name, value)))?;
+    Some(attributes)
+}
+
+/// How a tag ended, read by [`walk_attributes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TagEnd {
+    /// Offset just past the tag's `>`, in the bytes walked.
+    pub(crate) end: usize,
+    /// Whether the `>` closed a `/` outside any attribute (`<x/>`, `<x a=1 />`).
+    pub(crate) self_closing: bool,
+    /// Whether the `>` came where an attribute value was due (`<x a=>`). lol_html's tokenizer
+    /// then goes on in its data state even after a tag whose text is raw (`<script a=>`).
+    pub(crate) in_value: bool,
+}
+
+/// Walks a tag's attributes as lol_html's tokenizer reads them, from just after the tag's
+/// name to its `>`, giving each `(name, value)` to `attribute` (a valueless attribute has an
+/// empty value); `None` if the tag does not end in `bytes`. End tags are read the same way.
+pub(crate) fn walk_attributes<'a>(
+    bytes: &'a [u8],
+    mut attribute: impl FnMut(&'a [u8], &'a [u8]),
+) -> Option<TagEnd> {
+    let at = |i: usize| bytes.get(i).copied();
     let mut i = 0;
     loop {
         // Before a name: spaces, and slashes that do not end the tag.
+        let before = i;
         while is_space(at(i)?) || at(i)? == b'/' {
             i += 1;
         }
         if at(i)? == b'>' {
-            return Some(attributes);
+            return Some(TagEnd {
+                end: i + 1,
+                self_closing: i > before && bytes[i - 1] == b'/',
+                in_value: false,
+            });
         }
         // The name: its first byte may be `=`.
         let name_start = i;
@@ -161,7 +189,7 @@ pub(crate) fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> 
             i += 1;
         }
         if at(i)? != b'=' {
-            attributes.push((name, &bytes[i..i]));
+            attribute(name, &bytes[i..i]);
             continue;
         }
         i += 1;
@@ -175,7 +203,14 @@ pub(crate) fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> 
                 i += len + 2;
                 value
             }
-            b'>' => &bytes[i..i],
+            b'>' => {
+                attribute(name, &bytes[i..i]);
+                return Some(TagEnd {
+                    end: i + 1,
+                    self_closing: false,
+                    in_value: true,
+                });
+            }
             _ => {
                 let start = i;
                 while at(i)? != b'>' && !is_space(at(i)?) {
@@ -184,7 +219,7 @@ pub(crate) fn start_tag_attributes(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> 
                 &bytes[start..i]
             }
         };
-        attributes.push((name, value));
+        attribute(name, value);
     }
 }
 

@@ -1,16 +1,14 @@
-//! HTML stage: lol_html finds the document's structure, the [`StreamReplacer`] rewrites URLs.
+//! HTML stage: lol_html finds the document's structure, the [`SegmentWriter`] writes it.
 //!
 //! lol_html emits every token it does not modify as its original bytes, so the URL rule runs on
 //! lol_html's output instead of through attribute setters: a rewritten tag keeps its own quotes,
 //! spacing and attribute order, and one rule covers attributes, text, inline `<script>` and
 //! `<style>` alike. lol_html's job is to say which output bytes are what. Handlers run just
-//! before their token is written to the sink, so a handler can mark where the next bytes start:
+//! before their token is written to the sink, so a handler can mark where the next bytes start
+//! (see [`super::segments`] for what each kind of bytes gets):
 //!
-//! * a script's text: the first bytes decide whether it is a Next.js Flight payload
-//!   (`self.__next_f.push(`). Those scripts carry length-prefixed `T` rows that a plain
-//!   replacement would corrupt, so their text goes to the RSC stage ([`InlineFlight`]) instead,
-//!   which also decides where output is held while a row is open across scripts. Without it
-//!   (disabled, or a document that is not UTF-8) they pass through untouched.
+//! * a script's text, from the end of its start tag to the start of its end tag;
+//! * a `<meta>` declaring a charset in which bytes must not be rewritten: raw from its start;
 //! * a bail-out: when lol_html gives up (its memory limit), it flushes the input it holds as-is;
 //!   from there on the original bytes pass through unchanged. Nothing is dropped.
 
@@ -22,37 +20,14 @@ use lol_html::AsciiCompatibleEncoding;
 use crate::body::stage::BodyStage;
 use crate::content::charset_allows_rewrite;
 use crate::stages::charset::declared_charset;
-use crate::stages::rsc::{InlineFlight, RscReport};
+use crate::stages::rsc::RscReport;
+use crate::stages::segments::{Segment, SegmentWriter};
 use crate::stages::staging::{StagedParser, WRITE_SLICE};
-use crate::url_rewrite::{StreamReplacer, UrlRule};
+use crate::url_rewrite::UrlRule;
 
 /// lol_html's own buffer limit (a single tag or comment larger than this makes it bail out to
 /// pass-through). Real tags are bytes to kilobytes long.
 const MAX_PARSER_MEMORY: usize = 8 << 20;
-
-/// While a Flight row is held, markup behind it is passed on in pieces of at most this many
-/// bytes, with the cap checked after each: outside a push string the cap is then passed by at
-/// most this much, however large the markup between two pushes (or a token lol_html held).
-pub(crate) const MARKUP_STEP: usize = 512;
-
-/// Script text longer than this without the Flight marker is an ordinary script.
-const MAX_SCRIPT_SNIFF: usize = 64;
-
-/// What a Next.js Flight script's text starts with (after whitespace).
-pub(crate) const FLIGHT_MARKER: &[u8] = b"self.__next_f.push(";
-
-/// What the bytes from a given offset on are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Segment {
-    /// Tags, text, comments: the URL rule applies.
-    Markup,
-    /// The text of a `<script>`: the URL rule applies unless it is a Flight payload.
-    ScriptText,
-    /// Passes through untouched, to the end: input lol_html flushed unprocessed after bailing
-    /// out, or everything after a `<meta>` declaring a charset in which byte-wise rewriting
-    /// could corrupt text.
-    Raw,
-}
 
 /// The staged output, marked by `(absolute offset, kind of the bytes from there)` in offset
 /// order (see [`super::staging`]). Text handlers are deliberately not used: lol_html
@@ -63,42 +38,31 @@ type Staging = super::staging::Staging<(usize, Segment)>;
 /// What the HTML stage (and the lazy HTML stage in front of it) did with a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HtmlReport {
-    /// Whether the page needed lol_html's view of its structure (always, for [`HtmlStage`];
-    /// the lazy stage may not have handed over).
+    /// Whether lol_html read the page's structure (always, for [`HtmlStage`]; the lazy stage
+    /// may not have handed over).
     pub structured: bool,
+    /// Whether the lazy stage read the page's structure itself, byte by byte, and lol_html
+    /// never ran (a Next.js page, usually; see `super::lazy_html`).
+    pub scanned: bool,
     /// Set when lol_html gave up and the rest of the document passed through as-is.
     pub bail_out: Option<String>,
     /// What the Next.js Flight rewriting did (all zero for a page without Flight scripts).
     pub rsc: RscReport,
 }
 
-/// Whether the current script is a Flight payload, once known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Script {
-    Undecided,
-    Flight,
-    Ordinary,
-}
-
 /// The streaming HTML rewriter. See the module docs.
 pub struct HtmlStage {
     parser: StagedParser<(usize, Segment)>,
-    replacer: StreamReplacer,
-    /// Kind of the bytes at the start of the next staging batch.
-    current: Segment,
-    script: Script,
-    /// Start of an undecided script's text, held until its kind is known.
-    script_head: Vec<u8>,
-    /// The RSC stage, created at the first Flight script.
-    flight: Option<InlineFlight>,
-    /// `Some(max held bytes)` when Flight scripts are rewritten.
-    flight_limit: Option<usize>,
+    segments: SegmentWriter,
+    /// Every mark so far, at its offset in the document, for tests.
+    #[cfg(test)]
+    pub(crate) marks: Vec<(usize, Segment)>,
 }
 
 impl std::fmt::Debug for HtmlStage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HtmlStage")
-            .field("current", &self.current)
+            .field("segments", &self.segments)
             .field("bail_out", &self.parser.gave_up())
             .finish_non_exhaustive()
     }
@@ -113,9 +77,6 @@ impl HtmlStage {
         encoding: AsciiCompatibleEncoding,
         flight_limit: Option<usize>,
     ) -> Self {
-        // The browser turns a Flight string into bytes as UTF-8; in another charset the
-        // script's bytes are not the payload's.
-        let flight_limit = flight_limit.filter(|_| encoding == AsciiCompatibleEncoding::utf_8());
         let parser = StagedParser::new(
             encoding,
             MAX_PARSER_MEMORY,
@@ -166,23 +127,20 @@ impl HtmlStage {
         );
         HtmlStage {
             parser,
-            replacer: StreamReplacer::new(rule),
-            current: Segment::Markup,
-            script: Script::Ordinary,
-            script_head: Vec::new(),
-            flight: None,
-            flight_limit,
+            segments: SegmentWriter::new(rule, encoding, flight_limit),
+            #[cfg(test)]
+            marks: Vec::new(),
         }
     }
 
-    /// What the RSC stage did (all zero for a page without Flight scripts).
-    fn rsc_report(&self) -> RscReport {
-        self.flight
-            .as_ref()
-            .map_or_else(RscReport::default, |f| RscReport {
-                peak_held: f.peak_held(),
-                degraded: f.degraded(),
-            })
+    /// Ends the document and returns every mark lol_html's handlers made, at their offsets.
+    #[cfg(test)]
+    pub(crate) fn into_marks(mut self) -> Vec<(usize, Segment)> {
+        let mut out = Vec::new();
+        if self.parser.end() {
+            self.drain(&mut out);
+        }
+        self.marks
     }
 
     /// Why lol_html gave up, if it did (the rest of the document then passed through).
@@ -191,7 +149,7 @@ impl HtmlStage {
         self.parser.gave_up()
     }
 
-    /// Routes the staged output through the URL rule according to its marks.
+    /// Writes the staged output according to its marks.
     fn drain(&mut self, out: &mut Vec<u8>) {
         let staging = self.parser.staging();
         let mut s = staging.borrow_mut();
@@ -206,107 +164,19 @@ impl HtmlStage {
                 kept = i;
                 break;
             }
+            #[cfg(test)]
+            self.marks.push((offset, segment));
             let at = at.max(start);
-            self.emit(&bytes[start..at], out);
-            self.enter(segment, out);
+            self.segments.write(&bytes[start..at], out);
+            self.segments.enter(segment, out);
             start = at;
             kept = i + 1;
         }
-        self.emit(&bytes[start..], out);
+        self.segments.write(&bytes[start..], out);
         *base += bytes.len();
         bytes.clear();
         marks.drain(..kept);
-        if let Some(flight) = &mut self.flight {
-            flight.after_markup(out);
-        }
-    }
-
-    fn enter(&mut self, segment: Segment, out: &mut Vec<u8>) {
-        if self.script == Script::Undecided {
-            // The script ended before its kind was known: too short to be a Flight payload.
-            self.script = Script::Ordinary;
-            self.release_script_head(out);
-        }
-        if self.current == Segment::Raw {
-            return; // Raw is final.
-        }
-        if let (Segment::ScriptText, Script::Flight, Some(flight)) =
-            (self.current, self.script, &mut self.flight)
-        {
-            flight.script_end(out);
-        }
-        self.current = segment;
-        match segment {
-            Segment::ScriptText => self.script = Script::Undecided,
-            Segment::Markup => self.script = Script::Ordinary,
-            Segment::Raw => {
-                self.script = Script::Ordinary;
-                match &mut self.flight {
-                    Some(flight) => {
-                        self.replacer.flush(flight.target(out));
-                        flight.stop("the rest of the document passes through as it is", out);
-                    }
-                    None => self.replacer.flush(out),
-                }
-            }
-        }
-    }
-
-    fn emit(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        if bytes.is_empty() {
-            return;
-        }
-        match (self.current, self.script) {
-            (Segment::Raw, _) => out.extend_from_slice(bytes),
-            (Segment::ScriptText, Script::Flight) => match &mut self.flight {
-                Some(flight) => flight.script_text(bytes, out),
-                None => out.extend_from_slice(bytes),
-            },
-            (Segment::ScriptText, Script::Undecided) => {
-                // Hold only as much as the decision needs, not the whole script.
-                let wanted = (MAX_SCRIPT_SNIFF + 1).saturating_sub(self.script_head.len());
-                let (probe, rest) = bytes.split_at(bytes.len().min(wanted));
-                self.script_head.extend_from_slice(probe);
-                self.script = match flight_marker(&self.script_head) {
-                    Some(true) => {
-                        // Markup held back for a possible match ends here.
-                        match (&mut self.flight, self.flight_limit) {
-                            (Some(flight), _) => self.replacer.flush(flight.target(out)),
-                            (None, Some(limit)) => {
-                                self.replacer.flush(out);
-                                let rule = self.replacer.rule().clone();
-                                self.flight = Some(InlineFlight::new(rule, limit));
-                            }
-                            (None, None) => self.replacer.flush(out),
-                        }
-                        Script::Flight
-                    }
-                    Some(false) => Script::Ordinary,
-                    None if self.script_head.len() > MAX_SCRIPT_SNIFF => Script::Ordinary,
-                    None => return,
-                };
-                self.release_script_head(out);
-                self.emit(rest, out);
-            }
-            _ => match &mut self.flight {
-                Some(flight) if flight.holding() => {
-                    for piece in bytes.chunks(MARKUP_STEP) {
-                        self.replacer.write(piece, flight.target(out));
-                        flight.after_markup(out);
-                    }
-                }
-                Some(flight) => self.replacer.write(bytes, flight.target(out)),
-                None => self.replacer.write(bytes, out),
-            },
-        }
-    }
-
-    /// Emits the held start of a script whose kind is now decided, keeping the buffer.
-    fn release_script_head(&mut self, out: &mut Vec<u8>) {
-        let head = std::mem::take(&mut self.script_head);
-        self.emit(&head, out);
-        self.script_head = head;
-        self.script_head.clear();
+        self.segments.end_batch(out);
     }
 }
 
@@ -330,22 +200,12 @@ impl BodyStage for HtmlStage {
         if self.parser.end() {
             self.drain(out);
         }
-        if self.script == Script::Undecided {
-            // The document ended inside a script too short to be a Flight payload.
-            self.script = Script::Ordinary;
-            self.release_script_head(out);
-        }
-        match &mut self.flight {
-            Some(flight) => {
-                self.replacer.flush(flight.target(out));
-                flight.finish(out);
-            }
-            None => self.replacer.flush(out),
-        }
+        let bail_out = self.parser.gave_up().map(str::to_owned);
         HtmlReport {
             structured: true,
-            bail_out: self.parser.gave_up().map(str::to_owned),
-            rsc: self.rsc_report(),
+            scanned: false,
+            bail_out,
+            rsc: self.segments.finish(out),
         }
     }
 }
@@ -353,18 +213,6 @@ impl BodyStage for HtmlStage {
 /// The charset a `<meta charset>` or `<meta http-equiv="content-type" content="...">` declares.
 fn meta_charset(el: &Element) -> Option<String> {
     declared_charset(|name| el.get_attribute(name))
-}
-
-/// `Some(true)` if the script text starts (after whitespace) with the Flight push call,
-/// `Some(false)` if it cannot, `None` if more bytes are needed.
-fn flight_marker(text: &[u8]) -> Option<bool> {
-    let start = text.iter().position(|b| !b.is_ascii_whitespace())?;
-    let text = &text[start..];
-    let n = text.len().min(FLIGHT_MARKER.len());
-    if text[..n] != FLIGHT_MARKER[..n] {
-        return Some(false);
-    }
-    (n == FLIGHT_MARKER.len()).then_some(true)
 }
 
 #[cfg(test)]
@@ -558,17 +406,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn flight_marker_needs_enough_bytes() {
-        assert_eq!(flight_marker(b"  self.__next"), None);
-        assert_eq!(flight_marker(b"\nself.__next_f.push([1,"), Some(true));
-        assert_eq!(
-            flight_marker(b"(self.__next_f=self.__next_f||[]).push([0])"),
-            Some(false)
-        );
-        assert_eq!(flight_marker(b"var x"), Some(false));
-        assert_eq!(flight_marker(b"   "), None);
     }
 }

@@ -17,28 +17,44 @@
 //!   wholly in hand. `<meta charset="utf-8">` is not a trigger.
 //!
 //! The scan is conservative: a marker in a comment or a `<meta` inside a script is a trigger
-//! too. At the first trigger, before any byte of the input that holds it is rewritten, the stage
-//! replays the document so far through a fresh [`HtmlStage`] and hands over to it. The output is
-//! exactly [`HtmlStage`]'s at every split of the input:
+//! too. At the first trigger, before any byte of the input that holds it is rewritten, the
+//! stage replays the document so far through [`ScannedHtml`], which reads the structure byte by
+//! byte as lol_html's tokenizer does (`super::html_scan`) and writes it the way [`HtmlStage`]
+//! does (`super::segments`), and hands over to it. A Next.js page needs lol_html's structure
+//! only to find its Flight scripts, and this reading finds them at a fraction of lol_html's
+//! cost. Where the reading cannot be sure to agree with lol_html (an unsafe `<meta>`, a script
+//! in SVG, `<!--` inside a script, see `html_scan`), the stage replays the document again,
+//! through a fresh [`HtmlStage`], and hands over to that. The output is exactly
+//! [`HtmlStage`]'s at every split of the input:
 //!
 //! * Until a trigger, [`HtmlStage`] would also have applied the one URL rule to every byte: a
 //!   Flight script starts only after a complete marker, and raw pass-through only at a `<meta>`
 //!   (or a lol_html bail-out, which needs a tag of 8 MiB, more than the replay ever holds).
 //! * The bytes the plain stage wrote were decided by the rule without seeing a trigger, so
-//!   they are a prefix of [`HtmlStage`]'s output, which the replay reproduces. The replay's
-//!   output is dropped up to that length; if the replay wrote less (lol_html holds an
-//!   unfinished tag, a script's first bytes are held until its kind is known), as many bytes of
-//!   what follows are dropped instead.
+//!   they are a prefix of [`HtmlStage`]'s output.
+//! * [`ScannedHtml`] gives its writer the same bytes and the same marks as lol_html's handlers
+//!   give [`HtmlStage`]'s, but only once they are final (it holds a construct not wholly in
+//!   hand), so what it wrote is a prefix of [`HtmlStage`]'s output too.
+//! * Each replay reproduces a prefix of that output. It is dropped up to the length already
+//!   written; if the replay wrote less (an unfinished tag is held, a script's first bytes are
+//!   held until its kind is known), as many bytes of what follows are dropped instead.
 //!
 //! The replay needs the input so far, which costs memory: a page that grows past
-//! [`LOOKBACK_MAX`] without a trigger hands over at that point too. Its cost is then
-//! [`HtmlStage`]'s plus the plain pass over the first [`LOOKBACK_MAX`] bytes.
+//! [`LOOKBACK_MAX`] hands over to lol_html at that point. Its cost is then [`HtmlStage`]'s
+//! plus the pass over the first [`LOOKBACK_MAX`] bytes.
+//!
+//! Not foreseen, in the plain mode only: lol_html also gives up when its stack of open
+//! elements outgrows its memory limit (200,000 `<div>`s never closed, 1 MB, do it; 20,000 do
+//! not); the plain stage then goes on rewriting where lol_html would pass the rest through.
+//! The byte-level reading counts open elements and hands over long before.
 
 use lol_html::AsciiCompatibleEncoding;
 
 use crate::body::stage::BodyStage;
 use crate::stages::charset::{scan_metas, MetaScan};
-use crate::stages::html::{HtmlReport, HtmlStage, FLIGHT_MARKER};
+use crate::stages::html::{HtmlReport, HtmlStage};
+use crate::stages::scanned_html::ScannedHtml;
+use crate::stages::segments::FLIGHT_MARKER;
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// Most input kept for a replay. Larger than all but the largest HTML documents (the HTTP
@@ -49,14 +65,28 @@ pub const LOOKBACK_MAX: usize = 2 << 20;
 #[derive(Debug)]
 pub struct LazyHtml {
     mode: Mode,
+    /// Every input byte so far, for a replay; not kept once lol_html runs.
+    seen: Lookback,
+    /// Output bytes written so far, before lol_html runs.
+    written: usize,
+    rule: UrlRule,
+    encoding: AsciiCompatibleEncoding,
+    flight_limit: Option<usize>,
+    /// At most [`LOOKBACK_MAX`] by default.
+    lookback_max: usize,
 }
 
 #[derive(Debug)]
 enum Mode {
     Plain(Box<Plain>),
+    Scanned {
+        stage: Box<ScannedHtml>,
+        /// Output still to drop: bytes the stage before wrote that the replay had not.
+        skip: usize,
+    },
     Structured {
         stage: Box<HtmlStage>,
-        /// Output still to drop: bytes the plain stage wrote that the replay had not.
+        /// As for `Scanned`.
         skip: usize,
     },
 }
@@ -65,25 +95,18 @@ enum Mode {
 #[derive(Debug)]
 struct Plain {
     replacer: StreamReplacer,
-    /// Every input byte so far, for the replay.
-    seen: Lookback,
     /// The last input bytes, where a Flight marker cut by a chunk boundary starts.
     tail: Vec<u8>,
     /// The end of the input, from a `<` that may start a `<meta` tag not yet complete: held
     /// back from the replacer until the tag's verdict is known.
     held: Vec<u8>,
-    /// Output bytes written so far.
-    written: usize,
     encoding: AsciiCompatibleEncoding,
-    flight_limit: Option<usize>,
-    /// At most [`LOOKBACK_MAX`] by default.
-    lookback_max: usize,
 }
 
 impl Plain {
     /// Takes `input` unless it holds a trigger; `false` leaves everything as it was.
     fn take(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool {
-        if self.seen.len + input.len() > self.lookback_max || has_marker(&self.tail, input) {
+        if has_marker(&self.tail, input) {
             return false;
         }
         // Held bytes are scanned again with what follows them (a copy, but only of an input
@@ -100,11 +123,8 @@ impl Plain {
             MetaScan::Clear => work.len(),
             MetaScan::Incomplete(at) => at,
         };
-        let before = out.len();
         self.replacer.write(&work[..decided], out);
-        self.written += out.len() - before;
         self.held = work[decided..].to_vec();
-        self.seen.push(input);
         let keep = FLIGHT_MARKER.len() - 1;
         if input.len() >= keep {
             self.tail.clear();
@@ -157,45 +177,81 @@ impl LazyHtml {
     ) -> Self {
         LazyHtml {
             mode: Mode::Plain(Box::new(Plain {
-                replacer: StreamReplacer::new(rule),
-                seen: Lookback::default(),
+                replacer: StreamReplacer::new(rule.clone()),
                 tail: Vec::new(),
                 held: Vec::new(),
-                written: 0,
                 encoding,
-                flight_limit,
-                lookback_max,
             })),
+            seen: Lookback::default(),
+            written: 0,
+            rule,
+            encoding,
+            flight_limit,
+            lookback_max,
         }
     }
 
-    /// Whether lol_html has taken over (a trigger, or more than [`LOOKBACK_MAX`] bytes).
+    /// Which reader runs: `"plain"`, `"scanned"` or `"structured"` (lol_html).
     #[cfg(test)]
-    pub fn structured(&self) -> bool {
-        matches!(self.mode, Mode::Structured { .. })
+    pub fn mode(&self) -> &'static str {
+        match self.mode {
+            Mode::Plain(_) => "plain",
+            Mode::Scanned { .. } => "scanned",
+            Mode::Structured { .. } => "structured",
+        }
+    }
+
+    /// Whether `input` still fits in the lookback.
+    fn fits(&self, input: &[u8]) -> bool {
+        self.seen.len + input.len() <= self.lookback_max
+    }
+
+    /// At the first trigger: replays the input so far through the byte-level stage and
+    /// continues with it, or with lol_html if that stage cannot read the input so far.
+    fn scan(&mut self, out: &mut Vec<u8>) {
+        let mut stage = Box::new(ScannedHtml::new(
+            self.rule.clone(),
+            self.encoding,
+            self.flight_limit,
+        ));
+        let mut replayed = Vec::with_capacity(self.seen.len + self.seen.len / 8);
+        for block in &self.seen.blocks {
+            if !stage.write(block, &mut replayed) {
+                return self.structure(out);
+            }
+        }
+        let skip = self.catch_up(&replayed, out);
+        self.mode = Mode::Scanned { stage, skip };
     }
 
     /// Replays the input so far through a fresh [`HtmlStage`] and continues with it.
-    fn hand_over(&mut self, out: &mut Vec<u8>) {
-        let Mode::Plain(plain) = &mut self.mode else {
-            return;
-        };
-        let rule = plain.replacer.rule().clone();
-        let mut stage = Box::new(HtmlStage::new(rule, plain.encoding, plain.flight_limit));
-        let mut replayed = Vec::with_capacity(plain.seen.len + plain.seen.len / 8);
-        for block in &plain.seen.blocks {
+    fn structure(&mut self, out: &mut Vec<u8>) {
+        let mut stage = Box::new(HtmlStage::new(
+            self.rule.clone(),
+            self.encoding,
+            self.flight_limit,
+        ));
+        let mut replayed = Vec::with_capacity(self.seen.len + self.seen.len / 8);
+        for block in &self.seen.blocks {
             stage.write(block, &mut replayed);
         }
-        // Both are prefixes of the same output (module docs): write what the plain stage has
-        // not, or drop what it has already written.
-        let skip = match replayed.get(plain.written..) {
+        let skip = self.catch_up(&replayed, out);
+        self.seen = Lookback::default();
+        self.mode = Mode::Structured { stage, skip };
+    }
+
+    /// A replay's output and what was written before it are prefixes of the same output
+    /// (module docs): writes what has not been written, or returns how much of what follows
+    /// has.
+    fn catch_up(&mut self, replayed: &[u8], out: &mut Vec<u8>) -> usize {
+        match replayed.get(self.written..) {
             Some(rest) => {
                 out.extend_from_slice(rest);
+                self.written += rest.len();
                 0
             }
-            None => plain.written - replayed.len(),
-        };
-        self.mode = Mode::Structured { stage, skip };
+            None => self.written - replayed.len(),
+        }
     }
 }
 
@@ -204,11 +260,33 @@ impl BodyStage for LazyHtml {
 
     /// Rewrites `input`, appending decided output to `out`.
     fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let start = out.len();
         if let Mode::Plain(plain) = &mut self.mode {
-            if plain.take(input, out) {
+            if self.seen.len + input.len() <= self.lookback_max && plain.take(input, out) {
+                self.seen.push(input);
+                self.written += out.len() - start;
                 return;
             }
-            self.hand_over(out);
+            if self.fits(input) {
+                self.scan(out);
+            } else {
+                self.structure(out);
+            }
+        }
+        if let Mode::Scanned { stage, skip } = &mut self.mode {
+            if self.seen.len + input.len() <= self.lookback_max {
+                self.seen.push(input);
+                let start = out.len();
+                let decided = stage.write(input, out);
+                drop_skipped(out, start, skip);
+                self.written += out.len() - start;
+                if !decided {
+                    // The replay holds this input too.
+                    self.structure(out);
+                }
+                return;
+            }
+            self.structure(out);
         }
         if let Mode::Structured { stage, skip } = &mut self.mode {
             let start = out.len();
@@ -217,7 +295,7 @@ impl BodyStage for LazyHtml {
         }
     }
 
-    /// Ends the document; reports what the HTML stage did, and whether lol_html ran.
+    /// Ends the document; reports what the HTML stage did, and which reader ran.
     fn finish(self, out: &mut Vec<u8>) -> HtmlReport {
         match self.mode {
             Mode::Plain(mut plain) => {
@@ -226,11 +304,18 @@ impl BodyStage for LazyHtml {
                 plain.replacer.finish(out);
                 HtmlReport::default()
             }
-            Mode::Structured { stage, mut skip } => {
+            Mode::Scanned { stage, mut skip } => {
                 let start = out.len();
                 let report = stage.finish(out);
                 drop_skipped(out, start, &mut skip);
                 debug_assert_eq!(skip, 0, "the replay wrote less than the plain stage");
+                report
+            }
+            Mode::Structured { stage, mut skip } => {
+                let start = out.len();
+                let report = stage.finish(out);
+                drop_skipped(out, start, &mut skip);
+                debug_assert_eq!(skip, 0, "the replay wrote less than the stage before");
                 report
             }
         }
@@ -307,7 +392,7 @@ mod tests {
             stage.write(&input[from..cut], &mut out);
             from = cut;
         }
-        let structured = stage.structured();
+        let structured = stage.mode() != "plain";
         stage.finish(&mut out);
         (out, structured)
     }
@@ -394,6 +479,44 @@ mod tests {
         }
     }
 
+    /// A Flight script, its string escaped as Next.js escapes it.
+    fn push(text: &str) -> String {
+        format!(
+            "<script>self.__next_f.push([1,\"{}\"])</script>",
+            crate::stages::rsc::next_js_escape(text)
+        )
+    }
+
+    #[test]
+    fn a_next_js_page_stays_off_lol_html_with_the_same_output() {
+        let rows = "0:[\"$\",\"a\",null,{\"href\":\"https://origin.example.com/a\"}]\n3:T2a,https://origin.example.com/abcdefghijklmn\n";
+        let page = format!(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>a <b></title>\
+             <link href=\"//origin.example.com/c.css\"></head><body><!--$--><div hidden>\
+             <template data-dgst=x></template><svg viewBox='0 0 1 1'><path d='M0'/></svg>\
+             {}<p title='<script>'>https://origin.example.com/</p>{}{}<!--/$--></body></html>",
+            push(&rows[..30]),
+            push(&rows[30..]),
+            push("4:I[\"x\"]\n"),
+        );
+        let page = page.as_bytes();
+        let want = structured(page, true);
+        assert_ne!(
+            want,
+            rule().rewrite_all(page),
+            "the Flight rows are rewritten"
+        );
+        for cuts in every_cut(page) {
+            let mut stage = LazyHtml::new(rule(), utf8(), Some(64 * 1024), LOOKBACK_MAX);
+            let mut out = Vec::new();
+            stage.write(&page[..cuts[0]], &mut out);
+            stage.write(&page[cuts[0]..], &mut out);
+            assert_eq!(stage.mode(), "scanned", "cut at {cuts:?}");
+            stage.finish(&mut out);
+            assert!(out == want, "cut at {cuts:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -423,6 +546,41 @@ mod tests {
             cuts.sort_unstable();
             let (out, _) = lazy(&input, &cuts, flight, lookback);
             prop_assert_eq!(out, structured(&input, flight), "{:?} cuts {:?}", String::from_utf8_lossy(&input), cuts);
+        }
+
+        /// Flight scripts among markup that hides scripts from a plain search or shows it
+        /// scripts that are not there, cut anywhere, the document cut off anywhere.
+        #[test]
+        fn flight_pages_with_hostile_markup_are_lol_html_stage_output_at_any_split(
+            parts in proptest::collection::vec(prop_oneof![
+                Just(push("1:T2a,https://origin.example.com/")), Just(push("abcdefghijklmnopqrstuvwxyz0123\n")),
+                Just(push("2:\"https://origin.example.com/x\"\n")), Just(push("9:I[\"//origin.example.com\"]\n")),
+                Just("<script>self.__next_f.push([1,\"".to_owned()), Just("\"])</script>".to_owned()),
+                Just("<!-- self.__next_f.push([1,\"x\"]) -->".to_owned()), Just("<!--".to_owned()), Just("-->".to_owned()),
+                Just("--!>".to_owned()), Just("<!-->".to_owned()), Just("<!-- --!>".to_owned()), Just("<!DOCTYPE '>".to_owned()),
+                Just("<script>x=1;self.__next_f.push([1,\"https://origin.example.com/\"])</script>".to_owned()),
+                Just("<script type=module>import 'https://origin.example.com/m.js'</script>".to_owned()),
+                Just("<template>".to_owned()), Just("</template>".to_owned()), Just("<plaintext>".to_owned()),
+                Just("<svg><![CDATA[<script>self.__next_f.push(]]></svg>".to_owned()), Just("<svg>".to_owned()),
+                Just("</svg>".to_owned()), Just("<![CDATA[".to_owned()), Just("]]>".to_owned()),
+                Just("<a title='>'>".to_owned()), Just("<a title=\"<script>\" href=//origin.example.com/>".to_owned()),
+                Just("<SCRIPT>".to_owned()), Just("</SCRIPT >".to_owned()), Just("</script\t/>".to_owned()),
+                Just("</script x='>'>".to_owned()), Just("<script>".to_owned()), Just("</script>".to_owned()),
+                Just("<style>".to_owned()), Just("</style>".to_owned()), Just("<title>".to_owned()), Just("</title>".to_owned()),
+                Just("<meta charset=shift_jis>".to_owned()), Just("<meta charset=utf-8>".to_owned()),
+                Just("<script a=>".to_owned()), Just("<".to_owned()), Just(">".to_owned()), Just("'".to_owned()),
+                Just("https://origin.example.com/p".to_owned()), Just(" ".to_owned()), Just("\u{e9}".to_owned()),
+            ], 0..32),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+            truncate in any::<prop::sample::Index>(),
+            lookback in prop_oneof![Just(LOOKBACK_MAX), 0..4096usize],
+        ) {
+            let input = parts.concat();
+            let input = &input.as_bytes()[..truncate.index(input.len() + 1)];
+            let mut cuts: Vec<usize> = picks.iter().map(|i| i.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (out, _) = lazy(input, &cuts, true, lookback);
+            prop_assert!(out == structured(input, true), "{:?} cuts {:?}", String::from_utf8_lossy(input), cuts);
         }
     }
 }

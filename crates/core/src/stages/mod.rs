@@ -4,9 +4,10 @@
 //! first-party creative's composer (`crate::first_party::creative`) its own.
 //!
 //! * [`text`]: the URL rule alone, for CSS / JS / JSON;
-//! * [`lazy_html`]: the URL rule alone until a page needs its structure, then [`html`]:
-//!   lol_html marks structure, the URL rule runs on its output, with [`rsc`] for the Next.js
-//!   Flight payloads inside it;
+//! * [`lazy_html`]: the URL rule alone until a page needs its structure, then
+//!   [`scanned_html`] (the structure read byte by byte by [`html_scan`]) or, where that reading
+//!   cannot decide, [`html`] (lol_html marks structure); both feed [`segments`], which runs
+//!   the URL rule, with [`rsc`] for the Next.js Flight payloads inside it;
 //! * [`rsc`]: Next.js Flight payloads, inline in HTML or as `text/x-component` responses;
 //! * [`charset`]: what a `<meta>` declares, read the same way by both HTML stages;
 //! * [`staging`]: the staged lol_html driver shared by the page's HTML stage and the
@@ -19,9 +20,12 @@ pub(crate) mod charset;
 mod example;
 pub(crate) mod hints;
 pub(crate) mod html;
+pub(crate) mod html_scan;
 pub(crate) mod inject;
 pub(crate) mod lazy_html;
 pub(crate) mod rsc;
+pub(crate) mod scanned_html;
+pub(crate) mod segments;
 pub(crate) mod staging;
 pub(crate) mod text;
 pub(crate) mod utf16;

@@ -1,8 +1,9 @@
 //! The inline Flight rewriting (`crate::stages::rsc`'s `InlineFlight`) as the HTML stage
 //! drives it: holding across scripts, and the cap.
 
-use super::{HtmlReport, HtmlStage, MARKUP_STEP};
+use super::{HtmlReport, HtmlStage};
 use crate::body::stage::BodyStage;
+use crate::stages::segments::MARKUP_STEP;
 use crate::url_rewrite::UrlRule;
 use lol_html::AsciiCompatibleEncoding;
 

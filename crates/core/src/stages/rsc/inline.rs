@@ -37,7 +37,7 @@
 //! bytes: the one that passed it, then the rest of its character). Outside a string, by at
 //! most one piece the HTML stage hands on before calling [`InlineFlight::after_markup`]: while
 //! a row is held, the HTML stage passes markup on in pieces of at most 512 bytes
-//! (`html::MARKUP_STEP`, plus the URL rule's growth in it). The bytes actually held can exceed the count by what the URL rule adds to
+//! (`segments::MARKUP_STEP`, plus the URL rule's growth in it). The bytes actually held can exceed the count by what the URL rule adds to
 //! the held Flight bytes (a longer host in each rewritten URL).
 
 use base64::Engine as _;
