@@ -78,6 +78,17 @@ impl SinkStats {
     }
 }
 
+/// Which reader rewrote an HTML body, for the access line's `html` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HtmlReader {
+    /// The URL rule alone: no Flight marker, no unsafe `<meta>` charset.
+    Plain,
+    /// The byte-level reader of a Next.js page's Flight scripts; lol_html never ran.
+    Scanned,
+    /// lol_html, where the byte-level readers could not decide.
+    LolHtml,
+}
+
 /// What the access line reports about one request.
 #[derive(Debug)]
 pub struct Access {
@@ -106,9 +117,8 @@ pub struct Access {
     /// Time spent in the body pipeline (decode, rewrite, encode), if the body was rewritten:
     /// see `timing::timed`.
     pub rewrite: Option<Duration>,
-    /// For a rewritten HTML body: whether lol_html ran (`true`), or the URL rule alone
-    /// rewrote it (no Flight marker, no unsafe `<meta>` charset; see the core's lazy stage).
-    pub html_structured: Option<bool>,
+    /// For a rewritten HTML body: which reader rewrote it (see the core's lazy stage).
+    pub html: Option<HtmlReader>,
     /// How it ended.
     pub outcome: Outcome,
     /// What the cache did (`HIT`, `MISS`, `PASS(reason)`), for proxied requests.
@@ -148,7 +158,7 @@ impl Access {
             writes: None,
             origin_wait: None,
             rewrite: None,
-            html_structured: None,
+            html: None,
             outcome: Outcome::Finished,
             cache: None,
             expire_edge_id: false,
@@ -202,9 +212,10 @@ impl Access {
             Outcome::PassedThrough(why) => format!("passed-through({why})"),
             Outcome::Error => "error".to_owned(),
         };
-        let html = match self.html_structured {
-            Some(true) => "lol_html",
-            Some(false) => "plain",
+        let html = match self.html {
+            Some(HtmlReader::LolHtml) => "lol_html",
+            Some(HtmlReader::Scanned) => "scanned",
+            Some(HtmlReader::Plain) => "plain",
             None => "-",
         };
         let mut line = String::with_capacity(200);
@@ -285,7 +296,7 @@ mod tests {
         access.headers_sent(200);
         access.body_written(&stats);
         access.outcome = Outcome::PassedThrough("not-text".into());
-        access.html_structured = Some(true);
+        access.html = Some(HtmlReader::LolHtml);
         access.cache = Some("PASS(no-ttl)".into());
         access.consent = Some("opt-in:no".into());
         access.origin_wait = Some(Duration::from_micros(12_340));

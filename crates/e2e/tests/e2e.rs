@@ -1014,14 +1014,14 @@ fn access_lines_and_reports(w: &World) -> Outcome {
     check(!line.contains("last_byte_ms=-"), || {
         format!("no last byte time: {line}")
     })?;
-    // A Next.js page has Flight scripts: lol_html ran.
+    // A Next.js page has Flight scripts: the byte-level reader found them, lol_html never ran.
     fetch_complete(w.streaming, "/next/about", &[identity()])?;
     log_line(
         w,
         &[
             "trusted_server :: access ",
             "path=\"/next/about\"",
-            "html=lol_html",
+            "html=scanned",
         ],
     )?;
     // A death mid-body: the access line says abandoned, and one report says why and where.

@@ -49,7 +49,7 @@ impl Flush {
         match self {
             Flush::Never => false,
             Flush::EveryPiece => true,
-            Flush::EveryOtherPiece => index % 2 == 0,
+            Flush::EveryOtherPiece => index.is_multiple_of(2),
         }
     }
 }

@@ -7,7 +7,7 @@ use trusted_server_core::{
     BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, Settings, UrlRule,
 };
 
-use crate::kit::access::Access;
+use crate::kit::access::{Access, HtmlReader};
 use crate::kit::failure::{self, Failure, Phase};
 use crate::phases::origin;
 
@@ -62,7 +62,7 @@ pub(crate) fn report_for(
     failure::record(failure.0, failure.1, backend, progress);
 }
 
-/// Records what the pipeline reports: for the access line whether lol_html ran, and, once per
+/// Records what the pipeline reports: for the access line which HTML reader ran, and, once per
 /// response, where rewriting gave way to passing original bytes through. Returns the early
 /// hints the page's head carried, for `Sent::head_hints`.
 pub(crate) fn record_report(
@@ -70,7 +70,12 @@ pub(crate) fn record_report(
     settings: &Settings,
     access: &mut Access,
 ) -> Vec<String> {
-    access.html_structured = pipeline_report.stages.html_structured;
+    let page = &pipeline_report.stages;
+    access.html = page.html_structured.map(|structured| match structured {
+        true => HtmlReader::LolHtml,
+        false if page.html_scanned => HtmlReader::Scanned,
+        false => HtmlReader::Plain,
+    });
     if let Some(trusted_server_core::Injected::No(why)) = pipeline_report.stages.injected {
         log::info!("script not injected: {why}");
     }
