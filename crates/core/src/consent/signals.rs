@@ -177,6 +177,18 @@ fn applicable_sections(value: &str) -> Option<Vec<u16>> {
 }
 
 #[cfg(test)]
+impl Signals {
+    /// Signals holding only `tcf` and `Sec-GPC` (tests build TC strings field by field).
+    pub(crate) fn with_tcf(tcf: TcString, gpc: bool) -> Self {
+        Self {
+            tcf: Some(tcf),
+            gpc,
+            ..Self::default()
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
     use super::*;
