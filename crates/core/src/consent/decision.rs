@@ -13,6 +13,9 @@
 //! | opt-out | no `Sec-GPC: 1`; the GPP section of the reader's state (else the national one) opts out of neither sale, sharing nor targeted advertising, has no GPC flag set and no known child without consent; the US Privacy string has no sale opt-out |
 //! | none | no `Sec-GPC: 1` |
 //!
+//! Under opt-in and opt-out, a consent cookie sent twice with different valid values refuses
+//! (`conflicting-cookies`): a sibling subdomain can plant a copy the browser sends first.
+//!
 //! A partner gets the edge ID only when the reader has one; in an opt-in location, only when
 //! its TCF vendor has a legal basis for every configured purpose (see [`Decision::partner`]).
 
@@ -49,6 +52,9 @@ pub enum Reason {
     UspOptOut,
     /// `known-child`: a GPP US section records a known child without consent.
     KnownChild,
+    /// `conflicting-cookies`: a consent cookie came twice with different valid values
+    /// ([`Signals::conflicting`]): no choice the decision can trust, so no edge ID.
+    ConflictingCookies,
     /// `no-opt-out`: no signal refused.
     NoOptOut,
     /// `no-edge-id`: the reader has no edge ID, so no partner gets one.
@@ -73,7 +79,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order [`Reasons`] lists them.
-    pub const ALL: [Reason; 21] = [
+    pub const ALL: [Reason; 22] = [
         Reason::OptInRegion,
         Reason::OptOutRegion,
         Reason::Elsewhere,
@@ -86,6 +92,7 @@ impl Reason {
         Reason::GppOptOut,
         Reason::UspOptOut,
         Reason::KnownChild,
+        Reason::ConflictingCookies,
         Reason::NoOptOut,
         Reason::NoEdgeId,
         Reason::NotOptIn,
@@ -112,6 +119,7 @@ impl Reason {
             Reason::GppOptOut => "gpp-opt-out",
             Reason::UspOptOut => "usp-opt-out",
             Reason::KnownChild => "known-child",
+            Reason::ConflictingCookies => "conflicting-cookies",
             Reason::NoOptOut => "no-opt-out",
             Reason::NoEdgeId => "no-edge-id",
             Reason::NotOptIn => "not-opt-in",
@@ -230,6 +238,11 @@ impl<'a> Decision<'a> {
         });
         let rule = jurisdiction.rule(settings);
         let edge_id = match rule {
+            // Disagreeing copies of a consent cookie: no choice to follow where cookies count.
+            ConsentRule::OptIn | ConsentRule::OptOut if signals.conflicting() => {
+                reasons.add(Reason::ConflictingCookies);
+                false
+            }
             ConsentRule::OptIn => opt_in(signals, settings, &mut reasons),
             ConsentRule::OptOut => {
                 let sections: Vec<&UsSection> = match jurisdiction {
@@ -498,6 +511,48 @@ mod tests {
             outcome(&with_gpc(TCF_P1_V755), DE, &tcf_wins),
             (true, "opt-in-region tcf-consent".to_owned())
         );
+    }
+
+    #[test]
+    fn disagreeing_copies_of_a_consent_cookie_refuse_where_cookies_count() {
+        let c = settings();
+        let conflict = |cookies: &str| outcome(&signals(cookies, false), DE, &c);
+        let refused = (false, "opt-in-region conflicting-cookies".to_owned());
+        // Either order: a planted copy can neither grant nor keep a consent.
+        for cookies in [
+            format!("euconsent-v2={TCF_NO_CONSENT}; euconsent-v2={TCF_P1_V755}"),
+            format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_NO_CONSENT}"),
+        ] {
+            assert_eq!(conflict(&cookies), refused, "{cookies}");
+        }
+        // The same value twice, or a malformed copy (as if absent), is no conflict.
+        let yes = (true, "opt-in-region tcf-consent".to_owned());
+        for cookies in [
+            format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_P1_V755}"),
+            format!("euconsent-v2=garbage; euconsent-v2={TCF_P1_V755}"),
+            format!(
+                "euconsent-v2={TCF_P1_V755}; euconsent-v2={}",
+                "A".repeat(5000)
+            ),
+        ] {
+            assert_eq!(conflict(&cookies), yes, "{cookies}");
+        }
+        // Opt-out: a planted copy without the opt-out cannot hide it.
+        let ca = state("CA");
+        for cookies in [
+            format!("__gpp={GPP_CA_NO_OPT_OUT}; __gpp={GPP_CA_SALE_OPT_OUT}"),
+            "usprivacy=1YNN; us_privacy=1YYN".to_owned(),
+            "__gpp_sid=7; __gpp_sid=8".to_owned(),
+        ] {
+            assert_eq!(
+                outcome(&signals(&cookies, false), ca, &c),
+                (false, "opt-out-region conflicting-cookies".to_owned()),
+                "{cookies}"
+            );
+        }
+        // Elsewhere consent cookies do not count, so neither does their conflict.
+        let s = signals("usprivacy=1YNN; usprivacy=1YYN", false);
+        assert!(Decision::decide(&s, &Jurisdiction::Elsewhere, &c).edge_id);
     }
 
     #[test]
