@@ -7,6 +7,8 @@
 
 use std::net::IpAddr;
 
+pub mod hostile;
+
 use super::edge_id::{echoed_ids, our_cookies, EXPIRY};
 use super::{check, identity, log_line, Outcome, World, TIMEOUT};
 
