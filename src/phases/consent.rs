@@ -9,9 +9,12 @@
 //! `Sec-GPC`, and Fastly's geolocation of the client address (country, and region). No
 //! consent string is kept: only the decoded signals.
 
+use std::net::IpAddr;
+
 use fastly::Request;
 use trusted_server_core::consent::{Decision, Jurisdiction, Signals};
 use trusted_server_core::Settings;
+use trusted_server_settings::Consent;
 
 /// The reader's consent inputs: decoded signals and jurisdiction.
 pub struct Observed {
@@ -35,18 +38,25 @@ pub fn read(request: &Request, settings: &Settings) -> Observed {
         .get_header_all("sec-gpc")
         .any(|v| v.as_bytes().trim_ascii() == b"1");
     let signals = Signals::from_cookies(&cookies.join("; "), sec_gpc);
-    let geo = request
-        .get_client_ip_addr()
-        .and_then(fastly::geo::geo_lookup);
-    let jurisdiction = Jurisdiction::of(
-        geo.as_ref().map(|g| g.country_code()),
-        geo.as_ref().and_then(|g| g.region()),
-        &settings.consent,
-    );
+    // The connection's address, never a header: `X-Forwarded-For`, `Fastly-Client-IP` or a
+    // geolocation header the client sends cannot move the reader.
+    let jurisdiction = jurisdiction_at(request.get_client_ip_addr(), &settings.consent);
     Observed {
         signals,
         jurisdiction,
     }
+}
+
+/// Where the reader at `ip` is, by Fastly's geolocation of the address (country, and
+/// region) and the `[consent]` lists. No address, or one the platform cannot place, is
+/// [`Jurisdiction::Unknown`] (`consent.unknown` then chooses the rule).
+fn jurisdiction_at(ip: Option<IpAddr>, consent: &Consent) -> Jurisdiction {
+    let geo = ip.and_then(fastly::geo::geo_lookup);
+    Jurisdiction::of(
+        geo.as_ref().map(|g| g.country_code()),
+        geo.as_ref().and_then(|g| g.region()),
+        consent,
+    )
 }
 
 #[cfg(test)]
@@ -56,6 +66,28 @@ mod tests {
 
     /// A synthetic request has no client address: the location is unknown, and
     /// `consent.unknown` (default: opt-in) applies.
+    /// Under `viceroy run`, fastly.toml's `[local_server.geolocation]` places the loopback
+    /// readers (docs/consent.md, "Local readers"); an address it has no entry for is unknown.
+    #[test]
+    fn the_location_is_the_geolocation_of_the_client_address() {
+        use trusted_server_core::consent::UsState;
+        let consent = &crate::kit::generated::SETTINGS.consent;
+        let at = |ip: &str| jurisdiction_at(Some(ip.parse().unwrap()), consent);
+        assert_eq!(at("127.0.0.10"), Jurisdiction::OptIn, "Germany");
+        let california = Jurisdiction::OptOut(UsState::parse("CA").unwrap());
+        assert_eq!(at("127.0.0.11"), california, "California");
+        assert_eq!(at("127.0.0.12"), Jurisdiction::Elsewhere, "Brazil");
+        assert_eq!(at("127.0.0.13"), Jurisdiction::Unknown, "the US, no state");
+        for japan in ["127.0.0.1", "127.0.0.2", "::1", "0:0:0:0:0:0:0:1"] {
+            assert_eq!(at(japan), Jurisdiction::Elsewhere, "{japan}");
+        }
+        // No entry: unknown, so `consent.unknown` decides.
+        for unplaced in ["192.0.2.1", "2001:db8::1"] {
+            assert_eq!(at(unplaced), Jurisdiction::Unknown, "{unplaced}");
+        }
+        assert_eq!(jurisdiction_at(None, consent), Jurisdiction::Unknown);
+    }
+
     #[test]
     fn without_an_address_the_unknown_rule_applies() {
         let settings = &crate::kit::generated::SETTINGS;

@@ -253,6 +253,26 @@ fn main() {
             consent::consent_endpoint_answers,
         ),
         (
+            "consent, hostile: a cached page is decided per reader (hit), never another's cookie or ID",
+            consent::hostile::a_cached_page_is_decided_per_reader,
+        ),
+        (
+            "consent, hostile: a stale copy's refresh asks the origin as the reader who triggered it",
+            consent::hostile::a_stale_refresh_asks_as_the_reader_who_triggered_it,
+        ),
+        (
+            "consent, hostile: every redirect hop of the first-party proxy is decided for its host",
+            consent::hostile::every_redirect_hop_is_decided_for_its_host,
+        ),
+        (
+            "consent, hostile: headers cannot move a reader or forge consent; disagreeing cookies refuse",
+            consent::hostile::headers_cannot_move_a_reader_or_forge_consent,
+        ),
+        (
+            "consent, hostile: no consent string is echoed by /_ts/consent or logged",
+            consent::hostile::no_consent_string_is_echoed_or_logged,
+        ),
+        (
             "edge ID: a missing secret serves the page without an ID and logs why",
             edge_id::missing_secret_serves_page_without_id,
         ),

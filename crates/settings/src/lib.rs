@@ -387,6 +387,10 @@ pub struct Consent {
     /// `consent.publisher_segment`: read the purpose consents from the TC string's publisher
     /// segment (the publisher's own purposes) instead of its core segment (default `false`).
     pub publisher_segment: bool,
+    /// `consent.gpc_refuses_opt_in`: in an opt-in location, `Sec-GPC: 1` refuses the edge ID
+    /// even when the TC string consents (default `true`: GPC is an explicit objection to the
+    /// sale and sharing of the ID). `false`: a recorded TCF consent wins over GPC there.
+    pub gpc_refuses_opt_in: bool,
     /// `consent.partner_vendors`: partner domains and their TCF vendor IDs, sorted by domain
     /// (default none). In an opt-in location a partner without one never gets the edge ID.
     pub partner_vendors: Cow<'static, [PartnerVendor]>,
@@ -568,6 +572,7 @@ impl Settings {
             unknown: ConsentRule::OptIn,
             purposes: Cow::Borrowed(&[1]),
             publisher_segment: false,
+            gpc_refuses_opt_in: true,
             partner_vendors: Cow::Borrowed(&[]),
         },
         response_headers: Cow::Borrowed(&[]),

@@ -704,7 +704,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 39, "{vars:?}");
+        assert_eq!(vars.len(), 40, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -899,9 +899,10 @@ mod tests {
             (c.unknown, &*c.purposes, c.publisher_segment),
             (ConsentRule::OptIn, &[1u8][..], false)
         );
+        assert!(c.gpc_refuses_opt_in);
         let text = format!(
             "{MINIMAL}\n[consent]\nopt_in_countries = [\"DE\", \"FR\", \"DE\"]\nopt_out_regions = [\"US-CA\"]\n\
-             unknown = \"none\"\npurposes = [3, 1, 3]\npublisher_segment = true\n\
+             unknown = \"none\"\npurposes = [3, 1, 3]\npublisher_segment = true\ngpc_refuses_opt_in = false\n\
              partner_vendors = {{ \"Ads.Demo-Partner.example.\" = 755, \"b.example\" = 1 }}\n"
         );
         let s = load(&text, no_env()).unwrap();
@@ -911,6 +912,7 @@ mod tests {
         assert_eq!(c.unknown, ConsentRule::None);
         assert_eq!(&*c.purposes, &[1, 3]);
         assert!(c.publisher_segment);
+        assert!(!c.gpc_refuses_opt_in);
         assert_eq!(
             &*c.partner_vendors,
             &[
@@ -1125,7 +1127,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: docs/settings.md says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 33, "rows with a literal default");
+        assert_eq!(checked, 34, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

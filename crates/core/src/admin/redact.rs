@@ -262,6 +262,7 @@ fn consent_view(v: &mut SettingsView<'_>, consent: &Consent) {
         unknown,
         purposes,
         publisher_segment,
+        gpc_refuses_opt_in,
         partner_vendors,
     } = consent;
     v.shaped_list("opt_in_countries", opt_in_countries, Shape::Code);
@@ -270,6 +271,7 @@ fn consent_view(v: &mut SettingsView<'_>, consent: &Consent) {
     let purposes: Vec<u16> = purposes.iter().map(|&p| u16::from(p)).collect();
     v.numbers("purposes", &purposes);
     v.flag("publisher_segment", *publisher_segment);
+    v.flag("gpc_refuses_opt_in", *gpc_refuses_opt_in);
     v.section("partner_vendors", |v| {
         // Validated at load: a domain name and a number.
         for PartnerVendor { domain, vendor_id } in partner_vendors.iter() {

@@ -9,9 +9,12 @@
 //!
 //! | rule | edge ID when |
 //! | --- | --- |
-//! | opt-in | a valid TC string consents to every purpose of `consent.purposes` (core segment, or the publisher segment when `consent.publisher_segment`) |
+//! | opt-in | no `Sec-GPC: 1` (unless `consent.gpc_refuses_opt_in` is off), and a valid TC string consents to every purpose of `consent.purposes` (core segment, or the publisher segment when `consent.publisher_segment`) |
 //! | opt-out | no `Sec-GPC: 1`; the GPP section of the reader's state (else the national one) opts out of neither sale, sharing nor targeted advertising, has no GPC flag set and no known child without consent; the US Privacy string has no sale opt-out |
 //! | none | no `Sec-GPC: 1` |
+//!
+//! Under opt-in and opt-out, a consent cookie sent twice with different valid values refuses
+//! (`conflicting-cookies`): a sibling subdomain can plant a copy the browser sends first.
 //!
 //! A partner gets the edge ID only when the reader has one; in an opt-in location, only when
 //! its TCF vendor has a legal basis for every configured purpose (see [`Decision::partner`]).
@@ -49,6 +52,9 @@ pub enum Reason {
     UspOptOut,
     /// `known-child`: a GPP US section records a known child without consent.
     KnownChild,
+    /// `conflicting-cookies`: a consent cookie came twice with different valid values
+    /// ([`Signals::conflicting`]): no choice the decision can trust, so no edge ID.
+    ConflictingCookies,
     /// `no-opt-out`: no signal refused.
     NoOptOut,
     /// `no-edge-id`: the reader has no edge ID, so no partner gets one.
@@ -73,7 +79,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order [`Reasons`] lists them.
-    pub const ALL: [Reason; 21] = [
+    pub const ALL: [Reason; 22] = [
         Reason::OptInRegion,
         Reason::OptOutRegion,
         Reason::Elsewhere,
@@ -86,6 +92,7 @@ impl Reason {
         Reason::GppOptOut,
         Reason::UspOptOut,
         Reason::KnownChild,
+        Reason::ConflictingCookies,
         Reason::NoOptOut,
         Reason::NoEdgeId,
         Reason::NotOptIn,
@@ -112,6 +119,7 @@ impl Reason {
             Reason::GppOptOut => "gpp-opt-out",
             Reason::UspOptOut => "usp-opt-out",
             Reason::KnownChild => "known-child",
+            Reason::ConflictingCookies => "conflicting-cookies",
             Reason::NoOptOut => "no-opt-out",
             Reason::NoEdgeId => "no-edge-id",
             Reason::NotOptIn => "not-opt-in",
@@ -230,6 +238,11 @@ impl<'a> Decision<'a> {
         });
         let rule = jurisdiction.rule(settings);
         let edge_id = match rule {
+            // Disagreeing copies of a consent cookie: no choice to follow where cookies count.
+            ConsentRule::OptIn | ConsentRule::OptOut if signals.conflicting() => {
+                reasons.add(Reason::ConflictingCookies);
+                false
+            }
             ConsentRule::OptIn => opt_in(signals, settings, &mut reasons),
             ConsentRule::OptOut => {
                 let sections: Vec<&UsSection> = match jurisdiction {
@@ -337,7 +350,10 @@ impl<'a> Decision<'a> {
     }
 }
 
-/// Opt-in: consent to every configured purpose, from a valid TC string.
+/// Opt-in: consent to every configured purpose, from a valid TC string, and no `Sec-GPC: 1`
+/// unless `consent.gpc_refuses_opt_in` is off. GPC is an explicit objection to the sale and
+/// sharing of the reader's data, which is what handing the ID to others is; a TC string may
+/// be older than the browser setting, so the objection wins over a recorded consent.
 fn opt_in(signals: &Signals, settings: &Consent, reasons: &mut Reasons) -> bool {
     let Some(tcf) = signals.tcf() else {
         reasons.add(Reason::NoTcf);
@@ -355,12 +371,17 @@ fn opt_in(signals: &Signals, settings: &Consent, reasons: &mut Reasons) -> bool 
         tcf.core.purpose_consents
     };
     let all = settings.purposes.iter().all(|&p| consents.has(p));
-    reasons.add(if all {
-        Reason::TcfConsent
-    } else {
-        Reason::TcfNoConsent
-    });
-    all
+    if !all {
+        reasons.add(Reason::TcfNoConsent);
+        return false;
+    }
+    // `gpc` is the reason only where it decided: a consent it overrides.
+    if settings.gpc_refuses_opt_in && signals.gpc() {
+        reasons.add(Reason::Gpc);
+        return false;
+    }
+    reasons.add(Reason::TcfConsent);
+    true
 }
 
 /// Opt-out: no refusal in `Sec-GPC`, the US Privacy string or `sections`.
@@ -405,7 +426,7 @@ fn opt_out(signals: &Signals, sections: &[&UsSection], reasons: &mut Reasons) ->
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
-    use super::super::UsState;
+    use super::super::{Flags, PublisherRestriction, UsState, VendorSet};
     use super::*;
     use proptest::prelude::*;
     use trusted_server_settings::{PartnerVendor, Settings};
@@ -463,6 +484,75 @@ mod tests {
         let p12 = with_purposes(&[1, 2]);
         assert_eq!(outcome(&tcf(TCF_P1_V755), DE, &p12), no_consent);
         assert_eq!(outcome(&tcf(TCF_LI), DE, &p12), yes);
+    }
+
+    #[test]
+    fn under_opt_in_gpc_refuses_a_consent_unless_configured_otherwise() {
+        let c = settings();
+        let with_gpc = |text: &str| signals(&format!("euconsent-v2={text}"), true);
+        assert_eq!(
+            outcome(&with_gpc(TCF_P1_V755), DE, &c),
+            (false, "opt-in-region gpc".to_owned())
+        );
+        // Without a consent, GPC decides nothing: the TC string's reason stays.
+        assert_eq!(
+            outcome(&with_gpc(TCF_NO_CONSENT), DE, &c),
+            (false, "opt-in-region tcf-no-consent".to_owned())
+        );
+        let s = with_gpc(TCF_P1_V755);
+        let d = Decision::decide(&s, &DE, &c);
+        assert_eq!(d.partner(Some(755)).reason, Reason::NoEdgeId);
+        // `consent.gpc_refuses_opt_in = false`: the recorded consent wins.
+        let tcf_wins = Consent {
+            gpc_refuses_opt_in: false,
+            ..settings()
+        };
+        assert_eq!(
+            outcome(&with_gpc(TCF_P1_V755), DE, &tcf_wins),
+            (true, "opt-in-region tcf-consent".to_owned())
+        );
+    }
+
+    #[test]
+    fn disagreeing_copies_of_a_consent_cookie_refuse_where_cookies_count() {
+        let c = settings();
+        let conflict = |cookies: &str| outcome(&signals(cookies, false), DE, &c);
+        let refused = (false, "opt-in-region conflicting-cookies".to_owned());
+        // Either order: a planted copy can neither grant nor keep a consent.
+        for cookies in [
+            format!("euconsent-v2={TCF_NO_CONSENT}; euconsent-v2={TCF_P1_V755}"),
+            format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_NO_CONSENT}"),
+        ] {
+            assert_eq!(conflict(&cookies), refused, "{cookies}");
+        }
+        // The same value twice, or a malformed copy (as if absent), is no conflict.
+        let yes = (true, "opt-in-region tcf-consent".to_owned());
+        for cookies in [
+            format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_P1_V755}"),
+            format!("euconsent-v2=garbage; euconsent-v2={TCF_P1_V755}"),
+            format!(
+                "euconsent-v2={TCF_P1_V755}; euconsent-v2={}",
+                "A".repeat(5000)
+            ),
+        ] {
+            assert_eq!(conflict(&cookies), yes, "{cookies}");
+        }
+        // Opt-out: a planted copy without the opt-out cannot hide it.
+        let ca = state("CA");
+        for cookies in [
+            format!("__gpp={GPP_CA_NO_OPT_OUT}; __gpp={GPP_CA_SALE_OPT_OUT}"),
+            "usprivacy=1YNN; us_privacy=1YYN".to_owned(),
+            "__gpp_sid=7; __gpp_sid=8".to_owned(),
+        ] {
+            assert_eq!(
+                outcome(&signals(&cookies, false), ca, &c),
+                (false, "opt-out-region conflicting-cookies".to_owned()),
+                "{cookies}"
+            );
+        }
+        // Elsewhere consent cookies do not count, so neither does their conflict.
+        let s = signals("usprivacy=1YNN; usprivacy=1YYN", false);
+        assert!(Decision::decide(&s, &Jurisdiction::Elsewhere, &c).edge_id);
     }
 
     #[test]
@@ -769,20 +859,137 @@ mod tests {
             prop::sample::select(&ConsentRule::ALL[..]),
             prop::collection::vec(1u8..=11, 1..4),
             any::<bool>(),
+            any::<bool>(),
         )
-            .prop_map(|(unknown, mut purposes, publisher_segment)| {
-                purposes.sort_unstable();
-                purposes.dedup();
-                Consent {
-                    unknown,
-                    purposes: purposes.into(),
-                    publisher_segment,
-                    ..settings()
+            .prop_map(
+                |(unknown, mut purposes, publisher_segment, gpc_refuses_opt_in)| {
+                    purposes.sort_unstable();
+                    purposes.dedup();
+                    Consent {
+                        unknown,
+                        purposes: purposes.into(),
+                        publisher_segment,
+                        gpc_refuses_opt_in,
+                        ..settings()
+                    }
+                },
+            )
+    }
+
+    /// Purposes drawn for the partner property: some that need consent, some that allow
+    /// legitimate interest (few, so restrictions often land on a configured purpose).
+    const PURPOSES: [u8; 5] = [1, 2, 3, 7, 10];
+
+    proptest! {
+        // Many cases: a restriction must land on a configured purpose and on this vendor.
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Vendor 755's verdict against the TCF rules, stated per purpose, for TC strings built
+        /// field by field: purpose consents and legitimate interests, the vendor's consent and
+        /// legitimate interest, DisclosedVendors and publisher restrictions all random. The
+        /// edge ID comes from the publisher segment here, so every partner verdict is reached.
+        #[test]
+        fn a_partner_verdict_follows_the_tcf_rules(
+            purposes in prop::collection::btree_set(prop::sample::select(&PURPOSES[..]), 1..4),
+            (consents, interests) in (0u64..1 << 11, 0u64..1 << 11),
+            (vendor_consent, vendor_interest) in (any::<bool>(), any::<bool>()),
+            disclosed in prop::option::of(any::<bool>()),
+            restrictions in prop::collection::vec(
+                (prop::sample::select(&PURPOSES[..]), 0u8..4, any::<bool>()),
+                0..4,
+            ),
+        ) {
+            const V: u16 = 755;
+            let mut tcf = TcString::decode(TCF_PUBLISHER_P1).unwrap();
+            let purposes: Vec<u8> = purposes.into_iter().collect();
+            tcf.publisher_tc.as_mut().unwrap().purpose_consents =
+                Flags(purposes.iter().map(|p| 1u64 << (p - 1)).sum());
+            let core = &mut tcf.core;
+            core.purpose_consents = Flags(consents);
+            core.purpose_legitimate_interests = Flags(interests);
+            let set = |on: bool| VendorSet::of(if on { &[32, V] } else { &[32] });
+            core.vendor_consents = set(vendor_consent);
+            core.vendor_legitimate_interests = set(vendor_interest);
+            core.publisher_restrictions = (restrictions.iter())
+                .map(|&(purpose_id, code, names_v)| PublisherRestriction {
+                    purpose_id,
+                    restriction_type: [
+                        RestrictionType::NotAllowed,
+                        RestrictionType::RequireConsent,
+                        RestrictionType::RequireLegitimateInterest,
+                        RestrictionType::Undefined,
+                    ][usize::from(code)],
+                    vendors: vec![if names_v { (700, 800) } else { (1, 40) }],
+                })
+                .collect();
+            tcf.disclosed_vendors = disclosed.map(set);
+            let c = Consent {
+                purposes: purposes.clone().into(),
+                publisher_segment: true,
+                ..settings()
+            };
+            let s = Signals::with_tcf(tcf, false);
+            let d = Decision::decide(&s, &Jurisdiction::OptIn, &c);
+            prop_assert!(d.edge_id);
+            let verdict = d.partner(Some(V));
+
+            // The restriction types on (purpose, V).
+            let on = |p: u8, code: u8| restrictions.contains(&(p, code, true));
+            let consent = |p: u8| consents & (1 << (p - 1)) != 0 && vendor_consent;
+            // TCF: purposes 1 and 3 to 6 need consent; 2 and 7 to 11 allow legitimate
+            // interest, when neither the purpose's nor the vendor's was objected to.
+            let interest = |p: u8| {
+                matches!(p, 2 | 7..=11) && interests & (1 << (p - 1)) != 0 && vendor_interest
+            };
+            let basis = |p: u8| {
+                let forbidden = on(p, 0) || on(p, 3) || (on(p, 1) && on(p, 2));
+                !forbidden && ((consent(p) && !on(p, 2)) || (interest(p) && !on(p, 1)))
+            };
+            let disclosed_ok = disclosed != Some(false);
+            prop_assert_eq!(
+                verdict.allowed,
+                disclosed_ok && purposes.iter().all(|&p| basis(p)),
+                "{:?}", verdict
+            );
+            if verdict.allowed {
+                let by_interest = purposes.iter().any(|&p| !consent(p) || on(p, 2));
+                let want = if by_interest {
+                    Reason::VendorLegitimateInterest
+                } else {
+                    Reason::VendorConsent
+                };
+                prop_assert_eq!(verdict.reason, want);
+                // Never by legitimate interest for a purpose that needs consent.
+                for &p in &purposes {
+                    if matches!(p, 1 | 3..=6) {
+                        prop_assert!(consent(p) && !on(p, 2));
+                    }
                 }
-            })
+            } else if !disclosed_ok {
+                prop_assert_eq!(verdict.reason, Reason::VendorNotDisclosed);
+            }
+        }
+
     }
 
     proptest! {
+        #[test]
+        fn under_opt_in_gpc_refuses_unless_configured_otherwise(
+            (cookies, _) in any_signals(), c in any_settings(),
+        ) {
+            let (with, without) = (signals(&cookies, true), signals(&cookies, false));
+            let d = Decision::decide(&with, &Jurisdiction::OptIn, &c);
+            let quiet = Decision::decide(&without, &Jurisdiction::OptIn, &c);
+            if c.gpc_refuses_opt_in {
+                prop_assert!(!d.edge_id && d.withdraw);
+                // `gpc` is named exactly when it overrode a consent.
+                prop_assert_eq!(d.reasons.contains(Reason::Gpc), quiet.edge_id);
+            } else {
+                prop_assert_eq!(d.edge_id, quiet.edge_id);
+                prop_assert_eq!(d.reasons, quiet.reasons);
+            }
+        }
+
         #[test]
         fn a_gpc_reader_gets_no_id_outside_opt_in(
             (cookies, _) in any_signals(), j in any_jurisdiction(), c in any_settings(),

@@ -12,8 +12,11 @@
 //! Bounds: only the first [`COOKIE_HEADER_MAX_LEN`] bytes of the header are read, and a
 //! cookie cut by that bound is ignored; each value is held to its decoder's limit (a value
 //! longer than that is no signal). Values may be percent-encoded (some CMPs write `~` or `,`
-//! that way). When a name appears twice, the first one counts, as browsers send the cookie of
-//! the most specific path first. A malformed value is the same as no cookie.
+//! that way). A malformed value is the same as no cookie. When a name appears twice, the
+//! first valid copy is read, as browsers send the cookie of the most specific path first;
+//! but valid copies with different values mark the signals
+//! [`Signals::conflicting`], and the decision then refuses an edge ID wherever consent
+//! cookies count.
 
 use std::fmt;
 
@@ -39,48 +42,47 @@ pub struct Signals {
     us_privacy: Option<UsPrivacy>,
     /// `Sec-GPC: 1`.
     gpc: bool,
+    /// A consent cookie came twice with different values (see [`Signals::conflicting`]).
+    conflicting: bool,
 }
 
 impl Signals {
     /// Reads the consent cookies of a raw `Cookie` header (see the module docs) and the
     /// `Sec-GPC: 1` flag.
     pub fn from_cookies(cookie_header: &str, sec_gpc: bool) -> Self {
-        let mut tcf_text = None;
-        let mut gpp_text = None;
-        let mut sid_text = None;
-        let mut usp_text = None;
-        let mut us_privacy_text = None;
+        let (mut tcf_copies, mut gpp_copies, mut sid_copies) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut usp_copies, mut us_privacy_copies) = (Vec::new(), Vec::new());
         for (name, value) in cookies(cookie_header) {
-            let slot = match name {
-                "euconsent-v2" => &mut tcf_text,
-                "__gpp" => &mut gpp_text,
-                "__gpp_sid" => &mut sid_text,
-                "usprivacy" => &mut usp_text,
-                "us_privacy" => &mut us_privacy_text,
-                _ => continue,
-            };
-            slot.get_or_insert(value);
+            match name {
+                "euconsent-v2" => tcf_copies.push(value),
+                "__gpp" => gpp_copies.push(value),
+                "__gpp_sid" => sid_copies.push(value),
+                "usprivacy" => usp_copies.push(value),
+                "us_privacy" => us_privacy_copies.push(value),
+                _ => {}
+            }
         }
-        let mut gpp = gpp_text
-            .and_then(|t| decoded(t, GPP_MAX_LEN))
-            .and_then(|t| Gpp::decode(&t));
-        if let (Some(gpp), Some(sid)) = (&mut gpp, sid_text.and_then(applicable_sections)) {
+        // `usprivacy` is read before `us_privacy`, whatever their order in the header.
+        usp_copies.append(&mut us_privacy_copies);
+        let (gpp, gpp_conflict) =
+            first_valid(&gpp_copies, |t| Gpp::decode(&decoded(t, GPP_MAX_LEN)?));
+        let (sid, sid_conflict) = first_valid(&sid_copies, applicable_sections);
+        let (tcf, tcf_conflict) =
+            first_valid(&tcf_copies, |t| TcString::decode(&decoded(t, TCF_MAX_LEN)?));
+        let (us_privacy, usp_conflict) =
+            first_valid(&usp_copies, |t| UsPrivacy::decode(&decoded(t, USP_LEN)?));
+        let mut gpp = gpp;
+        if let (Some(gpp), Some(sid)) = (&mut gpp, sid) {
             gpp.sections.retain(|s| sid.contains(&s.id));
         }
-        let tcf = tcf_text
-            .and_then(|t| decoded(t, TCF_MAX_LEN))
-            .and_then(|t| TcString::decode(&t))
-            .or_else(|| gpp.as_ref()?.tcf_eu().cloned());
-        let us_privacy = [usp_text, us_privacy_text]
-            .into_iter()
-            .flatten()
-            .find_map(|t| UsPrivacy::decode(&decoded(t, USP_LEN)?))
-            .or_else(|| gpp.as_ref()?.us_privacy().cloned());
+        let tcf = tcf.or_else(|| gpp.as_ref()?.tcf_eu().cloned());
+        let us_privacy = us_privacy.or_else(|| gpp.as_ref()?.us_privacy().cloned());
         Self {
             tcf,
             gpp,
             us_privacy,
             gpc: sec_gpc,
+            conflicting: gpp_conflict || sid_conflict || tcf_conflict || usp_conflict,
         }
     }
 
@@ -111,18 +113,31 @@ impl Signals {
     pub fn gpc(&self) -> bool {
         self.gpc
     }
+
+    /// Whether a consent cookie (`euconsent-v2`, `__gpp`, `__gpp_sid`, or the US Privacy
+    /// cookies, `usprivacy` and `us_privacy` together) came more than once with different
+    /// values. The first copy is the one read, but which copy a browser sends first is not
+    /// the reader's choice alone: a sibling subdomain can set a cookie of the same name on the
+    /// parent domain with a longer path, and it is then sent first ("cookie tossing"). So the
+    /// decision reads disagreeing copies as no choice it can trust, and refuses.
+    pub fn conflicting(&self) -> bool {
+        self.conflicting
+    }
 }
 
 /// A summary: which signals were found, never their text.
 impl fmt::Debug for Signals {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sections: Vec<u16> = (self.gpp.iter()).flat_map(|g| g.section_ids()).collect();
-        f.debug_struct("Signals")
-            .field("tcf", &self.tcf.is_some())
+        let mut d = f.debug_struct("Signals");
+        d.field("tcf", &self.tcf.is_some())
             .field("gpp_sections", &sections)
             .field("us_privacy", &self.us_privacy.is_some())
-            .field("gpc", &self.gpc)
-            .finish()
+            .field("gpc", &self.gpc);
+        if self.conflicting {
+            d.field("conflicting", &true);
+        }
+        d.finish()
     }
 }
 
@@ -174,6 +189,35 @@ fn applicable_sections(value: &str) -> Option<Vec<u16>> {
         }
     }
     Some(ids)
+}
+
+/// The first of `copies` that `decode` reads (a malformed copy counts as absent), and
+/// whether a later one reads as something else.
+fn first_valid<T: PartialEq>(
+    copies: &[&str],
+    decode: impl Fn(&str) -> Option<T>,
+) -> (Option<T>, bool) {
+    let mut first = None;
+    let mut conflict = false;
+    for value in copies.iter().filter_map(|c| decode(c)) {
+        match &first {
+            None => first = Some(value),
+            Some(seen) => conflict |= *seen != value,
+        }
+    }
+    (first, conflict)
+}
+
+#[cfg(test)]
+impl Signals {
+    /// Signals holding only `tcf` and `Sec-GPC` (tests build TC strings field by field).
+    pub(crate) fn with_tcf(tcf: TcString, gpc: bool) -> Self {
+        Self {
+            tcf: Some(tcf),
+            gpc,
+            ..Self::default()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -276,6 +320,32 @@ mod tests {
         // Multi-byte text at the bound does not panic.
         let wide = "é".repeat(COOKIE_HEADER_MAX_LEN);
         assert_eq!(Signals::from_cookies(&wide, false), Signals::default());
+    }
+
+    #[test]
+    fn a_malformed_copy_is_absent_and_disagreeing_valid_copies_conflict() {
+        // The malformed first copy does not hide the valid second one.
+        let s = Signals::from_cookies(
+            &format!("euconsent-v2=x; euconsent-v2={TCF_P1_V755}"),
+            false,
+        );
+        assert!(s.tcf().is_some() && !s.conflicting());
+        let same = format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_P1_V755}");
+        assert!(!Signals::from_cookies(&same, false).conflicting());
+        for header in [
+            format!("euconsent-v2={TCF_P1_V755}; euconsent-v2={TCF_NO_CONSENT}"),
+            format!("__gpp={GPP_CA_SALE_OPT_OUT}; __gpp={GPP_CA_NO_OPT_OUT}"),
+            "__gpp_sid=8; __gpp_sid=7".to_owned(),
+            "usprivacy=1YYN; usprivacy=1NNN".to_owned(),
+            "us_privacy=1YYN; usprivacy=1YNN".to_owned(),
+        ] {
+            let s = Signals::from_cookies(&header, false);
+            assert!(s.conflicting(), "{header}");
+            assert!(format!("{s:?}").contains("conflicting: true"), "{s:?}");
+        }
+        // A string's own section and a cookie are two carriers, not two copies.
+        let s = Signals::from_cookies(&format!("__gpp={GPP_USP_OPT_OUT}; us_privacy=1YNN"), false);
+        assert!(!s.conflicting());
     }
 
     #[test]

@@ -366,6 +366,18 @@ fn read_publisher_tc(r: &mut BitReader<'_>) -> Option<PublisherTc> {
 }
 
 #[cfg(test)]
+impl VendorSet {
+    /// The set of `ids` (tests build TC strings field by field).
+    pub(crate) fn of(ids: &[u16]) -> Self {
+        let mut set = Self::default();
+        for &id in ids {
+            set.insert_range(id, id);
+        }
+        set
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -7,6 +7,8 @@
 
 use std::net::IpAddr;
 
+pub mod hostile;
+
 use super::edge_id::{echoed_ids, our_cookies, EXPIRY};
 use super::{check, identity, log_line, Outcome, World, TIMEOUT};
 
@@ -106,13 +108,14 @@ pub fn germany_needs_consent(w: &World) -> Outcome {
     check(!gets_an_id(w, GERMANY, &[("cookie", &none)])?, || {
         "an ID without purpose-1 consent".into()
     })?;
-    // Under opt-in, Sec-GPC does not override a recorded consent.
     let p1 = tcf(TCF_P1);
     check(gets_an_id(w, GERMANY, &[("cookie", &p1)])?, || {
         "no ID with purpose-1 consent".into()
     })?;
-    check(gets_an_id(w, GERMANY, &[("cookie", &p1), GPC])?, || {
-        "no ID with purpose-1 consent and Sec-GPC".into()
+    // Under opt-in, Sec-GPC refuses even a recorded consent (`consent.gpc_refuses_opt_in`,
+    // on by default).
+    check(!gets_an_id(w, GERMANY, &[("cookie", &p1), GPC])?, || {
+        "an ID with purpose-1 consent despite Sec-GPC".into()
     })?;
     // The demo's own reader (127.0.0.1) is outside every jurisdiction: an ID as before.
     check(gets_an_id(w, [127, 0, 0, 1], &[])?, || {

@@ -20,6 +20,7 @@ pub(super) struct ConsentFile {
     unknown: Option<OneOf<ConsentRule>>,
     purposes: Option<Composite>,
     publisher_segment: Option<Flag>,
+    gpc_refuses_opt_in: Option<Flag>,
     partner_vendors: Option<Composite>,
 }
 
@@ -47,6 +48,7 @@ impl Section for ConsentFile {
             unknown: self.unknown.map_or(d.unknown, |u| u.0),
             purposes: purposes(cx, self.purposes)?.map_or(d.purposes, Cow::Owned),
             publisher_segment: self.publisher_segment.map_or(d.publisher_segment, |f| f.0),
+            gpc_refuses_opt_in: (self.gpc_refuses_opt_in).map_or(d.gpc_refuses_opt_in, |f| f.0),
             partner_vendors: Cow::Owned(partner_vendors(cx, self.partner_vendors)?),
         })
     }
