@@ -1,5 +1,5 @@
-//! `throughput [ROUNDS]` (and `throughput compression [ROUNDS]`: see
-//! `ts_bench::compression`): pipeline vs bare lol_html (and, on the plain pages, lol_html with URL
+//! `throughput [ROUNDS]` (and `throughput compression [ROUNDS]`, `throughput consent [SAMPLES]`:
+//! see `ts_bench::compression`, `ts_bench::consent`): pipeline vs bare lol_html (and, on the plain pages, lol_html with URL
 //! attribute handlers) on the benchmark pages, printed as
 //! `key=value` lines (MB/s). Built natively and for wasm32-wasip1 (run with `viceroy run`), so
 //! scripts/benchmark.sh can compare the two on identical inputs.
@@ -22,6 +22,14 @@ fn main() {
                 std::process::exit(1);
             }
         }
+        return;
+    }
+    // `throughput consent [SAMPLES]`: reading the consent cookies and deciding, per request.
+    if args.get(1).map(String::as_str) == Some("consent") {
+        let samples = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(301usize);
+        ts_bench::consent::run_all(samples)
+            .iter()
+            .for_each(|l| println!("{l}"));
         return;
     }
     if args.get(1).map(String::as_str) == Some("loop") {

@@ -145,6 +145,7 @@ pub fn results(
     latency_headline(&mut out, latency);
     throughput_headline(&mut out, tp);
     compression_headline(&mut out, tp);
+    consent_headline(&mut out, tp);
     rsc_headline(&mut out, latency, captures);
     rsc_throughput(&mut out, tp);
     edge_cost(&mut out, tp);
@@ -178,6 +179,23 @@ fn compression_headline(out: &mut Results, tp: &ThroughputResult) {
         get("edge_over_reencode_br"),
     );
     out.put("cpu_per_page_edge_aa_control", get("aa"));
+}
+
+/// Reading the consent cookies and deciding, per request, in microseconds (median), natively
+/// and in wasm: no consent cookie, a TC string of 515 vendors, a GPP string of 8 US sections,
+/// and all three strings at once. Next to `guest_cpu_ms_*`, the whole request's cost.
+fn consent_headline(out: &mut Results, tp: &ThroughputResult) {
+    for platform in ["native", "wasm"] {
+        for case in ["none", "tcf", "gpp", "all"] {
+            let full = format!("{platform}.{case}.median_us");
+            let value = tp
+                .consent
+                .iter()
+                .find(|(k, _)| *k == full)
+                .map_or_else(|| "na".to_owned(), |(_, v)| v.clone());
+            out.put(format!("consent_us_{platform}_{case}"), value);
+        }
+    }
 }
 
 /// The `key=value` lines being collected, in order.
@@ -1236,6 +1254,7 @@ mod tests {
                 ),
                 ("compression.article.aa".into(), "0.976".into()),
             ],
+            consent: vec![],
         };
         let r = results(&[], &tp, &[], &[]);
         let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
@@ -1243,6 +1262,28 @@ mod tests {
         assert_eq!(get("cpu_per_page_edge_over_reencode_br"), Some("na"));
         assert_eq!(get("cpu_per_page_edge_aa_control"), Some("0.976"));
         assert_eq!(get("compression_article_aa"), Some("0.976"));
+    }
+
+    #[test]
+    fn consent_medians_reach_the_results_per_platform_and_case() {
+        let tp = ThroughputResult {
+            native: Rates::new(),
+            wasm: Rates::new(),
+            wasm_nosimd: Rates::new(),
+            spread: Default::default(),
+            bytes: Default::default(),
+            compression: vec![],
+            consent: vec![
+                ("native.tcf.median_us".into(), "5.20".into()),
+                ("native.tcf.p90_us".into(), "6.00".into()),
+                ("wasm.all.median_us".into(), "12.50".into()),
+            ],
+        };
+        let r = results(&[], &tp, &[], &[]);
+        let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("consent_us_native_tcf"), Some("5.20"));
+        assert_eq!(get("consent_us_wasm_all"), Some("12.50"));
+        assert_eq!(get("consent_us_wasm_gpp"), Some("na"));
     }
 
     #[test]
@@ -1270,6 +1311,7 @@ mod tests {
             spread: Default::default(),
             bytes,
             compression: vec![],
+            consent: vec![],
         };
         let r = results(&[], &tp, &[], &[]);
         let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
@@ -1297,6 +1339,7 @@ mod tests {
             spread: Default::default(),
             bytes: Default::default(),
             compression: Vec::new(),
+            consent: Vec::new(),
         };
         results(&[], &tp, load, &[])
             .into_iter()

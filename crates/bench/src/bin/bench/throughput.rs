@@ -45,6 +45,9 @@ pub struct ThroughputResult {
     /// `throughput compression` in wasm: guest CPU per page, re-encode vs edge compression
     /// (`ts_bench::compression`), as the tool printed it (`compression.<page>.<what>`).
     pub compression: Vec<(String, String)>,
+    /// `throughput consent` natively and in wasm: reading the consent cookies and deciding
+    /// (`ts_bench::consent`), as `native.<case>.<what>` and `wasm.<case>.<what>`.
+    pub consent: Vec<(String, String)>,
 }
 
 /// The environment of the native runs: glibc's malloc keeps freed memory (no trimming of the
@@ -209,13 +212,35 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
     }
     eprintln!("bench: throughput: native and wasm pipeline outputs on the RSC pages are identical");
     eprintln!("bench: guest CPU per page, re-encode vs edge compression (wasm)");
-    let compression = compression_lines(
+    let compression = prefixed_lines(
         Command::new("viceroy")
             .current_dir(&root)
             .args(["run", "-C", "fastly.toml", "--"])
             .arg(&wasm)
             .args(["compression", rounds]),
+        "compression.",
     )?;
+    eprintln!("bench: consent per request, read the cookies and decide (native, wasm)");
+    let samples = if options.quick { "31" } else { "101" };
+    let mut consent = Vec::new();
+    for (platform, cmd) in [
+        (
+            "native",
+            Command::new(&native_bin).args(["consent", samples]),
+        ),
+        (
+            "wasm",
+            Command::new("viceroy")
+                .current_dir(&root)
+                .args(["run", "-C", "fastly.toml", "--"])
+                .arg(&wasm)
+                .args(["consent", samples]),
+        ),
+    ] {
+        for (key, value) in prefixed_lines(cmd, "consent.")? {
+            consent.push((format!("{platform}.{}", &key["consent.".len()..]), value));
+        }
+    }
     let mut spread = HashMap::new();
     let bytes = native_runs[0].bytes.clone();
     let native: Vec<Rates> = native_runs.into_iter().map(|r| r.rates).collect();
@@ -231,6 +256,7 @@ pub fn run(options: &Options) -> Result<ThroughputResult, String> {
         spread,
         bytes,
         compression,
+        consent,
     })
 }
 
@@ -253,8 +279,9 @@ fn check_build(module: &std::path::Path, got: Option<bool>, want: bool) -> Resul
     ))
 }
 
-/// The `key=value` lines of `throughput compression` (which checks its outputs first).
-fn compression_lines(cmd: &mut Command) -> Result<Vec<(String, String)>, String> {
+/// The `key=value` lines of a `throughput` subcommand whose keys start with `prefix`
+/// (`throughput compression` checks its outputs first).
+fn prefixed_lines(cmd: &mut Command, prefix: &str) -> Result<Vec<(String, String)>, String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
@@ -266,7 +293,7 @@ fn compression_lines(cmd: &mut Command) -> Result<Vec<(String, String)>, String>
     Ok(text
         .lines()
         .filter_map(|l| l.split_once('='))
-        .filter(|(k, _)| k.starts_with("compression."))
+        .filter(|(k, _)| k.starts_with(prefix))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect())
 }
