@@ -28,33 +28,26 @@ pub trait HeaderBlock {
     fn append(&mut self, name: &HeaderName, value: &HeaderValue);
 }
 
-impl HeaderBlock for Response {
-    fn lines(&self) -> Vec<(HeaderName, HeaderValue)> {
-        self.get_headers()
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect()
-    }
-    fn remove(&mut self, name: &HeaderName) {
-        self.remove_header(name);
-    }
-    fn append(&mut self, name: &HeaderName, value: &HeaderValue) {
-        self.append_header(name, value);
-    }
+/// The same three host calls on both message types of the SDK.
+macro_rules! header_block {
+    ($($message:ty),*) => {$(
+        impl HeaderBlock for $message {
+            fn lines(&self) -> Vec<(HeaderName, HeaderValue)> {
+                self.get_headers()
+                    .map(|(n, v)| (n.clone(), v.clone()))
+                    .collect()
+            }
+            fn remove(&mut self, name: &HeaderName) {
+                self.remove_header(name);
+            }
+            fn append(&mut self, name: &HeaderName, value: &HeaderValue) {
+                self.append_header(name, value);
+            }
+        }
+    )*};
 }
 
-impl HeaderBlock for Request {
-    fn lines(&self) -> Vec<(HeaderName, HeaderValue)> {
-        self.get_headers()
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect()
-    }
-    fn remove(&mut self, name: &HeaderName) {
-        self.remove_header(name);
-    }
-    fn append(&mut self, name: &HeaderName, value: &HeaderValue) {
-        self.append_header(name, value);
-    }
-}
+header_block!(Response, Request);
 
 /// Makes `message`'s header block `wanted`: afterwards each name has exactly `wanted`'s values
 /// for it, in `wanted`'s order. Names whose values are unchanged are not touched.
