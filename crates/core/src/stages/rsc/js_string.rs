@@ -71,8 +71,7 @@ impl StringDecoder {
         while i < input.len() {
             match self.state {
                 State::Plain => {
-                    let run = memchr::memchr3(b'"', b'\\', b'\n', &input[i..])
-                        .map_or(input.len(), |n| i + n);
+                    let run = i + plain_run(&input[i..]);
                     if run > i {
                         self.lone_high(out);
                         out.extend_from_slice(&input[i..run]);
@@ -85,6 +84,25 @@ impl StringDecoder {
                             return Decoded::End(i);
                         }
                         b'\\' => {
+                            // A whole escape in this input decodes here at once; one split
+                            // across inputs, or one that is not valid, goes through the
+                            // states below, which keep its raw bytes.
+                            if let Some(&next) = input.get(i + 1) {
+                                if let Some(simple) = simple_escape(next) {
+                                    self.lone_high(out);
+                                    out.push(simple);
+                                    i += 2;
+                                    continue;
+                                }
+                                if next == b'u' {
+                                    if let Some(unit) = input.get(i + 2..i + 6).and_then(hex4) {
+                                        self.unit = unit;
+                                        self.unit_done(out);
+                                        i += 6;
+                                        continue;
+                                    }
+                                }
+                            }
                             self.raw.clear();
                             self.raw.push(b'\\');
                             self.state = State::Escape;
@@ -101,16 +119,9 @@ impl StringDecoder {
                     let b = input[i];
                     self.raw.push(b);
                     i += 1;
-                    let simple = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
+                    let simple = match (b, simple_escape(b)) {
+                        (_, Some(simple)) => simple,
+                        (b'u', None) => {
                             self.state = State::Unicode(0);
                             self.unit = 0;
                             continue;
@@ -177,6 +188,107 @@ impl StringDecoder {
             out.extend_from_slice(&REPLACEMENT);
         }
     }
+}
+
+/// What a backslash followed by `b` stands for, for every `b` but `u` (the start of a `\u`
+/// escape); `None` if JSON has no such escape.
+fn simple_escape(b: u8) -> Option<u8> {
+    Some(match b {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
+}
+
+/// The code unit four hex digits spell, `None` unless all four are hex digits.
+fn hex4(digits: &[u8]) -> Option<u16> {
+    digits.iter().try_fold(0u16, |unit, &b| {
+        // `to_digit(16)` < 16, so four of them fit a u16.
+        (b as char).to_digit(16).map(|d| (unit << 4) | d as u16)
+    })
+}
+
+/// Bytes in a machine word, for the scans below.
+const WORD: usize = std::mem::size_of::<u64>();
+
+/// `b` in every byte of a word.
+const fn splat(b: u8) -> u64 {
+    u64::from_ne_bytes([b; WORD])
+}
+
+/// A word whose high bit is set in the lowest byte of `x` that is zero (bytes above it may be
+/// marked too, but never one below: a borrow only starts at a zero byte).
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(splat(0x01)) & !x & splat(0x80)
+}
+
+/// The same for bytes below `n` (at most 0x80).
+fn bytes_below(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(splat(n)) & !x & splat(0x80)
+}
+
+/// Reads the word at `bytes[at..at + WORD]` with its first byte lowest, so the lowest marked
+/// byte of a mask made from it is the first such byte in memory.
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let mut w = [0; WORD];
+    w.copy_from_slice(&bytes[at..at + WORD]);
+    u64::from_le_bytes(w)
+}
+
+/// The index of the first byte marked in `mask` (non-zero), a mask of a word read by
+/// [`word_at`].
+fn first_marked(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize
+}
+
+/// How many bytes from the start of `input` the decoder copies as they are: up to the first
+/// `"`, `\\` or line feed. Runs between escapes are short in Flight text (every quote of its
+/// JSON is escaped), so the first words are scanned here, a word at a time, before handing a
+/// long run to `memchr3`, whose set-up costs more than a short run.
+fn plain_run(input: &[u8]) -> usize {
+    const SHORT: usize = 4 * WORD;
+    let mut at = 0;
+    while at + WORD <= input.len().min(SHORT) {
+        let w = word_at(input, at);
+        let mask = zero_bytes(w ^ splat(b'"'))
+            | zero_bytes(w ^ splat(b'\\'))
+            | zero_bytes(w ^ splat(b'\n'));
+        if mask != 0 {
+            return at + first_marked(mask);
+        }
+        at += WORD;
+    }
+    memchr::memchr3(b'"', b'\\', b'\n', &input[at..]).map_or(input.len(), |n| at + n)
+}
+
+/// The index of the first byte at or after `from` that [`StringEncoder`] escapes (its
+/// [`ESCAPE`] class is not 0), or `bytes.len()`: a word at a time, then byte by byte.
+fn next_escaped(bytes: &[u8], from: usize) -> usize {
+    let mut at = from;
+    while at + WORD <= bytes.len() {
+        let w = word_at(bytes, at);
+        let mask = bytes_below(w, 0x20)
+            | zero_bytes(w ^ splat(b'"'))
+            | zero_bytes(w ^ splat(b'\\'))
+            | zero_bytes(w ^ splat(b'<'))
+            | zero_bytes(w ^ splat(b'>'))
+            | zero_bytes(w ^ splat(b'&'))
+            | zero_bytes(w ^ splat(0xe2));
+        if mask != 0 {
+            return at + first_marked(mask);
+        }
+        at += WORD;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| ESCAPE[usize::from(b)] != 0)
+        .map_or(bytes.len(), |n| at + n)
 }
 
 /// Appends code point `c` as UTF-8 (a lone low surrogate as U+FFFD).
@@ -248,25 +360,24 @@ impl StringEncoder {
         }
         let mut start = 0;
         let mut i = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
+        loop {
+            i = next_escaped(bytes, i);
+            let Some(&b) = bytes.get(i) else {
+                break;
+            };
             let class = ESCAPE[b as usize];
-            if class == 0 {
-                i += 1;
-                continue;
-            }
             out.extend_from_slice(&bytes[start..i]);
             match class {
                 1 => {
-                    out.push(b'\\');
-                    out.push(match b {
+                    let letter = match b {
                         0x08 => b'b',
                         0x09 => b't',
                         0x0a => b'n',
                         0x0c => b'f',
                         0x0d => b'r',
                         other => other, // `"` and `\`
-                    });
+                    };
+                    out.extend_from_slice(&[b'\\', letter]);
                     i += 1;
                 }
                 2 => {
@@ -314,10 +425,8 @@ fn line_separator(bytes: &[u8]) -> Option<Option<u16>> {
 
 fn push_u_escape(unit: u16, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(b"\\u");
-    for shift in [12, 8, 4, 0] {
-        out.push(HEX[usize::from((unit >> shift) & 0xf)]);
-    }
+    let hex = |shift: u16| HEX[usize::from((unit >> shift) & 0xf)];
+    out.extend_from_slice(&[b'\\', b'u', hex(12), hex(8), hex(4), hex(0)]);
 }
 
 #[cfg(test)]
@@ -475,6 +584,64 @@ pub(crate) mod tests {
             let (decoded, end) = decode_pieces(&[&body[..cut], &body[cut..]]);
             prop_assert_eq!(&decoded, &s.as_bytes().to_vec());
             prop_assert!(matches!(end, Decoded::End(_)));
+        }
+
+        /// The decoder's shortcuts (a whole escape at once, runs found a word at a time) give
+        /// what its byte-at-a-time states give, on any bytes.
+        #[test]
+        fn whole_input_decodes_as_byte_by_byte(
+            tokens in proptest::collection::vec(
+                prop_oneof![
+                    any::<u8>().prop_map(|b| vec![b]),
+                    proptest::sample::select(&b"\\\"unUdD089afAF/bnrt\n"[..]).prop_map(|b| vec![b]),
+                    proptest::sample::select(vec![
+                        &br"\u00e9"[..], br"\u003C", br"\ud83d", br"\ude00", br"\uD83D", br"\u2028",
+                        br"\u0000", br"\u00zz", br"\u12", br"\x", br#"\""#, br"\\", br"\/", br"\n",
+                    ]).prop_map(<[u8]>::to_vec),
+                ],
+                0..60,
+            )
+        ) {
+            let bytes = tokens.concat();
+            let mut whole = StringDecoder::new();
+            let mut whole_out = Vec::new();
+            let whole_end = whole.decode(&bytes, &mut whole_out);
+            let mut each = StringDecoder::new();
+            let mut each_out = Vec::new();
+            let mut each_end = Decoded::More;
+            for (at, b) in bytes.iter().enumerate() {
+                each_end = match each.decode(std::slice::from_ref(b), &mut each_out) {
+                    Decoded::More => continue,
+                    Decoded::End(n) => Decoded::End(at + n),
+                    Decoded::Invalid(n) => Decoded::Invalid(at + n),
+                };
+                break;
+            }
+            prop_assert_eq!(whole_end, each_end);
+            prop_assert_eq!(whole_out, each_out);
+            prop_assert_eq!(whole.raw_held(), each.raw_held());
+        }
+
+        /// The word-at-a-time scans find what a byte-at-a-time scan finds.
+        #[test]
+        fn scans_find_the_first_byte_they_look_for(
+            bytes in proptest::collection::vec(
+                prop_oneof![any::<u8>(), proptest::sample::select(&b"\\\"\n<>&\x1f\x20\xe2\xe3\x7f\x80\x00"[..])],
+                0..80,
+            ),
+            from in 0usize..80,
+        ) {
+            let from = from.min(bytes.len());
+            let escaped = bytes[from..]
+                .iter()
+                .position(|&b| ESCAPE[usize::from(b)] != 0)
+                .map_or(bytes.len(), |n| from + n);
+            prop_assert_eq!(next_escaped(&bytes, from), escaped);
+            let plain = bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b == b'\n')
+                .unwrap_or(bytes.len());
+            prop_assert_eq!(plain_run(&bytes), plain);
         }
 
         #[test]
