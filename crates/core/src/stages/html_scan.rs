@@ -142,6 +142,17 @@ mod tag {
         BR = b"br",
     );
 
+    /// The hashes of `names`, in order (a `const fn`: the tables are built at compile time).
+    const fn hashes<const N: usize>(names: [&[u8]; N]) -> [NameHash; N] {
+        let mut hashes = [NameHash(0); N];
+        let mut i = 0;
+        while i < N {
+            hashes[i] = NameHash::of(names[i]);
+            i += 1;
+        }
+        hashes
+    }
+
     /// Start tags that leave foreign content (lol_html's `causes_foreign_content_exit`).
     pub(super) const LEAVE_FOREIGN: [NameHash; 44] = {
         let names: [&[u8]; 44] = [
@@ -190,13 +201,7 @@ mod tag {
             b"ul",
             b"var",
         ];
-        let mut hashes = [NameHash(0); 44];
-        let mut i = 0;
-        while i < names.len() {
-            hashes[i] = NameHash::of(names[i]);
-            i += 1;
-        }
-        hashes
+        hashes(names)
     };
 
     /// Elements that never hold content in HTML (lol_html's `is_void_element`).
@@ -220,13 +225,7 @@ mod tag {
             b"track",
             b"wbr",
         ];
-        let mut hashes = [NameHash(0); 17];
-        let mut i = 0;
-        while i < names.len() {
-            hashes[i] = NameHash::of(names[i]);
-            i += 1;
-        }
-        hashes
+        hashes(names)
     };
 
     /// Raw text (and RCDATA: the same to this reading) in HTML.
