@@ -150,13 +150,19 @@ impl FpCase {
 /// # Errors
 /// If the key file cannot be read.
 pub fn signed_image_url(root: &std::path::Path) -> Result<String, String> {
+    signed_url(root, IMAGE_PATH)
+}
+
+/// A signed `/first-party/proxy` URL of the partner's `path`, valid for an hour, signed with
+/// the development key the builds under test use.
+fn signed_url(root: &std::path::Path, path: &str) -> Result<String, String> {
     let secret = std::fs::read(root.join(KEY_FILE)).map_err(|e| format!("{KEY_FILE}: {e}"))?;
     let key = UrlKey::new(&secret).map_err(|e| e.to_string())?;
     let exp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
         + 3600;
-    Ok(key.signed_url(PROXY_PATH, &format!("http://{PARTNER}{IMAGE_PATH}"), exp))
+    Ok(key.signed_url(PROXY_PATH, &format!("http://{PARTNER}{path}"), exp))
 }
 
 /// Checks the outputs, then measures both cases through `proxies` (alternating) and directly.
@@ -166,17 +172,10 @@ pub fn run(
     proxies: &[SocketAddr],
     quick: bool,
 ) -> Result<Vec<FpCase>, String> {
-    let secret = std::fs::read(root.join(KEY_FILE)).map_err(|e| format!("{KEY_FILE}: {e}"))?;
-    let key = UrlKey::new(&secret).map_err(|e| e.to_string())?;
-    let exp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-        + 3600;
     let rounds = if quick { 31 } else { 151 };
     let mut out = Vec::new();
     for (name, path) in [("image", IMAGE_PATH), ("html", HTML_PATH)] {
-        let target = format!("http://{PARTNER}{path}");
-        let signed = key.signed_url(PROXY_PATH, &target, exp);
+        let signed = signed_url(root, path)?;
         let host = [("host", PARTNER)];
         let direct = e2e::get(partner.addr(), path, &host, TIMEOUT).map_err(|e| e.to_string())?;
         for &proxy in proxies {
