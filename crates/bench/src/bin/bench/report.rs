@@ -1242,11 +1242,6 @@ mod tests {
     #[test]
     fn compression_figures_reach_the_results() {
         let tp = ThroughputResult {
-            native: Rates::new(),
-            wasm: Rates::new(),
-            wasm_nosimd: Rates::new(),
-            spread: Default::default(),
-            bytes: Default::default(),
             compression: vec![
                 (
                     "compression.article.edge_over_reencode".into(),
@@ -1254,7 +1249,7 @@ mod tests {
                 ),
                 ("compression.article.aa".into(), "0.976".into()),
             ],
-            consent: vec![],
+            ..ThroughputResult::default()
         };
         let r = results(&[], &tp, &[], &[]);
         let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
@@ -1267,17 +1262,12 @@ mod tests {
     #[test]
     fn consent_medians_reach_the_results_per_platform_and_case() {
         let tp = ThroughputResult {
-            native: Rates::new(),
-            wasm: Rates::new(),
-            wasm_nosimd: Rates::new(),
-            spread: Default::default(),
-            bytes: Default::default(),
-            compression: vec![],
             consent: vec![
                 ("native.tcf.median_us".into(), "5.20".into()),
                 ("native.tcf.p90_us".into(), "6.00".into()),
                 ("wasm.all.median_us".into(), "12.50".into()),
             ],
+            ..ThroughputResult::default()
         };
         let r = results(&[], &tp, &[], &[]);
         let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
@@ -1308,10 +1298,8 @@ mod tests {
             native,
             wasm: simd,
             wasm_nosimd: nosimd,
-            spread: Default::default(),
             bytes,
-            compression: vec![],
-            consent: vec![],
+            ..ThroughputResult::default()
         };
         let r = results(&[], &tp, &[], &[]);
         let get = |k: &str| r.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
@@ -1332,15 +1320,7 @@ mod tests {
     }
 
     fn results_load_keys(load: &[LoadResult]) -> Vec<(String, String)> {
-        let tp = ThroughputResult {
-            native: Rates::new(),
-            wasm: Rates::new(),
-            wasm_nosimd: Rates::new(),
-            spread: Default::default(),
-            bytes: Default::default(),
-            compression: Vec::new(),
-            consent: Vec::new(),
-        };
+        let tp = ThroughputResult::default();
         results(&[], &tp, load, &[])
             .into_iter()
             .filter(|(k, _)| k.starts_with("load_"))

@@ -30,7 +30,7 @@ use crate::Options;
 pub type Rates = HashMap<String, f64>;
 
 /// Both platforms.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ThroughputResult {
     /// Native medians (median of the per-run medians).
     pub native: Rates,
