@@ -52,9 +52,10 @@ fn push_cookie(headers: &mut Vec<(HeaderName, HeaderValue)>, line: &str) {
 /// decision `withdraw`s the edge ID (as it does under `Sec-GPC: 1`), the request sent the
 /// cookie, and the feature is on. Decided once per request, in `main`, whatever the route.
 pub fn withdrawal(request: &Request, withdraw: bool, settings: &Settings) -> bool {
-    let mut facts = RequestFacts::from_headers(request.get_headers());
-    // The decision speaks for `Sec-GPC` (and for every other signal).
-    facts.gpc = withdraw;
+    let facts = RequestFacts {
+        withdrawn: withdraw,
+        ..RequestFacts::from_headers(request.get_headers())
+    };
     settings.identity.enabled && expires_cookie(&facts)
 }
 

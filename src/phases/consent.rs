@@ -88,6 +88,25 @@ mod tests {
         assert_eq!(jurisdiction_at(None, consent), Jurisdiction::Unknown);
     }
 
+    /// `Sec-GPC` is read here and only here (the identity phase leaves it to the decision):
+    /// `1`, with any surrounding spaces, in any of the header's lines; nothing else.
+    #[test]
+    fn sec_gpc_is_one_and_nothing_else() {
+        let settings = &crate::kit::generated::SETTINGS;
+        let gpc = |values: &[&str]| {
+            let mut request = Request::get("http://www.pub.test/");
+            for value in values {
+                request.append_header("sec-gpc", *value);
+            }
+            read(&request, settings).signals.gpc()
+        };
+        assert!(gpc(&[" 1 "]));
+        assert!(gpc(&["0", "1"]));
+        assert!(!gpc(&["0"]));
+        assert!(!gpc(&["true"]));
+        assert!(!gpc(&[]));
+    }
+
     #[test]
     fn without_an_address_the_unknown_rule_applies() {
         let settings = &crate::kit::generated::SETTINGS;

@@ -69,11 +69,8 @@ fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> Ident
     if !identity.enabled {
         return IdentityPlan::NONE;
     }
-    let mut facts = RequestFacts::from_headers(request.get_headers());
-    // The consent decision has already weighed `Sec-GPC` with every other signal (under
-    // opt-in it refuses unless `consent.gpc_refuses_opt_in` is off) and allowed an ID, so the
-    // plan does not refuse again.
-    facts.gpc = false;
+    // Consent given (`request_phase` checked the decision): nothing is withdrawn.
+    let facts = RequestFacts::from_headers(request.get_headers());
     plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
         log::error!("edge ID unavailable, request served without one: {e}");
         IdentityPlan::NONE

@@ -133,8 +133,11 @@ pub struct RequestFacts {
     /// A page navigation: `Sec-Fetch-Dest: document`, or no `Sec-Fetch-*` header and an
     /// `Accept` that names `text/html`.
     pub navigation: bool,
-    /// `Sec-GPC: 1`: the browser asks not to be tracked; no ID at all.
-    pub gpc: bool,
+    /// The reader's consent decision withdraws the edge ID (`consent::Decision::withdraw`,
+    /// which weighs `Sec-GPC` with every other signal): no ID at all, and a cookie sent is
+    /// expired. Not a header: [`from_headers`](Self::from_headers) leaves it `false` and the
+    /// caller sets it from the decision, so no second reading of `Sec-GPC` can disagree.
+    pub withdrawn: bool,
     /// Every `ts-ec` value in the `Cookie` headers, in order.
     pub cookies: Vec<String>,
 }
@@ -153,9 +156,7 @@ impl RequestFacts {
             ..RequestFacts::default()
         };
         for (name, value) in headers {
-            if name == "sec-gpc" {
-                facts.gpc |= value.trim_ascii() == b"1";
-            } else if name == "cookie" {
+            if name == "cookie" {
                 facts.cookies.extend(cookie_values(value));
             }
         }
@@ -203,15 +204,16 @@ impl IdentityPlan {
 }
 
 /// Whether the response to this request, whatever its route, expires the client's `ts-ec`
-/// cookie: `Sec-GPC: 1` with a `ts-ec` cookie sent. Decided once per request and applied where
-/// every response's headers leave, not by each route (the adapter's `leaving::stamp`).
+/// cookie: consent [`withdrawn`](RequestFacts::withdrawn) with a `ts-ec` cookie sent. Decided
+/// once per request and applied where every response's headers leave, not by each route (the
+/// adapter's `leaving::stamp`).
 pub fn expires_cookie(facts: &RequestFacts) -> bool {
-    facts.gpc && !facts.cookies.is_empty()
+    facts.withdrawn && !facts.cookies.is_empty()
 }
 
 /// Decides the ID for a request.
 ///
-/// * `Sec-GPC: 1`: no ID, and the key is not read. (The expiry of a cookie the client still
+/// * Consent [`withdrawn`](RequestFacts::withdrawn): no ID, and the key is not read. (The expiry of a cookie the client still
 ///   sends is not the plan's but every response's: [`expires_cookie`].)
 /// * A `ts-ec` cookie that verifies for `ip` is reused as it is and forwarded.
 /// * Otherwise a page navigation gets a new ID (forwarded, and set if the response is a page);
@@ -226,7 +228,7 @@ pub fn plan<E>(
     key: impl FnOnce() -> Result<EdgeIdKey, E>,
     random: impl FnOnce() -> Result<[u8; 8], E>,
 ) -> Result<IdentityPlan, E> {
-    if facts.gpc {
+    if facts.withdrawn {
         return Ok(IdentityPlan::NONE);
     }
     let Some(ip) = ip else {
@@ -385,7 +387,13 @@ mod tests {
                 )
             })
             .collect();
-        RequestFacts::from_headers(headers.iter().map(|(n, v)| (n, v)))
+        RequestFacts {
+            // These tests play a consent decision that withdraws the ID exactly when the list
+            // holds `Sec-GPC: 1` (the decision's own reading of it is tested in `consent`, and
+            // the header's parsing in the adapter's consent phase).
+            withdrawn: list.contains(&("sec-gpc", "1")),
+            ..RequestFacts::from_headers(headers.iter().map(|(n, v)| (n, v)))
+        }
     }
 
     /// HMAC-SHA256 computed independently (RFC 2104 over `sha2` directly), as the oracle for
@@ -562,16 +570,15 @@ mod tests {
     }
 
     #[test]
-    fn gpc_and_cookies_are_read() {
+    fn cookies_are_read_and_sec_gpc_is_left_to_the_consent_decision() {
         let f = facts(&[
             ("sec-gpc", " 1 "),
             ("cookie", "a=1; ts-ec=abc.def ;b=2"),
             ("cookie", "ts-ec=second; ts-ecx=no; xts-ec=no"),
         ]);
-        assert!(f.gpc);
         assert_eq!(f.cookies, ["abc.def", "second"]);
-        assert!(!facts(&[("sec-gpc", "0")]).gpc);
-        assert!(!facts(&[("sec-gpc", "true")]).gpc);
+        // The header alone withdraws nothing: only the decision does.
+        assert!(!f.withdrawn);
     }
 
     type Outcome = Result<IdentityPlan, &'static str>;
