@@ -288,6 +288,36 @@ impl UrlRule {
             )
     }
 
+    /// Whether `b` can be part of a match or of its undecided end. A match never spans a byte
+    /// outside this set, so after such a byte a [`StreamReplacer`] holds nothing.
+    pub(crate) fn in_match(&self, b: u8) -> bool {
+        self.in_match[usize::from(b)]
+    }
+
+    /// The origin host, lowercase.
+    pub(crate) fn host(&self) -> &[u8] {
+        &self.host
+    }
+
+    /// Where the host may start in `work` (see [`host_candidates`]).
+    pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+        let anchor = self.host.get(self.anchor).copied().unwrap_or_default();
+        host_candidates(work, anchor, self.anchor)
+    }
+
+    /// Rewrites a piece of a stream that a [`StreamReplacer`] would read as a whole: `before`
+    /// is the byte before it, and `at_end` says the stream ends with it. Returns how much of
+    /// it is decided (all of it when it ends with a byte outside [`in_match`](Self::in_match)).
+    pub(crate) fn rewrite_piece(
+        &self,
+        work: &[u8],
+        before: Option<u8>,
+        at_end: bool,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        self.process(work, before, at_end, out)
+    }
+
     /// Applies the rule to a complete value (a header, an attribute) in one go.
     pub fn rewrite_all(&self, input: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(input.len());
@@ -538,6 +568,19 @@ impl StreamReplacer {
     /// The rule this replacer applies.
     pub fn rule(&self) -> &UrlRule {
         &self.rule
+    }
+
+    /// The last input byte decided, which the next match's start may depend on.
+    pub(crate) fn before(&self) -> Option<u8> {
+        self.before
+    }
+
+    /// Takes up again after a caller applied the rule to the next bytes itself (with
+    /// [`UrlRule::rewrite_piece`]) up to and including `last`, a byte after which nothing is
+    /// held. Only while nothing is held.
+    pub(crate) fn passed(&mut self, last: Option<u8>) {
+        debug_assert!(self.carry.is_empty());
+        self.before = last;
     }
 
     /// Bytes held back for a match that may straddle the next write.

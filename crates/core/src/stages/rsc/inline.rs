@@ -42,6 +42,7 @@
 
 use base64::Engine as _;
 
+use super::escaped::EscapedRows;
 use super::js_string::{Decoded, StringDecoder, StringEncoder};
 use super::rows::RowRewriter;
 use crate::url_rewrite::UrlRule;
@@ -51,6 +52,10 @@ const CALL: &[u8] = b"self.__next_f.push([";
 
 /// How a push ends, from its string's closing quote.
 const CLOSE: &[u8] = b"\"])";
+
+/// Most string text the decode, rewrite and encode path takes at once, where the fast reader
+/// ([`EscapedRows`]) stopped: then the fast reader tries again.
+const SLOW_STEP: usize = 512;
 
 /// The degrade reason when held output passes the cap.
 const CAP: &str = "held output passed integrations.nextjs.max_held_bytes";
@@ -127,6 +132,8 @@ fn slot_or<'a>(hold: &'a mut Option<Hold>, live: &'a mut Vec<u8>) -> &'a mut Vec
 #[derive(Debug)]
 pub(crate) struct InlineFlight {
     rows: RowRewriter,
+    /// The fast reader of push strings.
+    escaped: EscapedRows,
     script: Script,
     encoder: StringEncoder,
     hold: Option<Hold>,
@@ -143,6 +150,7 @@ impl InlineFlight {
     pub(crate) fn new(rule: UrlRule, max_held: usize) -> Self {
         InlineFlight {
             rows: RowRewriter::new(rule, max_held),
+            escaped: EscapedRows::default(),
             script: Script::Outside,
             encoder: StringEncoder::default(),
             hold: None,
@@ -323,6 +331,18 @@ impl InlineFlight {
         let Script::Text(decoder) = &mut self.script else {
             return 0;
         };
+        // The fast reader, where nothing is held anywhere: not behind a slot, not half an
+        // escape or a character, not in the row rewriter.
+        if self.hold.is_none() && decoder.is_between() && self.encoder.is_idle() && fast_path() {
+            if let Some(mut at) = self.rows.handover() {
+                let (used, peak) = self.escaped.rewrite(self.rows.rule(), text, &mut at, out);
+                self.rows.take_back(at, peak);
+                if used > 0 {
+                    return used;
+                }
+            }
+        }
+        let text = &text[..text.len().min(SLOW_STEP)];
         self.decoded.clear();
         let outcome = decoder.decode(text, &mut self.decoded);
         let decoded = std::mem::take(&mut self.decoded);
@@ -567,5 +587,23 @@ impl InlineFlight {
         if self.hold.is_some() {
             self.enforce_cap(out);
         }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Test switch: `false` turns the fast reader off, so tests can compare the two paths.
+    pub(crate) static FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Whether the fast reader is on (always, outside tests).
+fn fast_path() -> bool {
+    #[cfg(test)]
+    {
+        FAST_PATH.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
     }
 }

@@ -181,6 +181,11 @@ impl StringDecoder {
         }
     }
 
+    /// Whether the decoder is between characters: no escape begun, no high surrogate waiting.
+    pub(crate) fn is_between(&self) -> bool {
+        self.state == State::Plain && self.high.is_none()
+    }
+
     /// A high surrogate followed by anything but its low half stands alone. Also called when
     /// the input ends inside the string.
     pub(crate) fn lone_high(&mut self, out: &mut Vec<u8>) {
@@ -269,7 +274,7 @@ fn plain_run(input: &[u8]) -> usize {
 
 /// The index of the first byte at or after `from` that [`StringEncoder`] escapes (its
 /// [`ESCAPE`] class is not 0), or `bytes.len()`: a word at a time, then byte by byte.
-fn next_escaped(bytes: &[u8], from: usize) -> usize {
+pub(crate) fn next_escaped(bytes: &[u8], from: usize) -> usize {
     let mut at = from;
     while at + WORD <= bytes.len() {
         let w = word_at(bytes, at);
@@ -406,9 +411,30 @@ impl StringEncoder {
         out.extend_from_slice(&bytes[start..]);
     }
 
+    /// Whether nothing is waiting for the next call.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.partial.is_empty()
+    }
+
     /// Emits a held partial character as it is: the string ends here.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         out.append(&mut self.partial);
+    }
+}
+
+/// The escape at the start of `raw` if [`StringEncoder`] writes it
+/// for a one-byte character, with that byte: `\"`, `\\`, `\n` and the `\u00XX` of `<`, `>`
+/// and `&`, the escapes Flight text is full of. `None` for anything else, including an escape
+/// cut short by the end of `raw`.
+pub(crate) fn common_escape(raw: &[u8]) -> Option<(u8, usize)> {
+    match raw {
+        [b'\\', b'"', ..] => Some((b'"', 2)),
+        [b'\\', b'\\', ..] => Some((b'\\', 2)),
+        [b'\\', b'n', ..] => Some((b'\n', 2)),
+        [b'\\', b'u', b'0', b'0', b'3', b'c', ..] => Some((b'<', 6)),
+        [b'\\', b'u', b'0', b'0', b'3', b'e', ..] => Some((b'>', 6)),
+        [b'\\', b'u', b'0', b'0', b'2', b'6', ..] => Some((b'&', 6)),
+        _ => None,
     }
 }
 

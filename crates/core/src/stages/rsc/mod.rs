@@ -9,8 +9,11 @@
 //! * `js_string`: the push call's string literal, decoded and re-encoded in Next.js's style;
 //! * `rows`: the row parser and rewriter, which fixes `T` row lengths and holds only open
 //!   `T` rows;
-//! * `inline`: the script wrapper, and holding output across scripts while a row is open.
+//! * `inline`: the script wrapper, and holding output across scripts while a row is open;
+//! * `escaped`: the inline path's fast reader, which rewrites the rows of a push string
+//!   without decoding it, and hands the rest to the three above.
 
+mod escaped;
 mod inline;
 mod js_string;
 mod rows;

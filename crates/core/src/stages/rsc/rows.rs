@@ -23,10 +23,10 @@
 use crate::url_rewrite::{StreamReplacer, UrlRule};
 
 /// The binary row tags: length-prefixed, never rewritten.
-const BINARY_TAGS: &[u8] = b"AOoUSsLlGgMmV";
+pub(super) const BINARY_TAGS: &[u8] = b"AOoUSsLlGgMmV";
 
 /// More hex digits than this in a row length is not a length anyone can send.
-const MAX_LENGTH_DIGITS: usize = 12;
+pub(super) const MAX_LENGTH_DIGITS: usize = 12;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -48,6 +48,29 @@ enum State {
     LineAsItCame,
     /// Rewriting stopped for the rest of the stream: everything is copied.
     Opaque,
+}
+
+/// Where in the row framing a reader of the escaped form takes over or hands back
+/// ([`RowRewriter::handover`]): places where nothing is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// Reading a row id (digits already read went out).
+    Id,
+    /// After `id:`.
+    Tag,
+    /// Inside a newline row, the line replacer holding nothing.
+    Line,
+}
+
+/// The row rewriter's state where nothing is held, for a reader that takes over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Handover {
+    /// Where in the framing.
+    pub(crate) frame: Frame,
+    /// The line replacer's last decided byte (what a URL's start after it depends on).
+    pub(crate) before: Option<u8>,
+    /// A `T` row declaring more bytes than this is not held ([`RowRewriter::new`]).
+    pub(crate) max_held: u64,
 }
 
 /// Rewrites a Flight row stream pushed in arbitrary pieces. See the module docs.
@@ -94,6 +117,40 @@ impl RowRewriter {
     pub(crate) fn observe(&mut self, input: &[u8]) {
         let mut scratch = Vec::new();
         self.run(input, &mut scratch, false);
+    }
+
+    /// The state for a reader that reads the next rows itself, if nothing is held and the
+    /// stream is rewritten: between rows, or inside a newline row whose replacer holds
+    /// nothing. It hands back with [`take_back`](Self::take_back).
+    pub(crate) fn handover(&self) -> Option<Handover> {
+        let frame = match self.state {
+            State::Id => Frame::Id,
+            State::Tag => Frame::Tag,
+            State::Line if self.line.held() == 0 => Frame::Line,
+            _ => return None,
+        };
+        Some(Handover {
+            frame,
+            before: self.line.before(),
+            max_held: self.max_held,
+        })
+    }
+
+    /// Takes up again after a reader read rows itself from [`handover`](Self::handover), the
+    /// way this rewriter would have: `peak` is the most it would have held meanwhile.
+    pub(crate) fn take_back(&mut self, at: Handover, peak: usize) {
+        self.state = match at.frame {
+            Frame::Id => State::Id,
+            Frame::Tag => State::Tag,
+            Frame::Line => State::Line,
+        };
+        self.line.passed(at.before);
+        self.peak_held = self.peak_held.max(peak);
+    }
+
+    /// The rule this rewriter applies.
+    pub(crate) fn rule(&self) -> &UrlRule {
+        &self.rule
     }
 
     /// Whether bytes are held: an open `T` row, or a possible URL at the end of the input.

@@ -1,0 +1,601 @@
+//! Flight rows read as they are written in a push string, escapes and all: the fast path of
+//! [`InlineFlight`](super::InlineFlight).
+//!
+//! Decoding a push string, rewriting its rows and encoding them back touches every byte three
+//! times, and Flight text has an escape every ten bytes or so. Yet almost all of it comes out
+//! as it went in: only origin URLs change, and the lengths of the `T` rows that hold them. This
+//! reader walks the string as it came and copies it through, decoding only a short window
+//! around each place where the origin host appears.
+//!
+//! It reads what Next.js writes: plain bytes, and the escapes that [`StringEncoder`] writes for
+//! `"`, `\`, newline, `<`, `>` and `&` ([`common_escape`]). The bytes it copies are therefore
+//! the bytes the encoder would write for what they decode to. Anything else ends its reading:
+//! another escape, a raw byte the encoder would escape, U+2028, the end of the string, a binary
+//! row, a `T` row not wholly in hand or over the cap, or the end of the input. It then hands
+//! back to the decode, rewrite and encode path ([`RowRewriter`](super::rows::RowRewriter)) at
+//! the last place where nothing is held, and that path carries on from there. The two give the
+//! same output; a property test runs both on every capture at every split.
+//!
+//! Why windows are enough: the URL rule changes bytes only inside a match; every match
+//! contains the host, which none of the escapes read here can spell; and a match, with every
+//! byte that decides it, lies between two bytes outside [`UrlRule::in_match`] (*separators*).
+//! So a window from the separator before a host to the separator after it, rewritten on its
+//! own with that first separator as the byte before it, comes out as it would in the whole
+//! row. After a separator the line replacer holds nothing, so that is where this reader hands
+//! back. A raw ASCII separator in the text is always itself, never part of an escape (the
+//! only one it can end is `\"`, which decodes to it).
+
+use super::js_string::{common_escape, next_escaped, StringEncoder};
+use super::rows::{Frame, Handover, BINARY_TAGS, MAX_LENGTH_DIGITS};
+use crate::url_rewrite::UrlRule;
+
+/// Reusable buffers for the windows and for a `T` row's text.
+#[derive(Debug, Default)]
+pub(crate) struct EscapedRows {
+    decoded: Vec<u8>,
+    rewritten: Vec<u8>,
+    text: Vec<u8>,
+}
+
+/// How a run of text ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Just after the `\n` escape that ends a newline row.
+    Row,
+    /// After as many decoded bytes as were asked for.
+    Count,
+    /// Before something this reader does not read.
+    Stop,
+}
+
+/// What a run of rewritten text came to.
+struct Run {
+    /// Input used up to here: what went out is decided.
+    done: usize,
+    /// The last decoded byte before `done`, if any went out.
+    last: Option<u8>,
+    /// Whether any URL was rewritten, and how much longer the decoded text got.
+    changed: bool,
+    growth: isize,
+}
+
+impl EscapedRows {
+    /// Reads rows from the start of `raw` (the text of a `[1,"…"]` string from where the row
+    /// rewriter stands, `at`), appending their output to `out`. Returns how much of `raw` was
+    /// read, and the most the row rewriter would have held meanwhile; `at` becomes where the
+    /// reading stopped.
+    pub(crate) fn rewrite(
+        &mut self,
+        rule: &UrlRule,
+        raw: &[u8],
+        at: &mut Handover,
+        out: &mut Vec<u8>,
+    ) -> (usize, usize) {
+        let mut i = 0;
+        let mut peak = 0;
+        loop {
+            match at.frame {
+                Frame::Id => {
+                    let digits = raw[i..]
+                        .iter()
+                        .position(|b| !b.is_ascii_hexdigit())
+                        .unwrap_or(raw.len() - i);
+                    out.extend_from_slice(&raw[i..i + digits]);
+                    i += digits;
+                    if raw.get(i) != Some(&b':') {
+                        break;
+                    }
+                    out.push(b':');
+                    i += 1;
+                    at.frame = Frame::Tag;
+                }
+                Frame::Tag => match raw.get(i) {
+                    None | Some(b'"') => break,
+                    Some(b'T') => match self.text_row(rule, raw, i, at.max_held, out) {
+                        Some((end, held)) => {
+                            i = end;
+                            peak = peak.max(held);
+                            at.frame = Frame::Id;
+                        }
+                        None => break,
+                    },
+                    Some(tag) if BINARY_TAGS.contains(tag) => break,
+                    // An escape this reader cannot decode might spell a tag.
+                    Some(b'\\') if common_escape(&raw[i..]).is_none() => break,
+                    // The row's first byte of content.
+                    Some(_) => at.frame = Frame::Line,
+                },
+                Frame::Line => {
+                    let (end, how, _) = content(raw, i, u64::MAX, true);
+                    let row_end = how == End::Row;
+                    let run = self.rewrite_run(rule, raw, i, end, at.before, row_end, out);
+                    i = run.done;
+                    if !row_end {
+                        at.before = run.last.or(at.before);
+                        break;
+                    }
+                    // The row and anything it held are over; its last byte is the newline.
+                    at.before = Some(b'\n');
+                    at.frame = Frame::Id;
+                }
+            }
+        }
+        (i, peak)
+    }
+
+    /// A `T` row whose `T` is at `raw[at]`, if all of it is in `raw` and within the cap:
+    /// written out with its new length if a URL in it changed. Returns where it ends and what
+    /// the row rewriter would have held for it.
+    fn text_row(
+        &mut self,
+        rule: &UrlRule,
+        raw: &[u8],
+        at: usize,
+        max_held: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(usize, usize)> {
+        let from = at + 1;
+        let digits = raw[from..]
+            .iter()
+            .take(MAX_LENGTH_DIGITS + 1)
+            .position(|b| !b.is_ascii_hexdigit())?;
+        let comma = from + digits;
+        if digits > MAX_LENGTH_DIGITS || raw.get(comma) != Some(&b',') {
+            return None;
+        }
+        // At most 12 hex digits: fits a u64. No digits is a length of 0, as for the rewriter.
+        let len = raw[from..comma].iter().fold(0u64, |n, &d| {
+            (n << 4) | u64::from((d as char).to_digit(16).unwrap_or(0))
+        });
+        if len == 0 {
+            out.extend_from_slice(&raw[at..=comma]);
+            return Some((comma + 1, 0));
+        }
+        if len > max_held {
+            return None;
+        }
+        let (end, how, _) = content(raw, comma + 1, len, false);
+        if how != End::Count {
+            return None;
+        }
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        let run = self.rewrite_run(rule, raw, comma + 1, end, None, true, &mut text);
+        if run.changed {
+            let new_len = len.checked_add_signed(run.growth as i64)?;
+            out.push(b'T');
+            out.extend_from_slice(format!("{new_len:x},").as_bytes());
+            out.extend_from_slice(&text);
+        } else {
+            out.extend_from_slice(&raw[at..end]);
+        }
+        self.text = text;
+        // The rewriter holds the length digits, the comma and the text.
+        let held = usize::try_from(len).map_or(usize::MAX, |len| len + digits + 1);
+        Some((end, held))
+    }
+
+    /// Writes `raw[from..end]`, text read by [`content`], with the URL rule applied window by
+    /// window. `before` is the decoded byte before it. With `at_end` the text is all there is
+    /// (a `T` row's, or a newline row's up to and with its `\n`); otherwise the output stops
+    /// after the last separator, since what follows may be the start of a URL.
+    #[allow(clippy::too_many_arguments)]
+    fn rewrite_run(
+        &mut self,
+        rule: &UrlRule,
+        raw: &[u8],
+        from: usize,
+        end: usize,
+        mut before: Option<u8>,
+        at_end: bool,
+        out: &mut Vec<u8>,
+    ) -> Run {
+        let host = rule.host();
+        let mut run = Run {
+            done: from,
+            last: None,
+            changed: false,
+            growth: 0,
+        };
+        for h in rule.host_starts(&raw[from..end]) {
+            let h = from + h;
+            if h < run.done
+                || h + host.len() > end
+                || !raw[h..h + host.len()].eq_ignore_ascii_case(host)
+            {
+                continue;
+            }
+            let start = last_separator(rule, raw, run.done, h).unwrap_or(run.done);
+            let (stop, window_at_end) = match next_separator(rule, raw, h + host.len(), end) {
+                Some(stop) => (stop, false),
+                None if at_end => (end, true),
+                None => return self.finish_run(raw, start, before, run, out),
+            };
+            out.extend_from_slice(&raw[run.done..start]);
+            if start > run.done {
+                before = Some(raw[start - 1]);
+            }
+            self.decoded.clear();
+            decode_common(&raw[start..stop], &mut self.decoded);
+            self.rewritten.clear();
+            let decided =
+                rule.rewrite_piece(&self.decoded, before, window_at_end, &mut self.rewritten);
+            if decided != self.decoded.len() {
+                // Not decidable here after all: the output stops before the window.
+                run.done = start;
+                run.last = before;
+                return run;
+            }
+            if self.rewritten == self.decoded {
+                out.extend_from_slice(&raw[start..stop]);
+            } else {
+                let mut encoder = StringEncoder::default();
+                encoder.encode(&self.rewritten, out);
+                encoder.finish(out);
+                run.changed = true;
+                run.growth += self.rewritten.len() as isize - self.decoded.len() as isize;
+            }
+            before = self.decoded.last().copied().or(before);
+            run.done = stop;
+            run.last = before;
+        }
+        let stop = if at_end {
+            end
+        } else {
+            last_separator(rule, raw, run.done, end).unwrap_or(run.done)
+        };
+        self.finish_run(raw, stop, before, run, out)
+    }
+
+    /// Ends a run at `stop`, after a separator (or at the end of the text).
+    fn finish_run(
+        &self,
+        raw: &[u8],
+        stop: usize,
+        before: Option<u8>,
+        mut run: Run,
+        out: &mut Vec<u8>,
+    ) -> Run {
+        out.extend_from_slice(&raw[run.done..stop]);
+        if stop > run.done {
+            // A separator; or the end of a text, where the caller knows the last byte (a
+            // row's `\n`) or needs none (a `T` row's).
+            run.last = Some(raw[stop - 1]);
+        } else {
+            run.last = run.last.or(before);
+        }
+        run.done = stop;
+        run
+    }
+}
+
+/// Reads text from `raw[from..]`: plain bytes and [`common_escape`]s, up to `limit` decoded
+/// bytes, or (with `line`) to the `\n` escape that ends a newline row, or to anything else.
+/// Returns where it ended, how, and the decoded bytes read.
+fn content(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
+    let mut i = from;
+    let mut n = 0u64;
+    loop {
+        let next = next_escaped(raw, i);
+        let room = limit - n;
+        if (next - i) as u64 >= room {
+            // `room` < `next - i` ≤ `raw.len()` here, so it fits a usize.
+            return (i + room as usize, End::Count, limit);
+        }
+        n += (next - i) as u64;
+        i = next;
+        let Some(&b) = raw.get(i) else {
+            return (i, End::Stop, n);
+        };
+        let used = match b {
+            b'\\' => match common_escape(&raw[i..]) {
+                Some((b'\n', len)) if line => return (i + len, End::Row, n + 1),
+                Some((_, len)) => len,
+                None => return (i, End::Stop, n),
+            },
+            // A lead byte of U+2000–U+2FFF: copied unless it starts U+2028 or U+2029, which
+            // the encoder escapes (or the input ends before that is known).
+            0xe2 => match raw.get(i + 1..i + 3) {
+                Some([0x80, 0xa8 | 0xa9]) | None => return (i, End::Stop, n),
+                Some(_) => 1,
+            },
+            _ => return (i, End::Stop, n),
+        };
+        i += used;
+        n += 1;
+    }
+}
+
+/// Decodes text that [`content`] read.
+fn decode_common(raw: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < raw.len() {
+        let at = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |n| i + n);
+        out.extend_from_slice(&raw[i..at]);
+        i = at;
+        if let Some((b, len)) = common_escape(&raw[i..]) {
+            out.push(b);
+            i += len;
+        } else if i < raw.len() {
+            // Not reached: `content` read only common escapes. Copy rather than lose.
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+}
+
+/// Just after the last separator in `raw[lo..hi]`.
+fn last_separator(rule: &UrlRule, raw: &[u8], lo: usize, hi: usize) -> Option<usize> {
+    raw[lo..hi]
+        .iter()
+        .rposition(|&b| is_separator(rule, b))
+        .map(|p| lo + p + 1)
+}
+
+/// Just after the first separator in `raw[lo..hi]`.
+fn next_separator(rule: &UrlRule, raw: &[u8], lo: usize, hi: usize) -> Option<usize> {
+    raw[lo..hi]
+        .iter()
+        .position(|&b| is_separator(rule, b))
+        .map(|p| lo + p + 1)
+}
+
+/// An ASCII byte no match contains.
+fn is_separator(rule: &UrlRule, b: u8) -> bool {
+    b.is_ascii() && !rule.in_match(b)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast reader against the decode, rewrite and encode path alone: the same HTML stage
+    //! with the reader switched off ([`super::super::inline::FAST_PATH`]).
+
+    use super::*;
+    use crate::body::stage::BodyStage;
+    use crate::stages::html::HtmlStage;
+    use crate::stages::rsc::inline::FAST_PATH;
+    use crate::stages::rsc::next_js_escape;
+    use lol_html::AsciiCompatibleEncoding;
+    use proptest::prelude::*;
+
+    const ORIGIN: &str = "origin.example.com";
+
+    fn stage_output(
+        input: &[u8],
+        origin: &str,
+        cuts: &[usize],
+        max_held: usize,
+        fast: bool,
+    ) -> Vec<u8> {
+        FAST_PATH.with(|on| on.set(fast));
+        let rule = UrlRule::new(origin, "https", "first-party.example:8443");
+        let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).expect("UTF-8");
+        let mut stage = HtmlStage::new(rule, utf8, Some(max_held));
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            let cut = cut.clamp(at, input.len());
+            stage.write(&input[at..cut], &mut out);
+            at = cut;
+        }
+        stage.finish(&mut out);
+        FAST_PATH.with(|on| on.set(true));
+        out
+    }
+
+    /// Both paths on `input`, cut at `cuts`: the outputs must be equal.
+    fn same(input: &[u8], origin: &str, cuts: &[usize], max_held: usize) -> Result<(), String> {
+        let fast = stage_output(input, origin, cuts, max_held, true);
+        let slow = stage_output(input, origin, cuts, max_held, false);
+        if fast == slow {
+            Ok(())
+        } else {
+            let at = fast
+                .iter()
+                .zip(&slow)
+                .position(|(a, b)| a != b)
+                .unwrap_or(fast.len().min(slow.len()));
+            let from = at.saturating_sub(80);
+            Err(format!(
+                "cuts {cuts:?} cap {max_held}: differ at {at}\n fast …{}\n slow …{}",
+                String::from_utf8_lossy(&fast[from..(at + 80).min(fast.len())]),
+                String::from_utf8_lossy(&slow[from..(at + 80).min(slow.len())]),
+            ))
+        }
+    }
+
+    const CAPTURES: [&[u8]; 4] = [
+        include_bytes!("../../../../../fixtures/nextjs/index.body"),
+        include_bytes!("../../../../../fixtures/nextjs/live.body"),
+        include_bytes!("../../../../../fixtures/nextjs/about.body"),
+        include_bytes!("../../../../../fixtures/nextjs/nonce.body"),
+    ];
+    const CAPTURE_ORIGIN: &str = "origin.demo-publisher.example";
+
+    #[test]
+    fn captures_come_out_as_the_slow_path_writes_them_at_every_chunk_size() {
+        for page in CAPTURES {
+            let whole = stage_output(page, CAPTURE_ORIGIN, &[], 1 << 20, true);
+            assert_ne!(whole, page, "the capture's URLs are rewritten");
+            for chunk in (1..=64).chain([97, 500, 1000, 4096, 8192, 16384]) {
+                let cuts: Vec<usize> = (chunk..page.len()).step_by(chunk).collect();
+                for cap in [1 << 20, 4096, 300] {
+                    same(page, CAPTURE_ORIGIN, &cuts, cap).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_reader_reads_most_of_a_capture() {
+        // Counted through the row rewriter: what the slow path decodes goes through it.
+        for page in CAPTURES {
+            let rule = UrlRule::new(CAPTURE_ORIGIN, "https", "first-party.example");
+            let mut rows = EscapedRows::default();
+            let mut read = 0;
+            let mut total = 0;
+            for string in push_strings(page) {
+                let mut at = Handover {
+                    frame: Frame::Id,
+                    before: None,
+                    max_held: 1 << 20,
+                };
+                let mut out = Vec::new();
+                let mut i = 0;
+                // Skip what the fast reader stops at, as the slow path would read it.
+                while i < string.len() {
+                    let (used, _) = rows.rewrite(&rule, &string[i..], &mut at, &mut out);
+                    read += used;
+                    i += used.max(1);
+                    at.frame = if used == 0 { Frame::Id } else { at.frame };
+                }
+                total += string.len();
+            }
+            assert!(read * 100 >= total * 95, "read {read} of {total}");
+        }
+    }
+
+    #[test]
+    fn what_next_js_does_not_write_goes_the_slow_way() {
+        // Each is read by the slow path, which writes it the way Next.js would.
+        for odd in [
+            "\u{2028}", "\u{2029}", "<", "\\/", "\\u0041", "\\t", "\u{1}",
+        ] {
+            let page = format!(
+                "<script>self.__next_f.push([1,\"0:[\\\"a{odd}b https://{ORIGIN}/\\\"]\\n1:T5,a{odd}b\"])</script>"
+            );
+            let fast = stage_output(page.as_bytes(), ORIGIN, &[], 1 << 20, true);
+            let slow = stage_output(page.as_bytes(), ORIGIN, &[], 1 << 20, false);
+            assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&slow),
+                "{odd}"
+            );
+        }
+        // A scheme-relative URL after a byte that continues a URL is a path, in a window too.
+        for before in ["-", "_", "~", "@", " "] {
+            let page = format!(
+                "<script>self.__next_f.push([1,\"0:[\\\"a{before}//{ORIGIN}/x\\\"]\\n1:{before}//{ORIGIN}/\\n\"])</script>"
+            );
+            let fast = stage_output(page.as_bytes(), ORIGIN, &[], 1 << 20, true);
+            let slow = stage_output(page.as_bytes(), ORIGIN, &[], 1 << 20, false);
+            assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&slow),
+                "{before}"
+            );
+        }
+    }
+
+    /// The raw text of every `[1,"…"]` push in `page`.
+    fn push_strings(page: &[u8]) -> Vec<&[u8]> {
+        let marker = b"self.__next_f.push([1,\"";
+        let mut strings = Vec::new();
+        let mut at = 0;
+        while let Some(start) = memchr::memmem::find(&page[at..], marker) {
+            let from = at + start + marker.len();
+            let len = memchr::memmem::find(&page[from..], b"\"])").expect("closed");
+            strings.push(&page[from..from + len]);
+            at = from + len;
+        }
+        strings
+    }
+
+    /// Pieces of Flight text, some of which this reader stops at.
+    fn text_piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z ]{1,8}",
+            Just("é✓😀’".to_owned()),
+            Just("<b>&amp;</b>\"\\".to_owned()),
+            Just("\n".to_owned()),
+            Just("\t\r".to_owned()),
+            Just("\u{2028}\u{2029}".to_owned()),
+            Just(format!("https://{ORIGIN}/path")),
+            Just(format!("http://{ORIGIN}:80")),
+            Just(format!(" //{ORIGIN}/x")),
+            Just(format!("//{ORIGIN}")),
+            Just(format!(" //{ORIGIN}.evil.test/")),
+            Just(format!("https:\\/\\/{ORIGIN}\\/y")),
+            Just(format!("https:\\u002F\\u002F{ORIGIN}")),
+            Just(format!("HTTPS://{}", ORIGIN.to_uppercase())),
+            Just(format!("https://{ORIGIN}\n.evil")),
+            Just(format!("href=\"//{ORIGIN}\"")),
+            Just(format!("https://{ORIGIN}%2e")),
+            Just(format!("https://{ORIGIN}-x")),
+            Just(format!("a-//{ORIGIN}/")),
+            Just(format!("_//{ORIGIN}")),
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(text_piece(), 0..6).prop_map(|p| p.concat())
+    }
+
+    /// A row without its id, decoded, in one of the forms the rewriter reads.
+    fn row() -> impl Strategy<Value = String> {
+        prop_oneof![
+            text().prop_map(|t| format!("T{:x},{t}", t.len())),
+            text().prop_map(|t| format!("T{:X},{t}", t.len())),
+            text().prop_map(|t| format!("[{:?}]\n", t.replace('\n', " "))),
+            text().prop_map(|t| format!("\"{}\n", t.replace('\n', " "))),
+            text().prop_map(|t| format!("I{}\n", t.replace('\n', " "))),
+            Just("o3,\n\"\\".to_owned()),
+            Just("T,".to_owned()),
+            Just("T0,".to_owned()),
+            Just("\n".to_owned()),
+        ]
+    }
+
+    /// Each character escaped as Next.js writes it, except those whose index modulo 17 is in
+    /// `odd`, which get a spelling Next.js does not write where there is one.
+    fn spell(decoded: &str, odd: &[usize]) -> Vec<String> {
+        decoded
+            .chars()
+            .enumerate()
+            .map(|(i, c)| match odd.contains(&(i % 17)) {
+                true if c == '/' => "\\/".to_owned(),
+                true if c.is_ascii_alphanumeric() => format!("\\u{:04X}", c as u32),
+                true if c == '\u{2028}' || c == '<' => c.to_string(),
+                _ => next_js_escape(&c.to_string()),
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+        /// Generated row streams, spelled mostly as Next.js writes them, pushed in strings cut
+        /// anywhere, with markup between, read in pieces cut anywhere, under caps small and
+        /// large: the fast reader changes nothing.
+        #[test]
+        fn generated_pages_come_out_as_the_slow_path_writes_them(
+            rows in proptest::collection::vec(row(), 1..8),
+            odd in proptest::collection::vec(0..17usize, 0..3),
+            string_cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..5),
+            input_cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+            cap in prop_oneof![Just(1usize << 20), 8..200usize],
+            base64 in any::<bool>(),
+        ) {
+            let stream: String = rows.iter().enumerate().map(|(id, r)| format!("{id:x}:{r}")).collect();
+            let units = spell(&stream, &odd);
+            // Strings are cut between characters: each must be valid on its own.
+            let mut bounds: Vec<usize> = string_cuts.iter().map(|i| i.index(units.len() + 1)).collect();
+            bounds.extend([0, units.len()]);
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut page = format!("<html><body><a href=\"https://{ORIGIN}/\">x</a>");
+            for pair in bounds.windows(2) {
+                page.push_str(&format!("<script>self.__next_f.push([1,\"{}\"])</script>", units[pair[0]..pair[1]].concat()));
+                page.push_str(&format!("<p>https://{ORIGIN}/between</p>"));
+                if base64 {
+                    page.push_str("<script>self.__next_f.push([3,\"YWI=\"])</script>");
+                }
+            }
+            page.push_str("</body></html>");
+            let input = page.as_bytes();
+            let mut cuts: Vec<usize> = input_cuts.iter().map(|i| i.index(input.len() + 1)).collect();
+            cuts.sort_unstable();
+            prop_assert_eq!(same(input, ORIGIN, &cuts, cap), Ok(()));
+        }
+    }
+}
