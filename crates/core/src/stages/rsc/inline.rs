@@ -343,6 +343,8 @@ impl InlineFlight {
             }
         }
         let text = &text[..text.len().min(SLOW_STEP)];
+        #[cfg(test)]
+        SLOW_BYTES.with(|c| c.set(c.get() + text.len()));
         self.decoded.clear();
         let outcome = decoder.decode(text, &mut self.decoded);
         let decoded = std::mem::take(&mut self.decoded);
@@ -592,6 +594,7 @@ impl InlineFlight {
 
 #[cfg(test)]
 thread_local! {
+    pub(crate) static SLOW_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Test switch: `false` turns the fast reader off, so tests can compare the two paths.
     pub(crate) static FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }

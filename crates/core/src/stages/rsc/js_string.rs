@@ -220,16 +220,16 @@ fn hex4(digits: &[u8]) -> Option<u16> {
 }
 
 /// Bytes in a machine word, for the scans below.
-const WORD: usize = std::mem::size_of::<u64>();
+pub(super) const WORD: usize = std::mem::size_of::<u64>();
 
 /// `b` in every byte of a word.
-const fn splat(b: u8) -> u64 {
+pub(super) const fn splat(b: u8) -> u64 {
     u64::from_ne_bytes([b; WORD])
 }
 
 /// A word whose high bit is set in the lowest byte of `x` that is zero (bytes above it may be
 /// marked too, but never one below: a borrow only starts at a zero byte).
-fn zero_bytes(x: u64) -> u64 {
+pub(super) fn zero_bytes(x: u64) -> u64 {
     x.wrapping_sub(splat(0x01)) & !x & splat(0x80)
 }
 
@@ -240,7 +240,7 @@ fn bytes_below(x: u64, n: u8) -> u64 {
 
 /// Reads the word at `bytes[at..at + WORD]` with its first byte lowest, so the lowest marked
 /// byte of a mask made from it is the first such byte in memory.
-fn word_at(bytes: &[u8], at: usize) -> u64 {
+pub(super) fn word_at(bytes: &[u8], at: usize) -> u64 {
     let mut w = [0; WORD];
     w.copy_from_slice(&bytes[at..at + WORD]);
     u64::from_le_bytes(w)
@@ -248,7 +248,7 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 
 /// The index of the first byte marked in `mask` (non-zero), a mask of a word read by
 /// [`word_at`].
-fn first_marked(mask: u64) -> usize {
+pub(super) fn first_marked(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
 
@@ -274,7 +274,7 @@ fn plain_run(input: &[u8]) -> usize {
 
 /// The index of the first byte at or after `from` that [`StringEncoder`] escapes (its
 /// [`ESCAPE`] class is not 0), or `bytes.len()`: a word at a time, then byte by byte.
-pub(crate) fn next_escaped(bytes: &[u8], from: usize) -> usize {
+fn next_escaped(bytes: &[u8], from: usize) -> usize {
     let mut at = from;
     while at + WORD <= bytes.len() {
         let w = word_at(bytes, at);
