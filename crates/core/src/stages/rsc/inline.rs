@@ -89,8 +89,13 @@ enum Script {
 /// Output held behind the slot.
 #[derive(Debug, Default)]
 struct Hold {
-    /// Rewritten Flight bytes (decoded form) that belong at the slot.
+    /// Rewritten Flight bytes that belong at the slot, already encoded into the string
+    /// (by `slot_encoder`, or written as they came by the fast reader).
     slot: Vec<u8>,
+    /// Encodes into `slot`; what it holds of a character goes out at the release.
+    slot_encoder: StringEncoder,
+    /// Decoded bytes moved into `slot`, for the peak.
+    slot_decoded: usize,
     /// Everything output after the slot.
     after: Vec<u8>,
     /// Decoded Flight bytes the row rewriter held when the hold began, plus those decoded
@@ -115,15 +120,6 @@ impl Hold {
 fn after_or<'a>(hold: &'a mut Option<Hold>, live: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
     match hold {
         Some(hold) => &mut hold.after,
-        None => live,
-    }
-}
-
-/// Where rewritten Flight bytes go: into the slot while holding, else `live` (to be encoded
-/// into the current string).
-fn slot_or<'a>(hold: &'a mut Option<Hold>, live: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
-    match hold {
-        Some(hold) => &mut hold.slot,
         None => live,
     }
 }
@@ -231,8 +227,7 @@ impl InlineFlight {
         if !lone.is_empty() {
             self.feed(&lone, out);
         }
-        let target = slot_or(&mut self.hold, &mut self.rewritten);
-        self.rows.give_up(why, target);
+        self.rows.give_up(why, &mut self.rewritten);
         self.flush_rewritten(out);
         let target = after_or(&mut self.hold, out);
         self.encoder.finish(target);
@@ -248,8 +243,7 @@ impl InlineFlight {
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         self.script_end(out);
         self.enforce_cap(out);
-        let target = slot_or(&mut self.hold, &mut self.rewritten);
-        self.rows.finish(target);
+        self.rows.finish(&mut self.rewritten);
         self.flush_rewritten(out);
         self.release(out);
     }
@@ -426,16 +420,20 @@ impl InlineFlight {
 
     /// Rewrites decoded bytes: into the slot while holding, else encoded into the string.
     fn feed(&mut self, decoded: &[u8], out: &mut Vec<u8>) {
-        self.rows
-            .write(decoded, slot_or(&mut self.hold, &mut self.rewritten));
+        self.rows.write(decoded, &mut self.rewritten);
         self.flush_rewritten(out);
     }
 
     /// Encodes rewritten bytes waiting in scratch into the current string.
     fn flush_rewritten(&mut self, out: &mut Vec<u8>) {
         if !self.rewritten.is_empty() {
-            let target = after_or(&mut self.hold, out);
-            self.encoder.encode(&self.rewritten, target);
+            match &mut self.hold {
+                Some(hold) => {
+                    hold.slot_encoder.encode(&self.rewritten, &mut hold.slot);
+                    hold.slot_decoded += self.rewritten.len();
+                }
+                None => self.encoder.encode(&self.rewritten, out),
+            }
             self.rewritten.clear();
         }
     }
@@ -458,19 +456,19 @@ impl InlineFlight {
 
     /// Writes the slot in place and everything held after it.
     fn release(&mut self, out: &mut Vec<u8>) {
-        if let Some(hold) = self.hold.take() {
-            let mut encoder = StringEncoder::default();
-            encoder.encode(&hold.slot, out);
-            encoder.finish(out);
+        if let Some(mut hold) = self.hold.take() {
+            hold.slot_encoder.finish(&mut hold.slot);
+            out.extend_from_slice(&hold.slot);
             out.extend_from_slice(&hold.after);
         }
     }
 
     /// Before a base64 push: release what is held, as it came, so the push's bytes follow it.
     fn release_for_binary(&mut self, out: &mut Vec<u8>) {
-        let target = slot_or(&mut self.hold, &mut self.rewritten);
-        self.rows
-            .release_held("a base64 Flight push inside an open row", target);
+        self.rows.release_held(
+            "a base64 Flight push inside an open row",
+            &mut self.rewritten,
+        );
         self.flush_rewritten(out);
         self.release(out);
     }
@@ -547,11 +545,13 @@ impl InlineFlight {
         if matches!(self.script, Script::Text(_)) {
             return;
         }
-        let Some(hold) = &mut self.hold else {
-            return;
-        };
-        if hold.counted() > self.max_held {
-            self.rows.release_held(CAP, &mut hold.slot);
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|hold| hold.counted() > self.max_held)
+        {
+            self.rows.release_held(CAP, &mut self.rewritten);
+            self.flush_rewritten(out);
             self.release(out);
         }
     }
@@ -564,8 +564,9 @@ impl InlineFlight {
     /// the row comes out whole. Its bytes then go into this string, or a hold starts again
     /// where it ends.
     fn release_in_string(&mut self, out: &mut Vec<u8>) {
-        if let Some(hold) = &mut self.hold {
-            self.rows.release_row(CAP, &mut hold.slot);
+        if self.hold.is_some() {
+            self.rows.release_row(CAP, &mut self.rewritten);
+            self.flush_rewritten(out);
         }
         self.release(out);
     }
@@ -575,7 +576,7 @@ impl InlineFlight {
         let behind = self
             .hold
             .as_ref()
-            .map_or(0, |hold| hold.slot.len() + hold.after.len());
+            .map_or(0, |hold| hold.slot_decoded + hold.after.len());
         self.peak_held = self.peak_held.max(behind + self.rows.held());
     }
 
