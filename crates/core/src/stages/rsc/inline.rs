@@ -55,7 +55,7 @@ const CLOSE: &[u8] = b"\"])";
 
 /// Most string text the decode, rewrite and encode path takes at once, where the fast reader
 /// ([`EscapedRows`]) stopped: then the fast reader tries again.
-const SLOW_STEP: usize = 512;
+const SLOW_STEP: usize = 64;
 
 /// The degrade reason when held output passes the cap.
 const CAP: &str = "held output passed integrations.nextjs.max_held_bytes";
@@ -216,6 +216,7 @@ impl InlineFlight {
     /// Stops rewriting: what is held is released as it came, the rest of the current script
     /// and every later one pass through as they are.
     pub(crate) fn stop(&mut self, why: &'static str, out: &mut Vec<u8>) {
+        self.escaped.give_back(&mut self.rows);
         self.enforce_cap(out);
         self.opaque = true;
         let mut lone = Vec::new();
@@ -241,6 +242,7 @@ impl InlineFlight {
 
     /// Ends the document.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+        self.escaped.give_back(&mut self.rows);
         self.script_end(out);
         self.enforce_cap(out);
         self.rows.finish(&mut self.rewritten);
@@ -322,20 +324,18 @@ impl InlineFlight {
     }
 
     fn text(&mut self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        let Script::Text(decoder) = &self.script else {
+            return 0;
+        };
+        if decoder.is_between() {
+            if let Some(used) = self.read_fast(text, out) {
+                return used;
+            }
+        }
+        self.escaped.give_back(&mut self.rows);
         let Script::Text(decoder) = &mut self.script else {
             return 0;
         };
-        // The fast reader, where nothing is held anywhere: not behind a slot, not half an
-        // escape or a character, not in the row rewriter.
-        if self.hold.is_none() && decoder.is_between() && self.encoder.is_idle() && fast_path() {
-            if let Some(mut at) = self.rows.handover() {
-                let (used, peak) = self.escaped.rewrite(self.rows.rule(), text, &mut at, out);
-                self.rows.take_back(at, peak);
-                if used > 0 {
-                    return used;
-                }
-            }
-        }
         let text = &text[..text.len().min(SLOW_STEP)];
         #[cfg(test)]
         SLOW_BYTES.with(|c| c.set(c.get() + text.len()));
@@ -362,6 +362,54 @@ impl InlineFlight {
                 at
             }
         }
+    }
+
+    /// The fast reader's turn ([`EscapedRows`]), between characters of a `[1,"…"]` string:
+    /// `Some(bytes used)` if it read any or ended the string, `None` to go the slow way.
+    ///
+    /// It reads where nothing is half done (no escape begun, no character half encoded, the
+    /// row rewriter between rows or in a newline row with nothing held). Under a hold it
+    /// writes into the slot and reads no more than the cap leaves, so the slow path is the one
+    /// that passes the cap, at the exact byte it always does.
+    fn read_fast(&mut self, text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+        if !(self.encoder.is_idle() && fast_path()) {
+            return None;
+        }
+        let budget = match &self.hold {
+            None => u64::MAX,
+            Some(hold) if hold.over.is_none() && hold.slot_encoder.is_idle() => {
+                self.max_held.saturating_sub(hold.counted()) as u64
+            }
+            Some(_) => return None,
+        };
+        let mut at = self.rows.handover()?;
+        let open_before = self.escaped.held();
+        let target = match &mut self.hold {
+            Some(hold) => &mut hold.slot,
+            None => &mut *out,
+        };
+        let read = self
+            .escaped
+            .rewrite(self.rows.rule(), text, &mut at, budget, target);
+        self.rows.take_back(at, read.peak);
+        if let Some(hold) = &mut self.hold {
+            let decoded = usize::try_from(read.decoded).unwrap_or(usize::MAX);
+            hold.flight += decoded;
+            // Into the slot went what was read, less what an open row keeps, plus what it
+            // kept before and let go now.
+            hold.slot_decoded += (decoded + open_before).saturating_sub(self.escaped.held());
+        }
+        self.note_peak();
+        if read.used > 0 {
+            return Some(read.used);
+        }
+        if self.escaped.is_open() && text.first() == Some(&b'"') {
+            // The string ends inside the open `T` row: as the slow path ends a string.
+            self.string_end(out);
+            self.script = Script::Close(0);
+            return Some(0);
+        }
+        None
     }
 
     /// Rewrites decoded bytes of a `[1,"…"]` string, releasing what is held where the cap
@@ -442,10 +490,11 @@ impl InlineFlight {
     fn string_end(&mut self, out: &mut Vec<u8>) {
         let target = after_or(&mut self.hold, out);
         self.encoder.finish(target);
-        match (&self.hold, self.rows.is_holding()) {
+        let open = self.rows.is_holding() || self.escaped.is_open();
+        match (&self.hold, open) {
             (None, true) => {
                 self.hold = Some(Hold {
-                    flight: self.rows.held(),
+                    flight: self.rows.held() + self.escaped.held(),
                     ..Hold::default()
                 })
             }
@@ -465,6 +514,7 @@ impl InlineFlight {
 
     /// Before a base64 push: release what is held, as it came, so the push's bytes follow it.
     fn release_for_binary(&mut self, out: &mut Vec<u8>) {
+        self.escaped.give_back(&mut self.rows);
         self.rows.release_held(
             "a base64 Flight push inside an open row",
             &mut self.rewritten,
@@ -550,6 +600,7 @@ impl InlineFlight {
             .as_ref()
             .is_some_and(|hold| hold.counted() > self.max_held)
         {
+            self.escaped.give_back(&mut self.rows);
             self.rows.release_held(CAP, &mut self.rewritten);
             self.flush_rewritten(out);
             self.release(out);
@@ -564,6 +615,7 @@ impl InlineFlight {
     /// the row comes out whole. Its bytes then go into this string, or a hold starts again
     /// where it ends.
     fn release_in_string(&mut self, out: &mut Vec<u8>) {
+        self.escaped.give_back(&mut self.rows);
         if self.hold.is_some() {
             self.rows.release_row(CAP, &mut self.rewritten);
             self.flush_rewritten(out);
@@ -577,7 +629,8 @@ impl InlineFlight {
             .hold
             .as_ref()
             .map_or(0, |hold| hold.slot_decoded + hold.after.len());
-        self.peak_held = self.peak_held.max(behind + self.rows.held());
+        let held = self.rows.held() + self.escaped.held();
+        self.peak_held = self.peak_held.max(behind + held);
     }
 
     /// Whether output is held behind an open row: markup written now waits behind it.

@@ -153,6 +153,15 @@ impl RowRewriter {
         &self.rule
     }
 
+    /// Takes over a `T` row that a reader of the escaped form began: `header` is its length
+    /// digits and comma, `text` its decoded text so far, `remaining` the bytes still to come.
+    /// Its `T` went out already.
+    pub(crate) fn resume_text(&mut self, header: Vec<u8>, text: Vec<u8>, remaining: u64) {
+        self.header = header;
+        self.text = text;
+        self.state = State::Text { remaining };
+    }
+
     /// Whether bytes are held: an open `T` row, or a possible URL at the end of the input.
     pub(crate) fn is_holding(&self) -> bool {
         self.held() > 0 || matches!(self.state, State::Length { held: true, .. })
