@@ -4,14 +4,18 @@
 //! each script ends. The browser concatenates the decoded strings of all `[1,…]` pushes (and
 //! the bytes of `[3,"base64"]` pushes) into one Flight stream, so a row may start in one script
 //! and end several scripts later. This stage decodes each string, feeds the one
-//! [`RowRewriter`], and writes the rewritten bytes back into the string in Next.js's escaping.
+//! [`RowRewriter`], and writes the rewritten bytes back into the string in Next.js's escaping;
+//! where the string is written as Next.js writes it, the fast reader ([`EscapedRows`]) does
+//! the same on the escaped bytes without decoding them, and gives what it cannot read back to
+//! the decoding path at a place where nothing is held.
 //!
 //! **Holding.** Usually the rewriter has nothing held when a string ends, and every byte
 //! streams. When a `T` row (or a possible URL) is still open at the end of a string, its new
 //! length is not known yet: the output stops at that point (the *slot*) and everything after
 //! it (the rest of that script, the HTML between, the next scripts' wrappers) is held. Rows
-//! decoded meanwhile go into the slot, and the later strings stay empty, until a string ends
-//! with nothing open; then the slot is encoded in place and everything held is released. The
+//! decoded meanwhile go into the slot (encoded as they arrive), and the later strings stay
+//! empty, until a string ends with nothing open; then the slot is written in place and
+//! everything held is released. The
 //! browser sees the same concatenated stream, so moving bytes between strings changes nothing
 //! for React. Decisions are only taken where strings end, so the output does not depend on how
 //! the input was split.
