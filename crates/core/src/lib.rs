@@ -64,6 +64,10 @@ pub use response::{
 };
 pub use routes::{readings as path_readings, Methods, PathMatch, RouteLine, RouteTable, Routed};
 pub use stages::inject::{Injected, Injection, SCRIPT_ID};
+/// The reference switch for fuzzing: `use_flight_fast_reader(false)` makes inline Flight
+/// rewriting decode every push string (feature `reference-paths`; never in a service build).
+#[cfg(feature = "reference-paths")]
+pub use stages::rsc::use_fast_reader as use_flight_fast_reader;
 pub use stages::rsc::RscReport;
 pub use url_rewrite::UrlRule;
 

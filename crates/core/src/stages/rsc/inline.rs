@@ -652,18 +652,24 @@ impl InlineFlight {
 
 #[cfg(test)]
 thread_local! {
+    /// Test count: string bytes the decoding path was given.
     pub(crate) static SLOW_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Test switch: `false` turns the fast reader off, so tests can compare the two paths.
+}
+
+#[cfg(any(test, feature = "reference-paths"))]
+thread_local! {
+    /// Test and fuzzing switch: `false` turns the fast reader off, so the two paths can be
+    /// compared.
     pub(crate) static FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
-/// Whether the fast reader is on (always, outside tests).
+/// Whether the fast reader is on (always, unless a test or the fuzzer turned it off).
 fn fast_path() -> bool {
-    #[cfg(test)]
+    #[cfg(any(test, feature = "reference-paths"))]
     {
         FAST_PATH.with(std::cell::Cell::get)
     }
-    #[cfg(not(test))]
+    #[cfg(not(any(test, feature = "reference-paths")))]
     {
         true
     }

@@ -19,6 +19,13 @@ mod js_string;
 mod rows;
 
 pub(crate) use inline::InlineFlight;
+
+/// Turns the inline Flight fast reader on or off for this thread (feature `reference-paths`),
+/// for a fuzzer that compares it with the decoding path.
+#[cfg(feature = "reference-paths")]
+pub fn use_fast_reader(on: bool) {
+    inline::FAST_PATH.with(|fast| fast.set(on));
+}
 /// Next.js's string escaping, written independently of the stage's encoder, for tests.
 #[cfg(test)]
 pub(crate) use js_string::tests::next_js_escape;
