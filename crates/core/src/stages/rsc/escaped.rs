@@ -764,6 +764,91 @@ mod tests {
         }
     }
 
+    /// `pushes` as a page (raw string bodies; `None` a base64 push of `xy`), both paths
+    /// compared uncut and cut at every single place, under each cap.
+    fn same_at_every_cut(pushes: &[Option<&[u8]>], origin: &str, caps: &[usize]) {
+        let mut page = b"<p>x</p>".to_vec();
+        for push in pushes {
+            match push {
+                Some(body) => {
+                    page.extend_from_slice(b"<script>self.__next_f.push([1,\"");
+                    page.extend_from_slice(body);
+                    page.extend_from_slice(b"\"])</script><i>y</i>");
+                }
+                None => {
+                    page.extend_from_slice(b"<script>self.__next_f.push([3,\"eHk=\"])</script>")
+                }
+            }
+        }
+        for &cap in caps {
+            for cut in std::iter::once(None).chain((0..=page.len()).map(Some)) {
+                let cuts: Vec<usize> = cut.into_iter().collect();
+                same(&page, origin, &cuts, cap)
+                    .unwrap_or_else(|e| panic!("{}\n{e}", String::from_utf8_lossy(&page)));
+            }
+        }
+    }
+
+    #[test]
+    fn origins_whose_bytes_escapes_spell_and_origins_with_a_port() {
+        // The reader finds host candidates in the escaped bytes: the `n` of a `\n` escape then
+        // `extjs.org` is no host; after two escaped backslashes (slashes to URL parsing),
+        // `nextjs.org` is one. With a port in the origin, `:80` is another authority.
+        let caps = [8, 13, 21, 34, 55, 1 << 20];
+        let cases: [(&str, &[&[u8]]); 3] = [
+            (
+                "nextjs.org",
+                &[
+                    br#"0:[\"\\\\nextjs.org/a\",\" //nextjs.org\"]\n1:T1a,x\nextjs.org //nextjs.org/\n"#,
+                    br#"3:T1c,https://nextjs.org\nextjs.org4:\"https://nextjs.org\"\n"#,
+                ],
+            ),
+            (
+                "u003c.example",
+                &[br#"0:[\"//u003c.example\\u003c\",\"\u003c//u003c.example\u003e\"]\n1:T10,//u003c.example\u003c2:\"\"\n"#],
+            ),
+            (
+                "origin.example.com:8080",
+                &[
+                    br#"0:[\"https://origin.example.com:8080/\",\"//origin.example.com/\"]\n1:T1f,https://origin.example.com:8080"#,
+                    br#"2:\"//origin.example.com:80\"\n"#,
+                ],
+            ),
+        ];
+        for (origin, pushes) in cases {
+            let pushes: Vec<Option<&[u8]>> = pushes.iter().map(|p| Some(*p)).collect();
+            same_at_every_cut(&pushes, origin, &caps);
+        }
+    }
+
+    #[test]
+    fn pushes_that_are_not_as_next_js_writes_them_at_every_cut_and_cap() {
+        // Control bytes, lone surrogates, a raw U+2028 split between strings, a string end
+        // and a base64 push inside an open `T` row, an escape split between strings and one
+        // JSON lacks (the last two stop the rewriting).
+        let rows: [&[u8]; 7] = [
+            b"0:\\\"a\x01b //O/\\\"\\n1:T1a,ab\tc //O/\\n",
+            b"2:\\\"\\ud83d //O/\\ude00\\ud83d\\n3:T15,//O\\u002e4:\\\"\xe2",
+            b"\x80\xa8 //O\\\"\\n5:T1d,https://O",
+            b"/ab6:T1a,\\\"//O\\\"",
+            b"x\\n7:\\\"//O/\\\"\\n8:\\\"//O\\u",
+            b"002f\\\"\\n",
+            b"9:\\\"\\x //O\\\"\\n",
+        ];
+        let rows: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|r| {
+                r.split(|&b| b == b'O')
+                    .collect::<Vec<_>>()
+                    .join(ORIGIN.as_bytes())
+            })
+            .collect();
+        let mut pushes: Vec<Option<&[u8]>> = rows.iter().map(|r| Some(&r[..])).collect();
+        // A base64 push while row 6 is open, before the rest of it.
+        pushes.insert(4, None);
+        same_at_every_cut(&pushes, ORIGIN, &[8, 11, 16, 24, 40, 70, 1 << 20]);
+    }
+
     /// The raw text of every `[1,"…"]` push in `page`.
     fn push_strings(page: &[u8]) -> Vec<&[u8]> {
         let marker = b"self.__next_f.push([1,\"";
