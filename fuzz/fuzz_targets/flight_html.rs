@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use trusted_server_core::{PageOptions, UrlRule};
-use trusted_server_fuzz::{assert_split_invariant, cut_points, run, show, split_input};
+use trusted_server_fuzz::{assert_split_invariant, run, show, split_input, vocabulary_page};
 use trusted_server_fuzz::{rewrite_for, whole_and_split, ORIGIN, TARGETS};
 
 /// What a page is built of: a body byte picks one (or, past the end, is itself the next byte).
@@ -82,19 +82,7 @@ const VOCABULARY: &[&str] = &[
 
 fuzz_target!(|data: &[u8]| {
     let input = split_input(data);
-    let mut page = Vec::new();
-    let mut bytes = input.body.iter();
-    while let Some(&b) = bytes.next() {
-        match VOCABULARY.get(usize::from(b)) {
-            Some(word) => page.extend_from_slice(word.as_bytes()),
-            None => page.extend(bytes.next()),
-        }
-    }
-    let cuts = if input.bytewise {
-        (1..page.len().min(4096)).collect()
-    } else {
-        cut_points(&input.raw_cuts, page.len())
-    };
+    let (page, cuts) = vocabulary_page(&input, VOCABULARY);
     let (scheme, target) = TARGETS[usize::from(input.config >> 2) % TARGETS.len()];
     let rule = UrlRule::new(ORIGIN, scheme, target);
     let mut options = PageOptions::default();

@@ -70,6 +70,26 @@ split {}",
     );
 }
 
+/// A page built from a fuzz input's body over `vocabulary`, and where to cut it: each body
+/// byte picks a word (or, past the vocabulary's end, the byte after it is taken as it is); the
+/// cuts are one-byte chunks (the first 4 KiB) when asked for, else the input's cut points.
+pub fn vocabulary_page(input: &Input<'_>, vocabulary: &[&str]) -> (Vec<u8>, Vec<usize>) {
+    let mut page = Vec::new();
+    let mut bytes = input.body.iter();
+    while let Some(&b) = bytes.next() {
+        match vocabulary.get(usize::from(b)) {
+            Some(word) => page.extend_from_slice(word.as_bytes()),
+            None => page.extend(bytes.next()),
+        }
+    }
+    let cuts = if input.bytewise {
+        (1..page.len().min(4096)).collect()
+    } else {
+        cut_points(&input.raw_cuts, page.len())
+    };
+    (page, cuts)
+}
+
 /// Whether a body starts with a UTF-16 byte order mark: the pipeline then passes it through
 /// untouched, whatever its declared type (a byte-wise rewrite could corrupt UTF-16 text).
 pub fn utf16_bom(body: &[u8]) -> bool {
