@@ -25,6 +25,8 @@
 //! back. A raw ASCII separator in the text is always itself, never part of an escape (the
 //! only one it can end is `\"`, which decodes to it).
 
+use std::io::Write as _;
+
 use wide::u8x16;
 
 use super::js_string::{
@@ -248,31 +250,36 @@ impl EscapedRows {
             self.open = Some(open);
             return (end, n, None);
         }
-        let held = usize::try_from(open.len).map_or(usize::MAX, |len| len + open.digits.len() + 1);
-        let run = self.text_run(rule, &open.raw);
-        match run {
-            Some(growth) => {
-                let new_len = open.len.saturating_add_signed(growth as i64);
-                out.extend_from_slice(format!("{new_len:x},").as_bytes());
-                out.extend_from_slice(&self.text);
-            }
-            None => {
-                out.extend_from_slice(&open.digits);
-                out.push(b',');
-                out.extend_from_slice(&open.raw);
-            }
-        }
+        let held = self.write_text(rule, &open.digits, open.len, &open.raw, out);
         (end, n, Some(held))
     }
 
-    /// Rewrites a whole `T` row's text (escaped) into `self.text`: `Some(growth)` if a URL
-    /// changed, `None` if it comes out as it came.
-    fn text_run(&mut self, rule: &UrlRule, raw: &[u8]) -> Option<isize> {
+    /// Writes a whole `T` row after its `T`: its length digits as they came, the comma and its
+    /// escaped text, or, if a URL in it changed, the new length and the rewritten text.
+    /// Returns what the row rewriter would have held for it (digits, comma, text).
+    fn write_text(
+        &mut self,
+        rule: &UrlRule,
+        digits: &[u8],
+        len: u64,
+        raw: &[u8],
+        out: &mut Vec<u8>,
+    ) -> usize {
         let mut text = std::mem::take(&mut self.text);
         text.clear();
         let run = self.rewrite_run(rule, raw, 0, raw.len(), None, true, &mut text);
+        if run.changed {
+            let new_len = len.saturating_add_signed(run.growth as i64);
+            // Into a Vec, writing cannot fail.
+            let _ = write!(out, "{new_len:x},");
+            out.extend_from_slice(&text);
+        } else {
+            out.extend_from_slice(digits);
+            out.push(b',');
+            out.extend_from_slice(raw);
+        }
         self.text = text;
-        run.changed.then_some(run.growth)
+        usize::try_from(len).map_or(usize::MAX, |len| len + digits.len() + 1)
     }
 
     /// A `T` row whose `T` is at `raw[at]`, reading at most `budget` decoded bytes: written
@@ -315,16 +322,8 @@ impl EscapedRows {
         }
         let (end, how, n) = content(raw, comma + 1, len.min(budget - head), false);
         if how == End::Count && n == len {
-            let held = usize::try_from(len).map_or(usize::MAX, |len| len + digits + 1);
-            match self.text_run(rule, &raw[comma + 1..end]) {
-                Some(growth) => {
-                    let new_len = len.saturating_add_signed(growth as i64);
-                    out.push(b'T');
-                    out.extend_from_slice(format!("{new_len:x},").as_bytes());
-                    out.extend_from_slice(&self.text);
-                }
-                None => out.extend_from_slice(&raw[at..end]),
-            }
+            out.push(b'T');
+            let held = self.write_text(rule, &raw[from..comma], len, &raw[comma + 1..end], out);
             return TextRead::Whole(end, head + len, held);
         }
         // Cut off by the end of the input or the string (or an escape cut short there), or
