@@ -299,6 +299,13 @@ impl UrlRule {
         &self.host
     }
 
+    /// The target's scheme and authority as a match's replacement spells them without
+    /// escapes (`scheme://authority`): every byte any plain or percent-encoded replacement
+    /// can hold, but for `%` and hex digits.
+    pub(crate) fn target(&self) -> &[u8] {
+        &self.plain_absolute
+    }
+
     /// Where the host may start in `work` (see [`host_candidates`]).
     pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
         let anchor = self.host.get(self.anchor).copied().unwrap_or_default();

@@ -30,7 +30,7 @@ use std::io::Write as _;
 use wide::u8x16;
 
 use super::js_string::{
-    common_escape, first_marked, splat, word_at, zero_bytes, StringEncoder, WORD,
+    common_escape, first_marked, is_unescaped, splat, word_at, zero_bytes, StringEncoder, WORD,
 };
 use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
 use crate::url_rewrite::UrlRule;
@@ -358,6 +358,8 @@ impl EscapedRows {
         out: &mut Vec<u8>,
     ) -> Run {
         let host = rule.host();
+        // Whether the rule's target needs no escape in a string, once a window asks.
+        let mut plain_target = None;
         let mut run = Run {
             done: from,
             last: None,
@@ -382,8 +384,18 @@ impl EscapedRows {
             if start > run.done {
                 before = Some(raw[start - 1]);
             }
+            let window = &raw[start..stop];
+            let plain = *plain_target.get_or_insert_with(|| is_unescaped(rule.target()));
+            let quoted = Quoted::of(window, plain);
             self.decoded.clear();
-            decode_common(&raw[start..stop], &mut self.decoded);
+            match quoted {
+                Some(quoted) => {
+                    self.decoded
+                        .extend_from_slice(&window[..window.len() - quoted.raw_len()]);
+                    self.decoded.extend_from_slice(quoted.decoded());
+                }
+                None => decode_common(window, &mut self.decoded),
+            }
             self.rewritten.clear();
             let decided =
                 rule.rewrite_piece(&self.decoded, before, window_at_end, &mut self.rewritten);
@@ -394,11 +406,22 @@ impl EscapedRows {
                 return run;
             }
             if self.rewritten == self.decoded {
-                out.extend_from_slice(&raw[start..stop]);
+                out.extend_from_slice(window);
             } else {
-                let mut encoder = StringEncoder::default();
-                encoder.encode(&self.rewritten, out);
-                encoder.finish(out);
+                match quoted.filter(|q| self.rewritten.ends_with(q.decoded())) {
+                    // Plain bytes, target URLs and the quote the window ended with, which
+                    // the rewrite never touches: all but the quote need no escape.
+                    Some(quoted) => {
+                        let body = self.rewritten.len() - quoted.decoded().len();
+                        out.extend_from_slice(&self.rewritten[..body]);
+                        out.extend_from_slice(quoted.raw());
+                    }
+                    None => {
+                        let mut encoder = StringEncoder::default();
+                        encoder.encode(&self.rewritten, out);
+                        encoder.finish(out);
+                    }
+                }
                 run.changed = true;
                 run.growth += self.rewritten.len() as isize - self.decoded.len() as isize;
             }
@@ -433,6 +456,50 @@ impl EscapedRows {
         }
         run.done = stop;
         run
+    }
+}
+
+/// How a window without escapes but perhaps a last `\"` ends, when the rule's target
+/// needs no escape either: then it decodes to itself (and `"`), and its rewrite encodes to
+/// itself (and `\"`), with no decoding or encoding.
+#[derive(Debug, Clone, Copy)]
+enum Quoted {
+    /// No escape at all.
+    No,
+    /// Its only escape is a last `\"`.
+    Last,
+}
+
+impl Quoted {
+    /// The form of `window`, if it has one and the target is `plain`.
+    fn of(window: &[u8], plain: bool) -> Option<Quoted> {
+        let quoted = if window.ends_with(b"\\\"") {
+            Quoted::Last
+        } else {
+            Quoted::No
+        };
+        let body = &window[..window.len() - quoted.raw_len()];
+        (plain && memchr::memchr(b'\\', body).is_none()).then_some(quoted)
+    }
+
+    /// The escaped end.
+    fn raw(self) -> &'static [u8] {
+        match self {
+            Quoted::No => b"",
+            Quoted::Last => b"\\\"",
+        }
+    }
+
+    fn raw_len(self) -> usize {
+        self.raw().len()
+    }
+
+    /// The decoded end.
+    fn decoded(self) -> &'static [u8] {
+        match self {
+            Quoted::No => b"",
+            Quoted::Last => b"\"",
+        }
     }
 }
 
@@ -659,6 +726,12 @@ mod tests {
 
     const ORIGIN: &str = "origin.example.com";
 
+    thread_local! {
+        /// The authority URLs are rewritten to.
+        static TARGET: std::cell::Cell<&'static str> =
+            const { std::cell::Cell::new("first-party.example:8443") };
+    }
+
     fn stage_output(
         input: &[u8],
         origin: &str,
@@ -667,7 +740,7 @@ mod tests {
         fast: bool,
     ) -> Vec<u8> {
         FAST_PATH.with(|on| on.set(fast));
-        let rule = UrlRule::new(origin, "https", "first-party.example:8443");
+        let rule = UrlRule::new(origin, "https", TARGET.with(|t| t.get()));
         let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).expect("UTF-8");
         let mut stage = HtmlStage::new(rule, utf8, Some(max_held));
         let mut out = Vec::new();
@@ -723,6 +796,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_target_a_string_must_escape_is_escaped_in_every_window() {
+        // Windows are copied without encoding only when the target needs no escape.
+        TARGET.with(|t| t.set("a\"b<c>&d\\e\u{2028}f"));
+        for page in CAPTURES {
+            const ESCAPED: &[u8] = b"a\\\"b\\u003c";
+            let whole = stage_output(page, CAPTURE_ORIGIN, &[], 1 << 20, false);
+            assert!(
+                whole.windows(ESCAPED.len()).any(|w| w == ESCAPED),
+                "the target is escaped in a push string"
+            );
+            for chunk in [7, 64, 8192] {
+                let cuts: Vec<usize> = (chunk..page.len()).step_by(chunk).collect();
+                let result = same(page, CAPTURE_ORIGIN, &cuts, 1 << 20);
+                TARGET.with(|t| t.set("first-party.example:8443"));
+                result.unwrap();
+                TARGET.with(|t| t.set("a\"b<c>&d\\e\u{2028}f"));
+            }
+        }
+        TARGET.with(|t| t.set("first-party.example:8443"));
     }
 
     #[test]

@@ -422,6 +422,12 @@ impl StringEncoder {
     }
 }
 
+/// Whether [`StringEncoder`] writes `bytes` as they are, in any context: none of them is
+/// escaped or may start U+2028/U+2029.
+pub(super) fn is_unescaped(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| ESCAPE[usize::from(b)] == 0)
+}
+
 /// The escape at the start of `raw` if [`StringEncoder`] writes it
 /// for a one-byte character, with that byte: `\"`, `\\`, `\n` and the `\u00XX` of `<`, `>`
 /// and `&`, the escapes Flight text is full of. `None` for anything else, including an escape
