@@ -10,6 +10,7 @@
 use encoding_rs::Encoding;
 
 use crate::content::charset_allows_rewrite;
+use crate::stages::word_scan::find_near;
 
 /// Longest `<meta ...>` tag the scan reads; a longer one is a trigger.
 const MAX_META_TAG: usize = 4096;
@@ -99,24 +100,26 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
         _ => {}
     }
     let rest = &bytes[NAME.len()..];
-    let Some(attributes) = start_tag_attributes(&rest[..rest.len().min(MAX_META_TAG)]) else {
+    let names = ["charset", "http-equiv", "content"];
+    let mut values: [Option<&[u8]>; 3] = [None; 3];
+    let mut repeated = false;
+    let walked = walk_attributes(&rest[..rest.len().min(MAX_META_TAG)], |name, value| {
+        if let Some(i) = names
+            .iter()
+            .position(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            repeated |= values[i].replace(value).is_some();
+        }
+    });
+    if walked.is_none() {
         return if rest.len() < MAX_META_TAG {
             Verdict::Incomplete
         } else {
             Verdict::Unsafe
         };
-    };
-    let names = ["charset", "http-equiv", "content"];
-    let mut values: [Option<&[u8]>; 3] = [None; 3];
-    for (name, value) in attributes {
-        if let Some(i) = names
-            .iter()
-            .position(|n| name.eq_ignore_ascii_case(n.as_bytes()))
-        {
-            if values[i].replace(value).is_some() {
-                return Verdict::Unsafe;
-            }
-        }
+    }
+    if repeated {
+        return Verdict::Unsafe;
     }
     let charset = declared_charset(|name| {
         let value = values[names.iter().position(|n| *n == name)?]?;
@@ -198,7 +201,7 @@ pub(crate) fn walk_attributes<'a>(
         }
         let value = match at(i)? {
             quote @ (b'"' | b'\'') => {
-                let len = memchr::memchr(quote, &bytes[i + 1..])?;
+                let len = find_near(quote, &bytes[i + 1..])?;
                 let value = &bytes[i + 1..i + 1 + len];
                 i += len + 2;
                 value

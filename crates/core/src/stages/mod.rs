@@ -14,7 +14,8 @@
 //!   creative's HTML rewriter;
 //! * [`inject`]: the first-party script's tag at the start of the `<head>`;
 //! * [`hints`]: the early-hints head reader;
-//! * [`utf16`]: the UTF-16 rule, a gate in front of a rewriter.
+//! * [`utf16`]: the UTF-16 rule, a gate in front of a rewriter;
+//! * [`word_scan`]: byte searches for short distances, shared by the readers above.
 
 pub(crate) mod charset;
 mod example;
@@ -29,3 +30,4 @@ pub(crate) mod segments;
 pub(crate) mod staging;
 pub(crate) mod text;
 pub(crate) mod utf16;
+pub(crate) mod word_scan;

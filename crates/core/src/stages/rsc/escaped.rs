@@ -29,10 +29,9 @@ use std::io::Write as _;
 
 use wide::u8x16;
 
-use super::js_string::{
-    common_escape, first_marked, is_unescaped, splat, word_at, zero_bytes, StringEncoder, WORD,
-};
+use super::js_string::{common_escape, is_unescaped, StringEncoder};
 use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
+use crate::stages::word_scan::{first_marked, splat, word_at, zero_bytes, WORD};
 use crate::url_rewrite::UrlRule;
 
 /// The fast reader: reusable buffers, and a `T` row it has begun and not finished.

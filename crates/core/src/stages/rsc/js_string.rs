@@ -9,6 +9,8 @@
 //! [`StringEncoder`] writes bytes back in Next.js's style, so an unchanged chunk comes out
 //! byte for byte as it went in.
 
+use crate::stages::word_scan::{first_marked, splat, word_at, zero_bytes, WORD};
+
 /// U+FFFD, what `TextEncoder` makes of a lone surrogate.
 const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
 
@@ -219,37 +221,9 @@ fn hex4(digits: &[u8]) -> Option<u16> {
     })
 }
 
-/// Bytes in a machine word, for the scans below.
-pub(super) const WORD: usize = std::mem::size_of::<u64>();
-
-/// `b` in every byte of a word.
-pub(super) const fn splat(b: u8) -> u64 {
-    u64::from_ne_bytes([b; WORD])
-}
-
-/// A word whose high bit is set in the lowest byte of `x` that is zero (bytes above it may be
-/// marked too, but never one below: a borrow only starts at a zero byte).
-pub(super) fn zero_bytes(x: u64) -> u64 {
-    x.wrapping_sub(splat(0x01)) & !x & splat(0x80)
-}
-
 /// The same for bytes below `n` (at most 0x80).
 fn bytes_below(x: u64, n: u8) -> u64 {
     x.wrapping_sub(splat(n)) & !x & splat(0x80)
-}
-
-/// Reads the word at `bytes[at..at + WORD]` with its first byte lowest, so the lowest marked
-/// byte of a mask made from it is the first such byte in memory.
-pub(super) fn word_at(bytes: &[u8], at: usize) -> u64 {
-    let mut w = [0; WORD];
-    w.copy_from_slice(&bytes[at..at + WORD]);
-    u64::from_le_bytes(w)
-}
-
-/// The index of the first byte marked in `mask` (non-zero), a mask of a word read by
-/// [`word_at`].
-pub(super) fn first_marked(mask: u64) -> usize {
-    (mask.trailing_zeros() / 8) as usize
 }
 
 /// How many bytes from the start of `input` the decoder copies as they are: up to the first
