@@ -91,7 +91,7 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
             Verdict::Safe
         };
     };
-    if !head.eq_ignore_ascii_case(NAME) {
+    if !is_named(head, NAME) {
         return Verdict::Safe;
     }
     match bytes.get(NAME.len()) {
@@ -104,10 +104,7 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
     let mut values: [Option<&[u8]>; 3] = [None; 3];
     let mut repeated = false;
     let walked = walk_attributes(&rest[..rest.len().min(MAX_META_TAG)], |name, value| {
-        if let Some(i) = names
-            .iter()
-            .position(|n| name.eq_ignore_ascii_case(n.as_bytes()))
-        {
+        if let Some(i) = names.iter().position(|n| is_named(name, n.as_bytes())) {
             repeated |= values[i].replace(value).is_some();
         }
     });
@@ -130,6 +127,16 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
     } else {
         Verdict::Safe
     }
+}
+
+/// Whether `name` is `lower` in any letter case. For the few short names a `<meta>` is read
+/// for, a loop costs less than `eq_ignore_ascii_case`'s set-up.
+fn is_named(name: &[u8], lower: &[u8]) -> bool {
+    name.len() == lower.len()
+        && name
+            .iter()
+            .zip(lower)
+            .all(|(a, b)| a.to_ascii_lowercase() == *b)
 }
 
 /// lol_html's whitespace in tags (the HTML tokenizer's, plus CR, which the tokenizer never
