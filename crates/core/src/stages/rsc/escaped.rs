@@ -4,8 +4,9 @@
 //! Decoding a push string, rewriting its rows and encoding them back touches every byte three
 //! times, and Flight text has an escape every ten bytes or so. Yet almost all of it comes out
 //! as it went in: only origin URLs change, and the lengths of the `T` rows that hold them. This
-//! reader walks the string as it came and copies it through, decoding only a short window
-//! around each place where the origin host appears.
+//! reader walks the string as it came and copies it through, rewriting only a short window
+//! around each place where the origin host appears (decoded and encoded back, unless it needs
+//! neither: [`Quoted`]).
 //!
 //! It reads what Next.js writes: plain bytes, and the escapes that [`StringEncoder`] writes for
 //! `"`, `\`, newline, `<`, `>` and `&` ([`common_escape`]). The bytes it copies are therefore
