@@ -83,6 +83,8 @@ mod spelling;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use spelling::{
     continues_url, has_suffix, percent_encode, slash_ending, starts_with_one_of, suffix, Form,
     Start, Suffix, FORMS, MAX_BOUNDARY, MAX_SCHEME, MAX_SLASHES, MAX_SUFFIX, MAX_TOKEN, SCHEMES,
@@ -110,8 +112,15 @@ struct Found {
 }
 
 /// The origin → first-party mapping for one request.
+///
+/// Each stage of a page holds the rule (the replacers in markup and in Flight text, the
+/// Flight rows), so a clone shares one copy of its tables rather than allocating them again.
 #[derive(Debug, Clone)]
-pub struct UrlRule {
+pub struct UrlRule(Arc<Rule>);
+
+/// What a [`UrlRule`] holds.
+#[derive(Debug)]
+struct Rule {
     /// The origin's host, lowercase (an IPv6 literal keeps its brackets).
     host: Vec<u8>,
     /// The origin authority's explicit port, if it has one.
@@ -150,7 +159,7 @@ impl UrlRule {
         target_authority: &str,
     ) -> Self {
         let (host, port) = (origin_host.to_ascii_lowercase(), origin_port);
-        UrlRule {
+        UrlRule(Arc::new(Rule {
             host: host.as_bytes().to_vec(),
             port,
             target_default_port: if target_scheme.eq_ignore_ascii_case("https") {
@@ -189,12 +198,12 @@ impl UrlRule {
                 }
                 set
             },
-        }
+        }))
     }
 
     /// Longest input span one match needs to be decided: its bytes, the byte after it.
     fn max_match_len(&self) -> usize {
-        MAX_SCHEME + MAX_SLASHES * MAX_TOKEN + self.host.len() + MAX_SUFFIX + MAX_BOUNDARY
+        MAX_SCHEME + MAX_SLASHES * MAX_TOKEN + self.0.host.len() + MAX_SUFFIX + MAX_BOUNDARY
     }
 
     /// Length of the longest suffix of `work` that is the start of a match, or a whole match
@@ -206,7 +215,7 @@ impl UrlRule {
         // one that reaches the end.
         let from = window
             .iter()
-            .rposition(|&b| !self.in_match[usize::from(b)])
+            .rposition(|&b| !self.0.in_match[usize::from(b)])
             .map_or(0, |i| i + 1);
         let tail = &window[from..];
         // A match starts with a scheme or a slash spelling; try those positions, longest
@@ -278,12 +287,12 @@ impl UrlRule {
         if slashes == 0 {
             return false;
         }
-        if rest.len() <= self.host.len() {
-            return rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+        if rest.len() <= self.0.host.len() {
+            return rest.eq_ignore_ascii_case(&self.0.host[..rest.len()]);
         }
-        rest[..self.host.len()].eq_ignore_ascii_case(&self.host)
+        rest[..self.0.host.len()].eq_ignore_ascii_case(&self.0.host)
             && matches!(
-                suffix(form, &rest[self.host.len()..], false),
+                suffix(form, &rest[self.0.host.len()..], false),
                 Suffix::NeedMore
             )
     }
@@ -291,25 +300,25 @@ impl UrlRule {
     /// Whether `b` can be part of a match or of its undecided end. A match never spans a byte
     /// outside this set, so after such a byte a [`StreamReplacer`] holds nothing.
     pub(crate) fn in_match(&self, b: u8) -> bool {
-        self.in_match[usize::from(b)]
+        self.0.in_match[usize::from(b)]
     }
 
     /// The origin host, lowercase.
     pub(crate) fn host(&self) -> &[u8] {
-        &self.host
+        &self.0.host
     }
 
     /// The target's scheme and authority as a match's replacement spells them without
     /// escapes (`scheme://authority`): every byte any plain or percent-encoded replacement
     /// can hold, but for `%` and hex digits.
     pub(crate) fn target(&self) -> &[u8] {
-        &self.plain_absolute
+        &self.0.plain_absolute
     }
 
     /// Where the host may start in `work` (see [`host_candidates`]).
     pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-        let anchor = self.host.get(self.anchor).copied().unwrap_or_default();
-        host_candidates(work, anchor, self.anchor)
+        let anchor = self.0.host.get(self.0.anchor).copied().unwrap_or_default();
+        host_candidates(work, anchor, self.0.anchor)
     }
 
     /// Rewrites a piece of a stream that a [`StreamReplacer`] would read as a whole: `before`
@@ -337,8 +346,8 @@ impl UrlRule {
     fn process(&self, work: &[u8], before: Option<u8>, at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
         // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
-        let anchor = self.host.get(self.anchor).copied().unwrap_or_default();
-        for at in host_candidates(work, anchor, self.anchor) {
+        let anchor = self.0.host.get(self.0.anchor).copied().unwrap_or_default();
+        for at in host_candidates(work, anchor, self.0.anchor) {
             match self.classify(work, at, before, at_end) {
                 Decision::No => {}
                 // The bytes after the host have not arrived: decide next time.
@@ -368,16 +377,16 @@ impl UrlRule {
     fn replace(&self, found: &Found, out: &mut Vec<u8>) {
         if found.form == Form::Plain {
             out.extend_from_slice(if found.absolute {
-                &self.plain_absolute
+                &self.0.plain_absolute
             } else {
-                &self.plain_relative
+                &self.0.plain_relative
             });
             return;
         }
         let slash = found.slash;
         let upper = !found.slash.ends_with(b"f");
         if found.absolute {
-            out.extend_from_slice(&self.target_scheme);
+            out.extend_from_slice(&self.0.target_scheme);
             out.extend_from_slice(match (found.form, upper) {
                 (Form::Percent, true) => b"%3A",
                 (Form::Percent, false) => b"%3a",
@@ -387,9 +396,9 @@ impl UrlRule {
         out.extend_from_slice(slash);
         out.extend_from_slice(slash);
         if found.form == Form::Percent {
-            percent_encode(&self.target_authority, upper, out);
+            percent_encode(&self.0.target_authority, upper, out);
         } else {
-            out.extend_from_slice(&self.target_authority);
+            out.extend_from_slice(&self.0.target_authority);
         }
     }
 
@@ -397,15 +406,15 @@ impl UrlRule {
     /// the slashes and scheme before it, then an optional dot and port, then a boundary.
     fn classify(&self, work: &[u8], at: usize, before: Option<u8>, at_end: bool) -> Decision {
         let rest = &work[at..];
-        if rest.len() < self.host.len() {
-            let partial = rest.eq_ignore_ascii_case(&self.host[..rest.len()]);
+        if rest.len() < self.0.host.len() {
+            let partial = rest.eq_ignore_ascii_case(&self.0.host[..rest.len()]);
             return if partial && !at_end {
                 Decision::NeedMore
             } else {
                 Decision::No
             };
         }
-        if self.host.is_empty() || !rest[..self.host.len()].eq_ignore_ascii_case(&self.host) {
+        if self.0.host.is_empty() || !rest[..self.0.host.len()].eq_ignore_ascii_case(&self.0.host) {
             return Decision::No;
         }
         let head = &work[..at];
@@ -423,13 +432,13 @@ impl UrlRule {
         else {
             return Decision::No;
         };
-        let after = &work[at + self.host.len()..];
+        let after = &work[at + self.0.host.len()..];
         let (len, port) = match suffix(form, after, at_end) {
             Suffix::NeedMore => return Decision::NeedMore,
             Suffix::No => return Decision::No,
             Suffix::Found { len, port } => (len, port),
         };
-        let port_ok = match (port, self.port) {
+        let port_ok = match (port, self.0.port) {
             (None, None) => true,
             (None, Some(own)) => own == default_port,
             (Some(p), None) => p == u32::from(default_port),
@@ -440,7 +449,7 @@ impl UrlRule {
         }
         Decision::Match(Found {
             start,
-            end: at + self.host.len() + len,
+            end: at + self.0.host.len() + len,
             form,
             absolute,
             slash,
@@ -482,7 +491,7 @@ impl UrlRule {
         }
         let preceding = scheme_part.last().copied().or(before);
         if slashes >= 2 && !preceding.is_some_and(continues_url) {
-            return Some((run_start, form, false, self.target_default_port, slash));
+            return Some((run_start, form, false, self.0.target_default_port, slash));
         }
         None
     }
