@@ -208,7 +208,7 @@ pub(crate) fn walk_attributes<'a>(
         }
         let value = match at(i)? {
             quote @ (b'"' | b'\'') => {
-                let len = find_near(quote, &bytes[i + 1..])?;
+                let len = find_near([quote], &bytes[i + 1..])?;
                 let value = &bytes[i + 1..i + 1 + len];
                 i += len + 2;
                 value

@@ -333,7 +333,7 @@ impl HtmlScan {
                         Step::Stop(bytes.len() - tail.take_while(|&&b| b == b']').count())
                     }
                 },
-                Text::Data => match find_near(b'<', &bytes[at..]) {
+                Text::Data => match find_near([b'<'], &bytes[at..]) {
                     None => Step::Next(bytes.len()),
                     Some(i) => self.markup(bytes, at + i, marks),
                 },
@@ -634,7 +634,7 @@ fn tag_name(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// the tokenizer's comment states take as its end.
 fn comment(bytes: &[u8], lt: usize, text: usize) -> Step {
     let mut from = text;
-    while let Some(i) = find_near(b'>', &bytes[from..]) {
+    while let Some(i) = find_near([b'>'], &bytes[from..]) {
         let gt = from + i;
         let t = &bytes[text..gt];
         if t.is_empty() || t == b"-" || t.ends_with(b"--") || t.ends_with(b"--!") {
@@ -647,7 +647,7 @@ fn comment(bytes: &[u8], lt: usize, text: usize) -> Step {
 
 /// A construct at `lt` that ends at the first `>` from `from`.
 fn to_first_gt(bytes: &[u8], lt: usize, from: usize) -> Step {
-    match find_near(b'>', &bytes[from..]) {
+    match find_near([b'>'], &bytes[from..]) {
         Some(i) => Step::Next(from + i + 1),
         None => Step::Stop(lt),
     }

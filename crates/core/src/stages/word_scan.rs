@@ -31,17 +31,30 @@ pub(crate) fn first_marked(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
 
-/// The first `needle` in `hay`: the first [`NEAR`] bytes a word at a time, then `memchr`.
-pub(crate) fn find_near(needle: u8, hay: &[u8]) -> Option<usize> {
+/// The first of `needles` (one to three bytes) in `hay`: the first [`NEAR`] bytes a word at a
+/// time, then `memchr`, `memchr2` or `memchr3`.
+pub(crate) fn find_near<const N: usize>(needles: [u8; N], hay: &[u8]) -> Option<usize> {
+    const { assert!(N >= 1 && N <= 3, "find_near looks for one to three bytes") };
     let mut at = 0;
     while at + WORD <= hay.len().min(NEAR) {
-        let mask = zero_bytes(word_at(hay, at) ^ splat(needle));
+        let w = word_at(hay, at);
+        let mask = needles
+            .iter()
+            .fold(0, |mask, &needle| mask | zero_bytes(w ^ splat(needle)));
         if mask != 0 {
             return Some(at + first_marked(mask));
         }
         at += WORD;
     }
-    memchr::memchr(needle, &hay[at..]).map(|i| at + i)
+    let rest = &hay[at..];
+    match needles[..] {
+        [a] => memchr::memchr(a, rest),
+        [a, b] => memchr::memchr2(a, b, rest),
+        [a, b, c] => memchr::memchr3(a, b, c, rest),
+        // Refused at compile time above.
+        _ => None,
+    }
+    .map(|i| at + i)
 }
 
 /// How far [`find_near`] reads before `memchr`.
@@ -55,10 +68,14 @@ mod tests {
     proptest! {
         #[test]
         fn find_near_finds_what_memchr_finds(
-            hay in proptest::collection::vec(prop_oneof![Just(b'<'), Just(b'>'), any::<u8>()], 0..80),
-            needle in prop_oneof![Just(b'<'), any::<u8>()],
+            hay in proptest::collection::vec(prop_oneof![Just(b'<'), Just(b'>'), Just(b'"'), any::<u8>()], 0..80),
+            a in prop_oneof![Just(b'<'), any::<u8>()],
+            b in prop_oneof![Just(b'>'), any::<u8>()],
+            c in prop_oneof![Just(b'"'), any::<u8>()],
         ) {
-            prop_assert_eq!(find_near(needle, &hay), memchr::memchr(needle, &hay));
+            prop_assert_eq!(find_near([a], &hay), memchr::memchr(a, &hay));
+            prop_assert_eq!(find_near([a, b], &hay), memchr::memchr2(a, b, &hay));
+            prop_assert_eq!(find_near([a, b, c], &hay), memchr::memchr3(a, b, c, &hay));
         }
     }
 }

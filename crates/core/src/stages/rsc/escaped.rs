@@ -32,7 +32,7 @@ use wide::u8x16;
 
 use super::js_string::{common_escape, is_unescaped, StringEncoder};
 use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
-use crate::stages::word_scan::{first_marked, splat, word_at, zero_bytes, WORD};
+use crate::stages::word_scan::find_near;
 use crate::url_rewrite::UrlRule;
 
 /// The fast reader: reusable buffers, and a `T` row it has begun and not finished.
@@ -655,21 +655,10 @@ fn first_control(text: &[u8]) -> Option<usize> {
     text[at..].iter().position(|&b| b < 0x20).map(|n| at + n)
 }
 
-/// The index of the first `\\` or `"` at or after `from`, or `raw.len()`: the first words
-/// one at a time (the next escape is usually that near), then `memchr2`.
+/// The index of the first `\\` or `"` at or after `from`, or `raw.len()` (the next escape is
+/// usually near: [`find_near`]).
 fn next_backslash_or_quote(raw: &[u8], from: usize) -> usize {
-    const SHORT: usize = 4 * WORD;
-    let mut at = from;
-    let short_end = raw.len().min(from + SHORT);
-    while at + WORD <= short_end {
-        let w = word_at(raw, at);
-        let mask = zero_bytes(w ^ splat(b'\\')) | zero_bytes(w ^ splat(b'"'));
-        if mask != 0 {
-            return at + first_marked(mask);
-        }
-        at += WORD;
-    }
-    memchr::memchr2(b'\\', b'"', &raw[at..]).map_or(raw.len(), |n| at + n)
+    find_near([b'\\', b'"'], &raw[from..]).map_or(raw.len(), |n| from + n)
 }
 
 /// Decodes text that [`content`] read.

@@ -9,7 +9,7 @@
 //! [`StringEncoder`] writes bytes back in Next.js's style, so an unchanged chunk comes out
 //! byte for byte as it went in.
 
-use crate::stages::word_scan::{first_marked, splat, word_at, zero_bytes, WORD};
+use crate::stages::word_scan::{find_near, first_marked, splat, word_at, zero_bytes, WORD};
 
 /// U+FFFD, what `TextEncoder` makes of a lone surrogate.
 const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
@@ -228,22 +228,9 @@ fn bytes_below(x: u64, n: u8) -> u64 {
 
 /// How many bytes from the start of `input` the decoder copies as they are: up to the first
 /// `"`, `\\` or line feed. Runs between escapes are short in Flight text (every quote of its
-/// JSON is escaped), so the first words are scanned here, a word at a time, before handing a
-/// long run to `memchr3`, whose set-up costs more than a short run.
+/// JSON is escaped), so this is a search for near bytes ([`find_near`]).
 fn plain_run(input: &[u8]) -> usize {
-    const SHORT: usize = 4 * WORD;
-    let mut at = 0;
-    while at + WORD <= input.len().min(SHORT) {
-        let w = word_at(input, at);
-        let mask = zero_bytes(w ^ splat(b'"'))
-            | zero_bytes(w ^ splat(b'\\'))
-            | zero_bytes(w ^ splat(b'\n'));
-        if mask != 0 {
-            return at + first_marked(mask);
-        }
-        at += WORD;
-    }
-    memchr::memchr3(b'"', b'\\', b'\n', &input[at..]).map_or(input.len(), |n| at + n)
+    find_near([b'"', b'\\', b'\n'], input).unwrap_or(input.len())
 }
 
 /// The index of the first byte at or after `from` that [`StringEncoder`] escapes (its
