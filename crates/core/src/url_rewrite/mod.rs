@@ -317,6 +317,7 @@ impl UrlRule {
 
     /// Where the host may start in `work` (see [`host_candidates`]).
     pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+        // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
         let anchor = self.0.host.get(self.0.anchor).copied().unwrap_or_default();
         host_candidates(work, anchor, self.0.anchor)
     }
@@ -345,9 +346,7 @@ impl UrlRule {
     /// the input byte just before `work`, if any. With `at_end`, all of `work` is decidable.
     fn process(&self, work: &[u8], before: Option<u8>, at_end: bool, out: &mut Vec<u8>) -> usize {
         let mut emitted = 0;
-        // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
-        let anchor = self.0.host.get(self.0.anchor).copied().unwrap_or_default();
-        for at in host_candidates(work, anchor, self.0.anchor) {
+        for at in self.host_starts(work) {
             match self.classify(work, at, before, at_end) {
                 Decision::No => {}
                 // The bytes after the host have not arrived: decide next time.
