@@ -715,11 +715,8 @@ mod tests {
 
     const ORIGIN: &str = "origin.example.com";
 
-    thread_local! {
-        /// The authority URLs are rewritten to.
-        static TARGET: std::cell::Cell<&'static str> =
-            const { std::cell::Cell::new("first-party.example:8443") };
-    }
+    /// The authority URLs are rewritten to.
+    const TARGET: &str = "first-party.example:8443";
 
     fn stage_output(
         input: &[u8],
@@ -728,8 +725,21 @@ mod tests {
         max_held: usize,
         fast: bool,
     ) -> Vec<u8> {
+        stage_output_to(TARGET, input, origin, cuts, max_held, fast)
+    }
+
+    /// The HTML stage's output for `input` cut at `cuts`, with URLs of `origin` rewritten to
+    /// `target`, the fast reader on or off.
+    fn stage_output_to(
+        target: &str,
+        input: &[u8],
+        origin: &str,
+        cuts: &[usize],
+        max_held: usize,
+        fast: bool,
+    ) -> Vec<u8> {
         FAST_PATH.with(|on| on.set(fast));
-        let rule = UrlRule::new(origin, "https", TARGET.with(|t| t.get()));
+        let rule = UrlRule::new(origin, "https", target);
         let utf8 = AsciiCompatibleEncoding::new(encoding_rs::UTF_8).expect("UTF-8");
         let mut stage = HtmlStage::new(rule, utf8, Some(max_held));
         let mut out = Vec::new();
@@ -746,8 +756,19 @@ mod tests {
 
     /// Both paths on `input`, cut at `cuts`: the outputs must be equal.
     fn same(input: &[u8], origin: &str, cuts: &[usize], max_held: usize) -> Result<(), String> {
-        let fast = stage_output(input, origin, cuts, max_held, true);
-        let slow = stage_output(input, origin, cuts, max_held, false);
+        same_to(TARGET, input, origin, cuts, max_held)
+    }
+
+    /// [`same`] with URLs rewritten to `target`.
+    fn same_to(
+        target: &str,
+        input: &[u8],
+        origin: &str,
+        cuts: &[usize],
+        max_held: usize,
+    ) -> Result<(), String> {
+        let fast = stage_output_to(target, input, origin, cuts, max_held, true);
+        let slow = stage_output_to(target, input, origin, cuts, max_held, false);
         if fast == slow {
             Ok(())
         } else {
@@ -790,23 +811,19 @@ mod tests {
     #[test]
     fn a_target_a_string_must_escape_is_escaped_in_every_window() {
         // Windows are copied without encoding only when the target needs no escape.
-        TARGET.with(|t| t.set("a\"b<c>&d\\e\u{2028}f"));
+        const ODD: &str = "a\"b<c>&d\\e\u{2028}f";
+        const ESCAPED: &[u8] = b"a\\\"b\\u003c";
         for page in CAPTURES {
-            const ESCAPED: &[u8] = b"a\\\"b\\u003c";
-            let whole = stage_output(page, CAPTURE_ORIGIN, &[], 1 << 20, false);
+            let whole = stage_output_to(ODD, page, CAPTURE_ORIGIN, &[], 1 << 20, false);
             assert!(
                 whole.windows(ESCAPED.len()).any(|w| w == ESCAPED),
                 "the target is escaped in a push string"
             );
             for chunk in [7, 64, 8192] {
                 let cuts: Vec<usize> = (chunk..page.len()).step_by(chunk).collect();
-                let result = same(page, CAPTURE_ORIGIN, &cuts, 1 << 20);
-                TARGET.with(|t| t.set("first-party.example:8443"));
-                result.unwrap();
-                TARGET.with(|t| t.set("a\"b<c>&d\\e\u{2028}f"));
+                same_to(ODD, page, CAPTURE_ORIGIN, &cuts, 1 << 20).unwrap();
             }
         }
-        TARGET.with(|t| t.set("first-party.example:8443"));
     }
 
     #[test]
