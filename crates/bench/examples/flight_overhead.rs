@@ -34,13 +34,7 @@ fn main() {
             eprintln!("flight_overhead: no page named {name}");
             std::process::exit(2);
         };
-        let renamed = Page {
-            bytes: String::from_utf8_lossy(&page.bytes)
-                .replace("self.__next_f.push(", "self.__next_X.push(")
-                .into_bytes(),
-            rsc: false,
-            ..page.clone()
-        };
+        let renamed = page.without_flight_marker();
         let (with, without) = (micros_per_page(page), micros_per_page(&renamed));
         let rate = |micros: f64, bytes: usize| bytes as f64 / micros;
         println!(

@@ -1,8 +1,8 @@
 //! Runs the pipeline on one page of the throughput tool, `N` times, for a profiler or an
 //! instruction counter: timings on a shared machine swing by a third from run to run, while
 //! instructions retired per page do not, so a change too small for the timer shows there.
-//! With `renamed`, the page's Flight marker is renamed first (as in `flight_overhead`), so a
-//! Next.js capture runs as a plain page.
+//! With `renamed`, the page's Flight marker is renamed first
+//! (`Page::without_flight_marker`), so a Next.js capture runs as a plain page.
 //!
 //! ```text
 //! cargo build --release -p ts-bench --example page_loop
@@ -13,7 +13,7 @@
 //! The difference of the two `I refs` totals over 200 is the instructions per page, without
 //! the set-up. docs/performance.md ("Instructions per page") quotes it.
 
-use ts_bench::throughput::{all_pages, run_pipeline, Page};
+use ts_bench::throughput::{all_pages, run_pipeline};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -34,13 +34,7 @@ fn main() {
     };
     let page = match mode.as_str() {
         "real" => page.clone(),
-        "renamed" => Page {
-            bytes: String::from_utf8_lossy(&page.bytes)
-                .replace("self.__next_f.push(", "self.__next_X.push(")
-                .into_bytes(),
-            rsc: false,
-            ..page.clone()
-        },
+        "renamed" => page.without_flight_marker(),
         _ => usage(),
     };
     for _ in 0..times {

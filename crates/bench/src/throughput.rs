@@ -82,6 +82,19 @@ impl Page {
     fn is_html(&self) -> bool {
         self.content_type.starts_with("text/html")
     }
+
+    /// The same page with its Flight marker renamed (`self.__next_X.push(`): the pipeline
+    /// then reads a Next.js capture as a plain page (the URL rule alone, no script read as
+    /// Flight), which is what the Flight rewriting is measured against.
+    pub fn without_flight_marker(&self) -> Page {
+        Page {
+            bytes: String::from_utf8_lossy(&self.bytes)
+                .replace("self.__next_f.push(", "self.__next_X.push(")
+                .into_bytes(),
+            rsc: false,
+            ..self.clone()
+        }
+    }
 }
 
 /// The benchmark pages: the homepage (~35 KB), the article (~42 KB) and a ~1 MB page made of
