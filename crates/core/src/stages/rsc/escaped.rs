@@ -28,11 +28,9 @@
 
 use std::io::Write as _;
 
-use wide::u8x16;
-
+use super::escaped_scan::{content, End};
 use super::js_string::{common_escape, is_unescaped, StringEncoder};
 use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
-use crate::stages::word_scan::find_near;
 use crate::url_rewrite::UrlRule;
 
 /// The fast reader: reusable buffers, and a `T` row it has begun and not finished.
@@ -67,17 +65,6 @@ pub(crate) struct Read {
     pub(crate) decoded: u64,
     /// The most the row rewriter would have held meanwhile.
     pub(crate) peak: usize,
-}
-
-/// How a run of text ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
-    /// Just after the `\n` escape that ends a newline row.
-    Row,
-    /// After as many decoded bytes as were asked for.
-    Count,
-    /// Before something this reader does not read.
-    Stop,
 }
 
 /// What a run of rewritten text came to.
@@ -503,116 +490,7 @@ impl Quoted {
     }
 }
 
-/// Reads text from `raw[from..]`: plain bytes and [`common_escape`]s, up to `limit` decoded
-/// bytes, or (with `line`) to the `\n` escape that ends a newline row, or to anything else.
-/// Returns where it ended, how, and the decoded bytes read.
-///
-/// Two passes: one stops at every `\` and `"` (an escape every ten bytes or so in Flight
-/// text, so a cheap test per word), then one over what it read for the raw bytes the encoder
-/// would have escaped, which Next.js never leaves raw, with `memchr`'s vector searches.
-fn content(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
-    let (end, how, n) = structure(raw, from, limit, line);
-    match first_unwritten(&raw[from..end]) {
-        None => (end, how, n),
-        // No escape contains such a byte, so the text before it is whole escapes and bytes.
-        Some(at) => (from + at, End::Stop, decoded_len(&raw[from..from + at])),
-    }
-}
-
-/// The first pass of [`content`]: escapes and the end of the string.
-///
-/// A block of 64 bytes in which every escape is `\"`, `\\\\` or (in a `T` row) `\n`, with
-/// no closing quote, is read at once from its bit masks ([`quiet_block`]); Flight text is
-/// mostly such blocks. Anything else goes escape by escape, a block's worth at a time.
-fn structure(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
-    let mut i = from;
-    let mut n = 0u64;
-    loop {
-        while i + BLOCK <= raw.len() {
-            match quiet_block(raw, i, line) {
-                Some((len, decoded)) if decoded < limit - n => {
-                    i += len;
-                    n += decoded;
-                }
-                _ => break,
-            }
-        }
-        let bound = i + BLOCK;
-        while i < bound {
-            let next = next_backslash_or_quote(raw, i);
-            let room = limit - n;
-            if (next - i) as u64 >= room {
-                // `room` < `next - i` ≤ `raw.len()` here, so it fits a usize.
-                return (i + room as usize, End::Count, limit);
-            }
-            n += (next - i) as u64;
-            i = next;
-            if raw.get(i) != Some(&b'\\') {
-                // The string's closing quote, or the end of the input.
-                return (i, End::Stop, n);
-            }
-            match common_escape(&raw[i..]) {
-                Some((b'\n', len)) if line => return (i + len, End::Row, n + 1),
-                Some((_, len)) => i += len,
-                None => return (i, End::Stop, n),
-            }
-            n += 1;
-        }
-    }
-}
-
-/// Bytes in one block of [`quiet_block`].
-const BLOCK: usize = 64;
-
-/// Every other bit, from bit 0.
-const EVEN_BITS: u64 = 0x5555_5555_5555_5555;
-
-/// The 64 bytes at `raw[at..]`, which start between escapes, if the only escapes among them
-/// are `\"`, `\\\\` and (unless `line`) `\n`, and none is a closing quote: how many bytes
-/// to read at once (63 when the last one starts an escape) and their decoded length.
-///
-/// Which bytes an escape covers comes from the backslash mask alone: in a run of backslashes,
-/// every second one escapes the byte after it, counting from the run's start; the carry of
-/// one addition finds every run's start and parity at once (as simdjson does).
-fn quiet_block(raw: &[u8], at: usize, line: bool) -> Option<(usize, u64)> {
-    let [backslash, quote, n] = masks(raw, at, [b'\\', b'"', b'n']);
-    let follows = backslash << 1;
-    let odd_starts = backslash & !EVEN_BITS & !follows;
-    let (even_runs, _) = odd_starts.overflowing_add(backslash);
-    // The bytes an escape's backslash applies to.
-    let escaped = (EVEN_BITS ^ (even_runs << 1)) & follows;
-    let row_end = if line { escaped & n } else { 0 };
-    let events = (quote & !escaped) | (escaped & !(quote | backslash | n)) | row_end;
-    let starts_last = (backslash & !escaped) >> 63 == 1;
-    let len = if starts_last { BLOCK - 1 } else { BLOCK };
-    let within = u64::MAX >> (BLOCK - len);
-    if events & within != 0 {
-        return None;
-    }
-    // Each escape is two bytes for one; its backslash is the bit before the escaped byte.
-    let backslashes = u64::from((escaped >> 1).count_ones());
-    Some((len, len as u64 - backslashes))
-}
-
-/// For each byte in `targets`, bit `k` set where `raw[at + k]` is that byte, for the 64
-/// bytes at `at`.
-fn masks<const T: usize>(raw: &[u8], at: usize, targets: [u8; T]) -> [u64; T] {
-    let splats = targets.map(u8x16::splat);
-    let mut bits = [0; T];
-    for k in 0..BLOCK / 16 {
-        let mut bytes = [0; 16];
-        bytes.copy_from_slice(&raw[at + 16 * k..at + 16 * (k + 1)]);
-        let v = u8x16::new(bytes);
-        for (bits, splat) in bits.iter_mut().zip(&splats) {
-            // `move_mask` sets the low 16 bits of its i32, one per lane.
-            let lanes = v.cmp_eq(*splat).move_mask() as u64 & 0xffff;
-            *bits |= lanes << (16 * k);
-        }
-    }
-    bits
-}
-
-/// Decoded length of text [`structure`] read.
+/// Decoded length of text [`content`] read.
 fn decoded_len(raw: &[u8]) -> u64 {
     let mut i = 0;
     let mut n = 0u64;
@@ -621,44 +499,6 @@ fn decoded_len(raw: &[u8]) -> u64 {
         n += 1;
     }
     n
-}
-
-/// The first byte in `text` that the encoder escapes and [`structure`] did not read as part
-/// of an escape: a raw `<`, `>`, `&` or control byte, or the first byte of a raw U+2028 or
-/// U+2029 (or an `E2` too near the end to tell).
-fn first_unwritten(text: &[u8]) -> Option<usize> {
-    let markup = memchr::memchr3(b'<', b'>', b'&', text);
-    let control = first_control(text);
-    let separator = memchr::memchr_iter(0xe2, text).find(|&at| match text.get(at + 1..at + 3) {
-        Some([second, third]) => *second == 0x80 && matches!(third, 0xa8 | 0xa9),
-        // Too near the end to tell.
-        _ => true,
-    });
-    [markup, control, separator].into_iter().flatten().min()
-}
-
-/// The first byte below 0x20, a vector at a time.
-fn first_control(text: &[u8]) -> Option<usize> {
-    let top = u8x16::splat(0x1f);
-    let mut at = 0;
-    while at + 16 <= text.len() {
-        let mut bytes = [0; 16];
-        bytes.copy_from_slice(&text[at..at + 16]);
-        let v = u8x16::new(bytes);
-        // `min(v, 0x1f) == v` exactly where `v` ≤ 0x1f.
-        let lanes = v.min(top).cmp_eq(v).move_mask();
-        if lanes != 0 {
-            return Some(at + lanes.trailing_zeros() as usize);
-        }
-        at += 16;
-    }
-    text[at..].iter().position(|&b| b < 0x20).map(|n| at + n)
-}
-
-/// The index of the first `\\` or `"` at or after `from`, or `raw.len()` (the next escape is
-/// usually near: [`find_near`]).
-fn next_backslash_or_quote(raw: &[u8], from: usize) -> usize {
-    find_near([b'\\', b'"'], &raw[from..]).map_or(raw.len(), |n| from + n)
 }
 
 /// Decodes text that [`content`] read.
@@ -1023,57 +863,8 @@ mod tests {
             .collect()
     }
 
-    /// [`structure`], byte by byte, without bit masks.
-    fn structure_by_bytes(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
-        let (mut i, mut n) = (from, 0u64);
-        loop {
-            if n == limit {
-                return (i, End::Count, n);
-            }
-            match raw.get(i) {
-                None | Some(b'"') => return (i, End::Stop, n),
-                Some(b'\\') => match common_escape(&raw[i..]) {
-                    Some((b'\n', len)) if line => return (i + len, End::Row, n + 1),
-                    Some((_, len)) => i += len,
-                    None => return (i, End::Stop, n),
-                },
-                Some(_) => i += 1,
-            }
-            n += 1;
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
-
-        /// The bit-mask reading of escapes agrees with reading them one by one, for runs of
-        /// backslashes of every length across block boundaries.
-        #[test]
-        fn escapes_read_from_masks_are_escapes_read_one_by_one(
-            parts in proptest::collection::vec(prop_oneof![
-                // Mostly what a quiet block holds, so that many blocks are quiet.
-                12 => "[a-z]{1,24}", 4 => Just("\\\"".to_owned()), 3 => Just("\\\\".to_owned()),
-                2 => Just("\\n".to_owned()), 1 => Just("\\".to_owned()), 1 => Just("\\u003c".to_owned()),
-                1 => Just("\\u0041".to_owned()), 1 => Just("\"".to_owned()), 1 => Just("n".to_owned()),
-                1 => Just("u".to_owned()), 1 => Just("\\t".to_owned()),
-            ], 0..120),
-            from in 0..70usize,
-            limit in prop_oneof![Just(u64::MAX), 0..400u64],
-            line in any::<bool>(),
-        ) {
-            let raw = parts.concat();
-            let raw = raw.as_bytes();
-            // Start between escapes, as the reader does.
-            let mut start = 0;
-            while start < from.min(raw.len()) {
-                start += common_escape(&raw[start..]).map_or(1, |(_, len)| len);
-            }
-            let start = start.min(raw.len());
-            prop_assert_eq!(
-                structure(raw, start, limit, line),
-                structure_by_bytes(raw, start, limit, line)
-            );
-        }
 
         /// Generated row streams, spelled mostly as Next.js writes them, pushed in strings cut
         /// anywhere, with markup between, read in pieces cut anywhere, under caps small and

@@ -11,9 +11,12 @@
 //!   `T` rows;
 //! * `inline`: the script wrapper, and holding output across scripts while a row is open;
 //! * `escaped`: the inline path's fast reader, which rewrites the rows of a push string
-//!   without decoding it, and hands the rest to the three above.
+//!   without decoding it, and hands the rest to the three above;
+//! * `escaped_scan`: how far the fast reader can read a push string's text, 64 bytes at a
+//!   time.
 
 mod escaped;
+mod escaped_scan;
 mod inline;
 mod js_string;
 mod rows;
