@@ -138,8 +138,10 @@ struct Rule {
     /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]), as
     /// a table: a lookup per byte is what that scan costs.
     in_match: Box<[bool; 256]>,
-    /// Offset in `host` of the byte searched for to find host candidates.
+    /// Offsets in `host` of the byte searched for to find host candidates, and of a second
+    /// byte checked before a candidate is read further.
     anchor: usize,
+    check: usize,
 }
 
 impl UrlRule {
@@ -171,7 +173,8 @@ impl UrlRule {
             target_authority: target_authority.as_bytes().to_vec(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
-            anchor: anchor_offset(host.as_bytes()),
+            anchor: anchor_offsets(host.as_bytes()).0,
+            check: anchor_offsets(host.as_bytes()).1,
             in_match: {
                 let mut set = Box::new([false; 256]);
                 // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port),
@@ -318,8 +321,12 @@ impl UrlRule {
     /// Where the host may start in `work` (see [`host_candidates`]).
     pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
         // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
-        let anchor = self.0.host.get(self.0.anchor).copied().unwrap_or_default();
-        host_candidates(work, anchor, self.0.anchor)
+        let byte = |at: usize| self.0.host.get(at).copied().unwrap_or_default();
+        host_candidates(
+            work,
+            (byte(self.0.anchor), self.0.anchor),
+            (byte(self.0.check), self.0.check),
+        )
     }
 
     /// Rewrites a piece of a stream that a [`StreamReplacer`] would read as a whole: `before`
@@ -497,21 +504,34 @@ impl UrlRule {
 }
 
 /// Where the host may start in `work`, in order: every position where the host's anchor byte
-/// (`anchor`, lowercase, at offset `offset` in the host) occurs in either case, moved back to
-/// the host's start. Every match contains the host, so these positions hold every match;
+/// (`anchor`: the byte, lowercase, and its offset in the host) occurs in either case, moved
+/// back to the host's start, unless the host's `check` byte is in hand there and is not the
+/// one due. Every match contains the host, so these positions hold every match;
 /// [`UrlRule::classify`] verifies the host and reads the spelling around it. One `memchr2`
 /// pass over a byte chosen to be rare finds few candidates (SIMD where the target has it,
 /// word-at-a-time without it, as on wasm), where a pass over the slashes would stop at every
-/// `/` of the markup.
-fn host_candidates(work: &[u8], anchor: u8, offset: usize) -> impl Iterator<Item = usize> + '_ {
-    memchr::memchr2_iter(anchor, anchor.to_ascii_uppercase(), work)
-        .filter_map(move |at| at.checked_sub(offset))
+/// `/` of the markup; the check drops most of the rest for a byte or two, where a rare byte
+/// is common on a page (the `x` of a host's `example` on a Next.js page, full of `_next`).
+fn host_candidates(
+    work: &[u8],
+    (anchor, offset): (u8, usize),
+    (check, check_offset): (u8, usize),
+) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr2_iter(anchor, anchor.to_ascii_uppercase(), work).filter_map(move |at| {
+        let start = at.checked_sub(offset)?;
+        match work.get(start + check_offset) {
+            Some(b) if !b.eq_ignore_ascii_case(&check) => None,
+            _ => Some(start),
+        }
+    })
 }
 
-/// The offset in `host` (lowercase) of the byte to search for: the one `memchr` deems rarest in
-/// text, so that few positions need verifying.
-fn anchor_offset(host: &[u8]) -> usize {
-    memchr::arch::all::packedpair::Pair::new(host).map_or(0, |pair| usize::from(pair.index1()))
+/// The offsets in `host` (lowercase) of the byte to search for and of the byte to check: the
+/// two `memchr` deems rarest in text, so that few positions need verifying.
+fn anchor_offsets(host: &[u8]) -> (usize, usize) {
+    memchr::arch::all::packedpair::Pair::new(host).map_or((0, 0), |pair| {
+        (usize::from(pair.index1()), usize::from(pair.index2()))
+    })
 }
 
 /// Splits a lowercase `host[:port]` (IPv6 literals in brackets). A port that is not a number

@@ -127,6 +127,7 @@ impl EscapedRows {
         }
         let mut i = read.used;
         let mut n = read.decoded;
+        let mut hosts = NextHost::default();
         loop {
             match at.frame {
                 Frame::Id => {
@@ -173,6 +174,15 @@ impl EscapedRows {
                 Frame::Line => {
                     let (end, how, decoded) = content(raw, i, budget - n, true);
                     let row_end = how == End::Row;
+                    if row_end && hosts.next_from(rule, raw, i) >= end {
+                        // No host in the row: nothing in it changes.
+                        out.extend_from_slice(&raw[i..end]);
+                        n += decoded;
+                        i = end;
+                        at.before = Some(b'\n');
+                        at.frame = Frame::Id;
+                        continue;
+                    }
                     let run = self.rewrite_run(rule, raw, i, end, at.before, row_end, out);
                     // What was read past the last place where nothing is held goes back.
                     n += decoded - decoded_len(&raw[run.done..end]);
@@ -443,6 +453,32 @@ impl EscapedRows {
         }
         run.done = stop;
         run
+    }
+}
+
+/// Where the origin host may next start in a string, found once for all the rows before it
+/// rather than searched for row by row.
+#[derive(Debug, Default)]
+struct NextHost {
+    /// Searched from here on: `at` is the first candidate at or after it.
+    from: usize,
+    at: Option<usize>,
+}
+
+impl NextHost {
+    /// The first place at or after `i` where the host may start ([`UrlRule::host_starts`]),
+    /// or `usize::MAX`.
+    fn next_from(&mut self, rule: &UrlRule, raw: &[u8], i: usize) -> usize {
+        let known = self.at.filter(|&at| self.from <= i && at >= i);
+        if known.is_none() {
+            self.from = i;
+            self.at = Some(
+                rule.host_starts(&raw[i..])
+                    .next()
+                    .map_or(usize::MAX, |h| i + h),
+            );
+        }
+        self.at.unwrap_or(usize::MAX)
     }
 }
 
