@@ -354,6 +354,11 @@ impl EscapedRows {
         at_end: bool,
         out: &mut Vec<u8>,
     ) -> Run {
+        if at_end {
+            if let Some(run) = rewrite_quoted(rule, &raw[from..end], before, out) {
+                return Run { done: end, ..run };
+            }
+        }
         let host = rule.host();
         // Whether the rule's target needs no escape in a string, once a window asks.
         let mut plain_target = None;
@@ -480,6 +485,52 @@ impl NextHost {
         }
         self.at.unwrap_or(usize::MAX)
     }
+}
+
+/// A whole text (a `T` row's, or a newline row's with its `\n`) rewritten in one pass of the
+/// rule over its bytes as they are, if every window in it is [`Quoted`] and the rule's target
+/// needs no escape; `None` otherwise, and nothing written.
+///
+/// Then the windows decode to their own bytes, but for a last `\"` that decodes to `"`. The
+/// rule reads the two alike: both are bytes no match contains, so a match ends before either,
+/// and the rule decides a match from the bytes up to the first such byte after the host (a
+/// `\` there is read as an escape only if `u`, `n`, `r` or `t` follows). The bytes between
+/// windows hold no host, so the rule leaves them alone; a window's replacement is the same
+/// bytes as when the window is rewritten decoded, and so is how much it grew.
+fn rewrite_quoted(
+    rule: &UrlRule,
+    text: &[u8],
+    before: Option<u8>,
+    out: &mut Vec<u8>,
+) -> Option<Run> {
+    let host = rule.host();
+    let mut hosts = rule.host_starts(text).peekable();
+    hosts.peek()?;
+    if !is_unescaped(rule.target()) {
+        return None;
+    }
+    let mut checked = 0;
+    for h in hosts {
+        if h < checked
+            || h + host.len() > text.len()
+            || !text[h..h + host.len()].eq_ignore_ascii_case(host)
+        {
+            continue;
+        }
+        let start = last_separator(rule, text, checked, h).unwrap_or(checked);
+        let stop = next_separator(rule, text, h + host.len(), text.len()).unwrap_or(text.len());
+        Quoted::of(&text[start..stop], true)?;
+        checked = stop;
+    }
+    let mark = out.len();
+    rule.rewrite_piece(text, before, true, out);
+    let written = &out[mark..];
+    Some(Run {
+        done: text.len(),
+        last: text.last().copied().or(before),
+        changed: written != text,
+        growth: written.len() as isize - text.len() as isize,
+    })
 }
 
 /// How a window without escapes but perhaps a last `\"` ends, when the rule's target
