@@ -81,21 +81,25 @@ impl NameHash {
 
     /// The hash of `name`.
     pub(crate) const fn of(name: &[u8]) -> NameHash {
-        let mut hash = 0u64;
+        let mut hash = NameHash(0);
         let mut i = 0;
         while i < name.len() {
-            if hash >> (64 - 5) != 0 {
-                return NameHash::EMPTY;
-            }
-            let b = name[i];
-            hash = match b {
-                b'a'..=b'z' | b'A'..=b'Z' => (hash << 5) | ((b as u64 & 0x1f) + 5),
-                b'1'..=b'6' => (hash << 5) | ((b as u64 & 0x0f) - 1),
-                _ => return NameHash::EMPTY,
-            };
+            hash = hash.then(name[i]);
             i += 1;
         }
-        NameHash(hash)
+        hash
+    }
+
+    /// The hash of this hash's name followed by `b`.
+    const fn then(self, b: u8) -> NameHash {
+        if self.0 >> (64 - 5) != 0 {
+            return NameHash::EMPTY;
+        }
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' => NameHash((self.0 << 5) | ((b as u64 & 0x1f) + 5)),
+            b'1'..=b'6' => NameHash((self.0 << 5) | ((b as u64 & 0x0f) - 1)),
+            _ => NameHash::EMPTY,
+        }
     }
 
     fn is_empty(self) -> bool {
@@ -465,14 +469,13 @@ impl HtmlScan {
     }
 
     fn start_tag(&mut self, bytes: &[u8], lt: usize, marks: &mut Vec<(usize, Segment)>) -> Step {
-        let Some((name, attributes)) = tag_name(&bytes[lt + 1..]) else {
+        let Some((name, hash, attributes)) = tag_name(&bytes[lt + 1..]) else {
             return Step::Stop(lt);
         };
         let Some(end) = walk_attributes(attributes, |_, _| {}) else {
             return Step::Stop(lt);
         };
         let tag_end = lt + 1 + name.len() + end.end;
-        let hash = NameHash::of(name);
         if tag_end - lt > MAX_LEXED_TAG && self.lexes(hash) {
             return Step::Undecidable;
         }
@@ -578,13 +581,13 @@ impl HtmlScan {
 
     /// An end tag in markup, starting at `lt`.
     fn end_tag_in_markup(&mut self, bytes: &[u8], lt: usize) -> Step {
-        let Some((name, attributes)) = tag_name(&bytes[lt + 2..]) else {
+        let Some((name, hash, attributes)) = tag_name(&bytes[lt + 2..]) else {
             return Step::Stop(lt);
         };
         let Some(end) = walk_attributes(attributes, |_, _| {}) else {
             return Step::Stop(lt);
         };
-        match self.end_tag(NameHash::of(name), name) {
+        match self.end_tag(hash, name) {
             Ok(()) => Step::Next(lt + 2 + name.len() + end.end),
             Err(Undecidable) => Step::Undecidable,
         }
@@ -621,13 +624,18 @@ impl HtmlScan {
     }
 }
 
-/// A tag's name, from just after `<` (or `</`), and the bytes from the byte that ends it;
-/// `None` if it does not end in `bytes`.
-fn tag_name(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let end = bytes
-        .iter()
-        .position(|&b| is_space(b) || b == b'/' || b == b'>')?;
-    Some(bytes.split_at(end))
+/// A tag's name, from just after `<` (or `</`), its hash and the bytes from the byte that
+/// ends it; `None` if it does not end in `bytes`.
+fn tag_name(bytes: &[u8]) -> Option<(&[u8], NameHash, &[u8])> {
+    let mut hash = NameHash(0);
+    for (i, &b) in bytes.iter().enumerate() {
+        if is_space(b) || b == b'/' || b == b'>' {
+            let (name, rest) = bytes.split_at(i);
+            return Some((name, hash, rest));
+        }
+        hash = hash.then(b);
+    }
+    None
 }
 
 /// A comment's text starts at `text` (after `<!--`, at `lt`): it ends at the first `>` that
