@@ -13,7 +13,7 @@ use crate::content::charset_allows_rewrite;
 use crate::stages::word_scan::find_near;
 
 /// Longest `<meta ...>` tag the scan reads; a longer one is a trigger.
-const MAX_META_TAG: usize = 4096;
+pub(crate) const MAX_META_TAG: usize = 4096;
 
 /// The charset a `<meta>` tag declares, given its attribute values (decoded, by name, the
 /// first of each name). Both readers of a `<meta>` use it: the
@@ -100,13 +100,9 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
         _ => {}
     }
     let rest = &bytes[NAME.len()..];
-    let names = ["charset", "http-equiv", "content"];
-    let mut values: [Option<&[u8]>; 3] = [None; 3];
-    let mut repeated = false;
+    let mut meta = MetaAttributes::default();
     let walked = walk_attributes(&rest[..rest.len().min(MAX_META_TAG)], |name, value| {
-        if let Some(i) = names.iter().position(|n| is_named(name, n.as_bytes())) {
-            repeated |= values[i].replace(value).is_some();
-        }
+        meta.take(name, value);
     });
     if walked.is_none() {
         return if rest.len() < MAX_META_TAG {
@@ -115,17 +111,57 @@ pub(crate) fn meta_verdict(bytes: &[u8], encoding: &'static Encoding) -> Verdict
             Verdict::Unsafe
         };
     }
-    if repeated {
-        return Verdict::Unsafe;
+    meta.verdict(encoding)
+}
+
+/// What a `<meta>`'s attributes say about the charset, collected as they are walked
+/// ([`walk_attributes`]): the first `charset`, `http-equiv` and `content`, and whether one
+/// of them came twice.
+#[derive(Debug, Default)]
+pub(crate) struct MetaAttributes<'a> {
+    values: [Option<&'a [u8]>; 3],
+    repeated: bool,
+}
+
+impl<'a> MetaAttributes<'a> {
+    const NAMES: [&'static str; 3] = ["charset", "http-equiv", "content"];
+
+    /// Takes one attribute, as [`walk_attributes`] gives it.
+    pub(crate) fn take(&mut self, name: &'a [u8], value: &'a [u8]) {
+        if let Some(i) = Self::NAMES
+            .iter()
+            .position(|n| is_named(name, n.as_bytes()))
+        {
+            self.repeated |= self.values[i].replace(value).is_some();
+        }
     }
-    let charset = declared_charset(|name| {
-        let value = values[names.iter().position(|n| *n == name)?]?;
-        Some(encoding.decode(value).0.into_owned())
-    });
-    if charset.is_some_and(|c| !charset_allows_rewrite(&c)) {
-        Verdict::Unsafe
-    } else {
-        Verdict::Safe
+
+    /// The verdict on a whole `<meta>` with these attributes, whose values are in
+    /// `encoding`.
+    pub(crate) fn verdict(&self, encoding: &'static Encoding) -> Verdict {
+        if self.repeated {
+            return Verdict::Unsafe;
+        }
+        let charset = declared_charset(|name| {
+            let value = self.values[Self::NAMES.iter().position(|n| *n == name)?]?;
+            Some(encoding.decode(value).0.into_owned())
+        });
+        if charset.is_some_and(|c| !charset_allows_rewrite(&c)) {
+            Verdict::Unsafe
+        } else {
+            Verdict::Safe
+        }
+    }
+
+    /// The verdict on a whole `<meta>` whose attributes, up to and with the `>` that ends
+    /// it, are `len` bytes long: as [`meta_verdict`] gives it, which reads no further than
+    /// [`MAX_META_TAG`].
+    pub(crate) fn verdict_for(&self, len: usize, encoding: &'static Encoding) -> Verdict {
+        if len > MAX_META_TAG {
+            Verdict::Unsafe
+        } else {
+            self.verdict(encoding)
+        }
     }
 }
 

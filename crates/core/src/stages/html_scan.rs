@@ -41,7 +41,7 @@
 
 use encoding_rs::Encoding;
 
-use crate::stages::charset::{is_space, meta_verdict, walk_attributes, TagEnd, Verdict};
+use crate::stages::charset::{is_space, walk_attributes, MetaAttributes, TagEnd, Verdict};
 use crate::stages::segments::Segment;
 use crate::stages::word_scan::find_near;
 
@@ -472,7 +472,15 @@ impl HtmlScan {
         let Some((name, hash, attributes)) = tag_name(&bytes[lt + 1..]) else {
             return Step::Stop(lt);
         };
-        let Some(end) = walk_attributes(attributes, |_, _| {}) else {
+        // A `<meta>`'s attributes are read for its charset in the same walk.
+        let is_meta = hash == tag::META && name.eq_ignore_ascii_case(b"meta");
+        let mut meta = MetaAttributes::default();
+        let walked = if is_meta {
+            walk_attributes(attributes, |name, value| meta.take(name, value))
+        } else {
+            walk_attributes(attributes, |_, _| {})
+        };
+        let Some(end) = walked else {
             return Step::Stop(lt);
         };
         let tag_end = lt + 1 + name.len() + end.end;
@@ -484,7 +492,9 @@ impl HtmlScan {
         };
         let ns = self.current_ns();
         // The HTML stage's handlers, which run for these names in any namespace.
-        if hash == tag::META && !meta_is_safe(&bytes[lt..tag_end], name, self.encoding) {
+        if hash == tag::META
+            && !(is_meta && meta.verdict_for(end.end, self.encoding) == Verdict::Safe)
+        {
             return Step::Undecidable;
         }
         if hash == tag::SCRIPT {
@@ -661,15 +671,11 @@ fn to_first_gt(bytes: &[u8], lt: usize, from: usize) -> Step {
     }
 }
 
-/// Whether a complete `<meta>` start tag, named `name`, leaves rewriting on.
-fn meta_is_safe(tag: &[u8], name: &[u8], encoding: &'static Encoding) -> bool {
-    name.eq_ignore_ascii_case(b"meta") && meta_verdict(tag, encoding) == Verdict::Safe
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::body::stage::BodyStage;
+    use crate::stages::charset::MAX_META_TAG;
     use crate::stages::html::HtmlStage;
     use crate::stages::scanned_html::ScannedHtml;
     use crate::url_rewrite::UrlRule;
@@ -826,6 +832,14 @@ mod tests {
         }
         let page = format!("<div{attributes}><script>x</script>");
         assert!(scanned_marks(page.as_bytes(), &[]).is_some());
+        // A `<meta>` is read no further than the plain stage's scan reads it: one whose
+        // attributes run past that goes to lol_html, whatever it declares.
+        let meta = |len: usize| {
+            let pad = "x".repeat(len - r#" charset="utf-8" a="">"#.len());
+            format!(r#"<meta charset="utf-8" a="{pad}"><script>x</script>"#)
+        };
+        assert!(scanned_marks(meta(MAX_META_TAG).as_bytes(), &[]).is_some());
+        assert_eq!(scanned_marks(meta(MAX_META_TAG + 1).as_bytes(), &[]), None);
     }
 
     /// Why the reading has its limits: past them, lol_html's memory limit makes it give up
