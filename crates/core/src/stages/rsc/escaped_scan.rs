@@ -9,12 +9,13 @@
 //! input. Its bytes are then exactly the bytes the encoder would write for what they decode
 //! to, which is what lets the reader copy them through.
 //!
-//! A block of 64 bytes is read from four bit masks (backslashes, quotes, `n`, and the raw bytes
+//! A block of 64 bytes is read from three bit masks (backslashes, quotes, and the raw bytes
 //! that stop it), made from 16-byte vectors: which bytes the backslashes escape comes from the
 //! backslash mask alone (in a run of backslashes every second one escapes the byte after it,
 //! counting from the run's start; one addition's carries find every run's start and parity at
-//! once, as simdjson does). The rare bytes the masks cannot settle alone (a `\u00XX`, an `E2`
-//! that may start U+2028) are looked at one by one. A block where the count of decoded bytes
+//! once, as simdjson does). The rare bytes the masks cannot settle alone (an escape other
+//! than `\"` and `\\`, such as the `\n` that ends a row or a `\u00XX`; an `E2` that may start
+//! U+2028) are looked at one by one. A block where the count of decoded bytes
 //! runs out is read byte by byte ([`by_bytes`], which is also the reference the block reading
 //! is tested against).
 
@@ -124,7 +125,7 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
             &padded
         }
     };
-    let ([backslash, quote, n], any_odd) = masks(bytes);
+    let ([backslash, quote], any_odd) = masks(bytes);
     let odd = if any_odd { odd_mask(bytes) } else { 0 };
     let follows = backslash << 1;
     let odd_starts = backslash & !EVEN_BITS & !follows;
@@ -135,7 +136,7 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
     // Where the reading stops (before the byte), ends a row (after it), or must leave the
     // rest to the next block (before it).
     let mut stop = quote & !escaped;
-    let rows = if line { escaped & n } else { 0 };
+    let mut rows = 0u64;
     let mut cut = if starts >> (BLOCK - 1) == 1 {
         BLOCK - 1
     } else {
@@ -155,11 +156,20 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
         }
         raw_odd &= raw_odd - 1;
     }
-    // Escapes other than `\"`, `\\`, `\n`: a `\u00XX` read here, or a stop at its backslash.
-    let mut others = escaped & !(quote | backslash | n);
+    // Escapes other than `\"` and `\\`: a `\n` (which may end a row), a `\u00XX` read here,
+    // or a stop at its backslash.
+    let mut others = escaped & !(quote | backslash);
     let mut long = 0u64;
     while others != 0 {
         let k = others.trailing_zeros() as usize;
+        if bytes[k] == b'n' {
+            if line {
+                rows = 1 << k;
+                break;
+            }
+            others &= others - 1;
+            continue;
+        }
         match common_escape(&raw[at + k - 1..]) {
             Some((_, 6)) if k + 4 < BLOCK => long |= 1 << k,
             // Its digits run into the next block: that block reads it.
@@ -189,8 +199,10 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
         (1u64 << len) - 1
     };
     // Each escape is one byte for two, a `\u00XX` one for six.
-    let saved =
-        u64::from((escaped & within).count_ones()) + 4 * u64::from((long & within).count_ones());
+    let mut saved = u64::from((escaped & within).count_ones());
+    if long != 0 {
+        saved += 4 * u64::from((long & within).count_ones());
+    }
     Block {
         len,
         decoded: len as u64 - saved,
@@ -198,19 +210,16 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
     }
 }
 
-/// Bit `k` set where `bytes[k]` is a backslash, a quote, an `n`; and whether any byte is
-/// one that may stop the reading ([`odd_mask`]), which few blocks hold.
-fn masks(bytes: &[u8; BLOCK]) -> ([u64; 3], bool) {
-    let [backslash, quote, n] = [b'\\', b'"', b'n'].map(u8x16::splat);
-    let mut bits = [0u64; 3];
+/// Bit `k` set where `bytes[k]` is a backslash, a quote; and whether any byte is one that may
+/// stop the reading ([`odd_mask`]), which few blocks hold.
+fn masks(bytes: &[u8; BLOCK]) -> ([u64; 2], bool) {
+    let [backslash, quote] = [b'\\', b'"'].map(u8x16::splat);
+    let mut bits = [0u64; 2];
     let mut odd = u8x16::splat(0);
     for k in 0..BLOCK / 16 {
         let v = lanes(bytes, k);
         odd |= odd_lanes(v);
-        for (bits, found) in
-            bits.iter_mut()
-                .zip([v.cmp_eq(backslash), v.cmp_eq(quote), v.cmp_eq(n)])
-        {
+        for (bits, found) in bits.iter_mut().zip([v.cmp_eq(backslash), v.cmp_eq(quote)]) {
             // `move_mask` sets the low 16 bits of its i32, one per lane.
             *bits |= (found.move_mask() as u64 & 0xffff) << (16 * k);
         }
