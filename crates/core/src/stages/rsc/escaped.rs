@@ -28,7 +28,7 @@
 
 use std::io::Write as _;
 
-use super::escaped_scan::{content, End};
+use super::escaped_scan::{content, End, Scanned};
 use super::js_string::{common_escape, is_unescaped, StringEncoder};
 use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
 use crate::url_rewrite::UrlRule;
@@ -172,8 +172,9 @@ impl EscapedRows {
                     Some(_) => at.frame = Frame::Line,
                 },
                 Frame::Line => {
-                    let (end, how, decoded) = content(raw, i, budget - n, true);
-                    let row_end = how == End::Row;
+                    let text = content(raw, i, budget - n, true);
+                    let (end, decoded) = (text.end, text.decoded);
+                    let row_end = text.how == End::Row;
                     if row_end && hosts.next_from(rule, raw, i) >= end {
                         // No host in the row: nothing in it changes.
                         out.extend_from_slice(&raw[i..end]);
@@ -183,7 +184,15 @@ impl EscapedRows {
                         at.frame = Frame::Id;
                         continue;
                     }
-                    let run = self.rewrite_run(rule, raw, i, end, at.before, row_end, out);
+                    let run = self.rewrite_run(
+                        rule,
+                        raw,
+                        i..end,
+                        at.before,
+                        row_end,
+                        text.quotes_only,
+                        out,
+                    );
                     // What was read past the last place where nothing is held goes back.
                     n += decoded - decoded_len(&raw[run.done..end]);
                     i = run.done;
@@ -240,31 +249,38 @@ impl EscapedRows {
         out: &mut Vec<u8>,
     ) -> (usize, u64, Option<usize>) {
         let want = open.len - open.decoded;
-        let (end, how, n) = content(raw, 0, want.min(budget), false);
+        let Scanned {
+            end,
+            how,
+            decoded: n,
+            ..
+        } = content(raw, 0, want.min(budget), false);
         open.raw.extend_from_slice(&raw[..end]);
         open.decoded += n;
         if how != End::Count || n < want {
             self.open = Some(open);
             return (end, n, None);
         }
-        let held = self.write_text(rule, &open.digits, open.len, &open.raw, out);
+        let held = self.write_text(rule, &open.digits, open.len, &open.raw, false, out);
         (end, n, Some(held))
     }
 
     /// Writes a whole `T` row after its `T`: its length digits as they came, the comma and its
     /// escaped text, or, if a URL in it changed, the new length and the rewritten text.
-    /// Returns what the row rewriter would have held for it (digits, comma, text).
+    /// `quotes_only`: the text's only escapes are `\"`. Returns what the row rewriter would
+    /// have held for it (digits, comma, text).
     fn write_text(
         &mut self,
         rule: &UrlRule,
         digits: &[u8],
         len: u64,
         raw: &[u8],
+        quotes_only: bool,
         out: &mut Vec<u8>,
     ) -> usize {
         let mut text = std::mem::take(&mut self.text);
         text.clear();
-        let run = self.rewrite_run(rule, raw, 0, raw.len(), None, true, &mut text);
+        let run = self.rewrite_run(rule, raw, 0..raw.len(), None, true, quotes_only, &mut text);
         if run.changed {
             let new_len = len.saturating_add_signed(run.growth as i64);
             // Into a Vec, writing cannot fail.
@@ -317,10 +333,12 @@ impl EscapedRows {
         if len > max_held {
             return TextRead::Declined;
         }
-        let (end, how, n) = content(raw, comma + 1, len.min(budget - head), false);
+        let text = content(raw, comma + 1, len.min(budget - head), false);
+        let (end, how, n) = (text.end, text.how, text.decoded);
         if how == End::Count && n == len {
             out.push(b'T');
-            let held = self.write_text(rule, &raw[from..comma], len, &raw[comma + 1..end], out);
+            let body = &raw[comma + 1..end];
+            let held = self.write_text(rule, &raw[from..comma], len, body, text.quotes_only, out);
             return TextRead::Whole(end, head + len, held);
         }
         // Cut off by the end of the input or the string (or an escape cut short there), or
@@ -342,20 +360,28 @@ impl EscapedRows {
     /// Writes `raw[from..end]`, text read by [`content`], with the URL rule applied window by
     /// window. `before` is the decoded byte before it. With `at_end` the text is all there is
     /// (a `T` row's, or a newline row's up to and with its `\n`); otherwise the output stops
-    /// after the last separator, since what follows may be the start of a URL.
+    /// after the last separator, since what follows may be the start of a URL. `quotes_only`:
+    /// its only escapes are `\"` (and a newline row's closing `\n`).
     #[allow(clippy::too_many_arguments)]
     fn rewrite_run(
         &mut self,
         rule: &UrlRule,
         raw: &[u8],
-        from: usize,
-        end: usize,
+        span: std::ops::Range<usize>,
         mut before: Option<u8>,
         at_end: bool,
+        quotes_only: bool,
         out: &mut Vec<u8>,
     ) -> Run {
+        let (from, end) = (span.start, span.end);
         if at_end {
-            if let Some(run) = rewrite_quoted(rule, &raw[from..end], before, out) {
+            let text = &raw[from..end];
+            let whole = if quotes_only && is_unescaped(rule.target()) {
+                Some(rewrite_plain(rule, text, before, out))
+            } else {
+                rewrite_quoted(rule, text, before, out)
+            };
+            if let Some(run) = whole {
                 return Run { done: end, ..run };
             }
         }
@@ -522,15 +548,26 @@ fn rewrite_quoted(
         Quoted::of(&text[start..stop], true)?;
         checked = stop;
     }
+    Some(rewrite_plain(rule, text, before, out))
+}
+
+/// A whole text rewritten in one pass of the rule over its bytes as they are: what
+/// [`rewrite_quoted`] does once it knows every window is [`Quoted`], and what a text whose
+/// only escapes are `\"` gets at once. Each `\"` in such a text ends a window (its quote is
+/// a separator), so every window is [`Quoted`] but one that takes in a newline row's closing
+/// `\n`; and the rule reads an escaped `\n` after a host as it reads the newline it decodes
+/// to (both are looked past, [`crate::url_rewrite`]), so that window too comes out as it
+/// would decoded.
+fn rewrite_plain(rule: &UrlRule, text: &[u8], before: Option<u8>, out: &mut Vec<u8>) -> Run {
     let mark = out.len();
     rule.rewrite_piece(text, before, true, out);
     let written = &out[mark..];
-    Some(Run {
+    Run {
         done: text.len(),
         last: text.last().copied().or(before),
         changed: written != text,
         growth: written.len() as isize - text.len() as isize,
-    })
+    }
 }
 
 /// How a window without escapes but perhaps a last `\"` ends, when the rule's target
@@ -814,6 +851,21 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}\n{e}", String::from_utf8_lossy(&page)));
             }
         }
+    }
+
+    #[test]
+    fn urls_that_end_a_row_or_a_text() {
+        // A URL right before a row's closing `\n`, in rows whose only other escapes are `\"`
+        // (read in one pass of the rule) and in rows with other escapes (window by window).
+        let rows: &[&[u8]] = &[
+            br#"0:https://origin.example.com\n1:\"//origin.example.com:443\"\n"#,
+            br#"2:x//origin.example.com\n3:https://origin.example.com.\n4:[\"a\"]\n"#,
+            br#"5:https://origin.example.com\n.evil.test\n"#,
+            br#"6:\\//origin.example.com\n7:T1a,https://origin.example.com8:\"\"\n"#,
+            br#"9:T1b,https://origin.example.com\na:\"\"\n"#,
+        ];
+        let pushes: Vec<Option<&[u8]>> = rows.iter().map(|p| Some(*p)).collect();
+        same_at_every_cut(&pushes, ORIGIN, &[8, 21, 1 << 20]);
     }
 
     #[test]

@@ -34,13 +34,27 @@ pub(super) enum End {
     Stop,
 }
 
+/// How far a run of text read, and what it held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Scanned {
+    /// Where it ended.
+    pub(super) end: usize,
+    /// How it ended.
+    pub(super) how: End,
+    /// The decoded bytes read.
+    pub(super) decoded: u64,
+    /// Whether its only escapes are `\"` (but for the `\n` that ends a newline row): then
+    /// every byte of it but those escapes' backslashes decodes to itself.
+    pub(super) quotes_only: bool,
+}
+
 /// Reads text from `raw[from..]` (which starts between escapes): plain bytes and
 /// [`common_escape`]s, up to `limit` decoded bytes, or (with `line`) to the `\n` escape that
-/// ends a newline row, or to anything else (module docs). Returns where it ended, how, and
-/// the decoded bytes read.
-pub(super) fn content(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
+/// ends a newline row, or to anything else (module docs).
+pub(super) fn content(raw: &[u8], from: usize, limit: u64, line: bool) -> Scanned {
     let mut i = from;
     let mut n = 0u64;
+    let mut quotes_only = true;
     loop {
         let block = read_block(raw, i, line);
         let room = limit - n;
@@ -51,32 +65,54 @@ pub(super) fn content(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize
             _ => block.decoded < room,
         };
         if !fits {
-            let (end, how, more) = by_bytes(raw, i, room, line);
-            return (end, how, n + more);
+            let rest = by_bytes(raw, i, room, line);
+            return Scanned {
+                decoded: n + rest.decoded,
+                quotes_only: quotes_only && rest.quotes_only,
+                ..rest
+            };
         }
         i += block.len;
         n += block.decoded;
-        if let Some(end) = block.end {
-            return (i, end, n);
+        quotes_only &= block.quotes_only;
+        if let Some(how) = block.end {
+            return Scanned {
+                end: i,
+                how,
+                decoded: n,
+                quotes_only,
+            };
         }
     }
 }
 
 /// [`content`] read one byte or escape at a time.
-pub(super) fn by_bytes(raw: &[u8], from: usize, limit: u64, line: bool) -> (usize, End, u64) {
+pub(super) fn by_bytes(raw: &[u8], from: usize, limit: u64, line: bool) -> Scanned {
     let (mut i, mut n) = (from, 0u64);
+    let mut quotes_only = true;
+    let scanned = |end, how, decoded, quotes_only| Scanned {
+        end,
+        how,
+        decoded,
+        quotes_only,
+    };
     loop {
         if n == limit {
-            return (i, End::Count, n);
+            return scanned(i, End::Count, n, quotes_only);
         }
         match raw.get(i) {
-            None | Some(b'"') => return (i, End::Stop, n),
+            None | Some(b'"') => return scanned(i, End::Stop, n, quotes_only),
             Some(b'\\') => match common_escape(&raw[i..]) {
-                Some((b'\n', len)) if line => return (i + len, End::Row, n + 1),
-                Some((_, len)) => i += len,
-                None => return (i, End::Stop, n),
+                Some((b'\n', len)) if line => {
+                    return scanned(i + len, End::Row, n + 1, quotes_only)
+                }
+                Some((b, len)) => {
+                    quotes_only &= b == b'"';
+                    i += len;
+                }
+                None => return scanned(i, End::Stop, n, quotes_only),
             },
-            Some(&b) if stops_raw(raw, i, b) => return (i, End::Stop, n),
+            Some(&b) if stops_raw(raw, i, b) => return scanned(i, End::Stop, n, quotes_only),
             Some(_) => i += 1,
         }
         n += 1;
@@ -111,6 +147,8 @@ struct Block {
     decoded: u64,
     /// How the text ended within them, if it did.
     end: Option<End>,
+    /// Whether their only escapes are `\"` (a row's closing `\n` aside).
+    quotes_only: bool,
 }
 
 /// Reads the (up to) 64 bytes at `raw[at..]`, which start between escapes.
@@ -203,10 +241,17 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
     if long != 0 {
         saved += 4 * u64::from((long & within).count_ones());
     }
+    // A row's closing `\n` is the last byte read.
+    let before_row = if end == Some(End::Row) {
+        within >> 1
+    } else {
+        within
+    };
     Block {
         len,
         decoded: len as u64 - saved,
         end,
+        quotes_only: escaped & !quote & before_row == 0,
     }
 }
 
@@ -320,24 +365,48 @@ mod tests {
             }
         }
         // Spot checks of the reference itself, counted by hand.
-        assert_eq!(by_bytes(b"ab\\nc", 0, u64::MAX, true), (4, End::Row, 3));
-        assert_eq!(by_bytes(b"ab\\nc", 0, u64::MAX, false), (5, End::Stop, 4));
+        let scanned = |end, how, decoded, quotes_only| Scanned {
+            end,
+            how,
+            decoded,
+            quotes_only,
+        };
+        let all = u64::MAX;
         assert_eq!(
-            by_bytes(b"a\\u003cb\"", 0, u64::MAX, false),
-            (8, End::Stop, 3)
-        );
-        assert_eq!(by_bytes(b"a\\u003cb", 0, 2, false), (7, End::Count, 2));
-        assert_eq!(
-            by_bytes("a\u{2028}".as_bytes(), 0, u64::MAX, false),
-            (1, End::Stop, 1)
-        );
-        assert_eq!(
-            by_bytes("a\u{2014}".as_bytes(), 0, u64::MAX, false),
-            (4, End::Stop, 4)
+            by_bytes(b"ab\\nc", 0, all, true),
+            scanned(4, End::Row, 3, true)
         );
         assert_eq!(
-            by_bytes(b"a\xe2\x80", 0, u64::MAX, false),
-            (1, End::Stop, 1)
+            by_bytes(b"ab\\nc", 0, all, false),
+            scanned(5, End::Stop, 4, false)
+        );
+        assert_eq!(
+            by_bytes(b"a\\\"b\\nc", 0, all, true),
+            scanned(6, End::Row, 4, true)
+        );
+        assert_eq!(
+            by_bytes(b"a\\\\b\\nc", 0, all, true),
+            scanned(6, End::Row, 4, false)
+        );
+        assert_eq!(
+            by_bytes(b"a\\u003cb\"", 0, all, false),
+            scanned(8, End::Stop, 3, false)
+        );
+        assert_eq!(
+            by_bytes(b"a\\u003cb", 0, 2, false),
+            scanned(7, End::Count, 2, false)
+        );
+        assert_eq!(
+            by_bytes("a\u{2028}".as_bytes(), 0, all, false),
+            scanned(1, End::Stop, 1, true)
+        );
+        assert_eq!(
+            by_bytes("a\u{2014}".as_bytes(), 0, all, false),
+            scanned(4, End::Stop, 4, true)
+        );
+        assert_eq!(
+            by_bytes(b"a\xe2\x80", 0, all, false),
+            scanned(1, End::Stop, 1, true)
         );
     }
 }
