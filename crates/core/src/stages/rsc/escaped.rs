@@ -5,8 +5,9 @@
 //! times, and Flight text has an escape every ten bytes or so. Yet almost all of it comes out
 //! as it went in: only origin URLs change, and the lengths of the `T` rows that hold them. This
 //! reader walks the string as it came and copies it through, rewriting only a short window
-//! around each place where the origin host appears (decoded and encoded back, unless it needs
-//! neither: [`Quoted`]).
+//! around each place where the origin host appears: decoded and encoded back, unless it needs
+//! neither ([`is_quoted`]), when the rule runs over it as it stands, in one pass with the text
+//! around it and the other such windows ([`write_plain`]).
 //!
 //! It reads what Next.js writes: plain bytes, and the escapes that [`StringEncoder`] writes for
 //! `"`, `\`, newline, `<`, `>` and `&` ([`common_escape`]). The bytes it copies are therefore
@@ -40,6 +41,8 @@ pub(crate) struct EscapedRows {
     rewritten: Vec<u8>,
     text: Vec<u8>,
     open: Option<OpenText>,
+    /// Whether the rule's target needs no escape in a string, once a text asks.
+    plain_target: Option<bool>,
 }
 
 /// A `T` row whose text went on past the end of the input or of its string: its `T` went
@@ -374,56 +377,49 @@ impl EscapedRows {
         out: &mut Vec<u8>,
     ) -> Run {
         let (from, end) = (span.start, span.end);
-        if at_end {
-            let text = &raw[from..end];
-            let whole = if quotes_only && is_unescaped(rule.target()) {
-                Some(rewrite_plain(rule, text, before, out))
-            } else {
-                rewrite_quoted(rule, text, before, out)
-            };
-            if let Some(run) = whole {
-                return Run { done: end, ..run };
-            }
-        }
-        let host = rule.host();
-        // Whether the rule's target needs no escape in a string, once a window asks.
-        let mut plain_target = None;
+        let plain_target = *self
+            .plain_target
+            .get_or_insert_with(|| is_unescaped(rule.target()));
         let mut run = Run {
             done: from,
             last: None,
             changed: false,
             growth: 0,
         };
+        if at_end && quotes_only && plain_target {
+            // Every window is quoted but one that takes in a row's closing `\n` ([`write_plain`]).
+            write_plain(rule, raw, end, true, before, &mut run, out);
+            return run;
+        }
+        let host = rule.host();
+        // `raw[run.done..plain]` is quoted windows and the text between them, not written yet:
+        // the rule rewrites it in one pass when a window that is not, or the end, comes.
+        let mut plain = from;
         for h in rule.host_starts(&raw[from..end]) {
             let h = from + h;
-            if h < run.done
+            if h < plain
                 || h + host.len() > end
                 || !raw[h..h + host.len()].eq_ignore_ascii_case(host)
             {
                 continue;
             }
-            let start = last_separator(rule, raw, run.done, h).unwrap_or(run.done);
+            let start = last_separator(rule, raw, plain, h).unwrap_or(plain);
             let (stop, window_at_end) = match next_separator(rule, raw, h + host.len(), end) {
                 Some(stop) => (stop, false),
                 None if at_end => (end, true),
-                None => return self.finish_run(raw, start, before, run, out),
-            };
-            out.extend_from_slice(&raw[run.done..start]);
-            if start > run.done {
-                before = Some(raw[start - 1]);
-            }
-            let window = &raw[start..stop];
-            let plain = *plain_target.get_or_insert_with(|| is_unescaped(rule.target()));
-            let quoted = Quoted::of(window, plain);
-            self.decoded.clear();
-            match quoted {
-                Some(quoted) => {
-                    self.decoded
-                        .extend_from_slice(&window[..window.len() - quoted.raw_len()]);
-                    self.decoded.extend_from_slice(quoted.decoded());
+                None => {
+                    write_plain(rule, raw, start, false, before, &mut run, out);
+                    return run;
                 }
-                None => decode_common(window, &mut self.decoded),
+            };
+            let window = &raw[start..stop];
+            if plain_target && is_quoted(window) {
+                plain = stop;
+                continue;
             }
+            before = write_plain(rule, raw, start, false, before, &mut run, out);
+            self.decoded.clear();
+            decode_common(window, &mut self.decoded);
             self.rewritten.clear();
             let decided =
                 rule.rewrite_piece(&self.decoded, before, window_at_end, &mut self.rewritten);
@@ -436,53 +432,23 @@ impl EscapedRows {
             if self.rewritten == self.decoded {
                 out.extend_from_slice(window);
             } else {
-                match quoted.filter(|q| self.rewritten.ends_with(q.decoded())) {
-                    // Plain bytes, target URLs and the quote the window ended with, which
-                    // the rewrite never touches: all but the quote need no escape.
-                    Some(quoted) => {
-                        let body = self.rewritten.len() - quoted.decoded().len();
-                        out.extend_from_slice(&self.rewritten[..body]);
-                        out.extend_from_slice(quoted.raw());
-                    }
-                    None => {
-                        let mut encoder = StringEncoder::default();
-                        encoder.encode(&self.rewritten, out);
-                        encoder.finish(out);
-                    }
-                }
+                let mut encoder = StringEncoder::default();
+                encoder.encode(&self.rewritten, out);
+                encoder.finish(out);
                 run.changed = true;
                 run.growth += self.rewritten.len() as isize - self.decoded.len() as isize;
             }
             before = self.decoded.last().copied().or(before);
             run.done = stop;
             run.last = before;
+            plain = stop;
         }
         let stop = if at_end {
             end
         } else {
             last_separator(rule, raw, run.done, end).unwrap_or(run.done)
         };
-        self.finish_run(raw, stop, before, run, out)
-    }
-
-    /// Ends a run at `stop`, after a separator (or at the end of the text).
-    fn finish_run(
-        &self,
-        raw: &[u8],
-        stop: usize,
-        before: Option<u8>,
-        mut run: Run,
-        out: &mut Vec<u8>,
-    ) -> Run {
-        out.extend_from_slice(&raw[run.done..stop]);
-        if stop > run.done {
-            // A separator; or the end of a text, where the caller knows the last byte (a
-            // row's `\n`) or needs none (a `T` row's).
-            run.last = Some(raw[stop - 1]);
-        } else {
-            run.last = run.last.or(before);
-        }
-        run.done = stop;
+        write_plain(rule, raw, stop, at_end, before, &mut run, out);
         run
     }
 }
@@ -513,105 +479,53 @@ impl NextHost {
     }
 }
 
-/// A whole text (a `T` row's, or a newline row's with its `\n`) rewritten in one pass of the
-/// rule over its bytes as they are, if every window in it is [`Quoted`] and the rule's target
-/// needs no escape; `None` otherwise, and nothing written.
+/// Writes `raw[run.done..to]` through the rule in one pass over its bytes as they are, and
+/// moves `run` past it: text that holds no host but in quoted windows ([`is_quoted`]), and ends after a
+/// separator or (with `at_end`) where the text ends. `before` is the decoded byte before it;
+/// returns the one before `to`.
 ///
-/// Then the windows decode to their own bytes, but for a last `\"` that decodes to `"`. The
+/// A quoted window decodes to its own bytes, but for a last `\"` that decodes to `"`. The
 /// rule reads the two alike: both are bytes no match contains, so a match ends before either,
 /// and the rule decides a match from the bytes up to the first such byte after the host (a
-/// `\` there is read as an escape only if `u`, `n`, `r` or `t` follows). The bytes between
-/// windows hold no host, so the rule leaves them alone; a window's replacement is the same
-/// bytes as when the window is rewritten decoded, and so is how much it grew.
-fn rewrite_quoted(
+/// `\` there is read as an escape only if `u`, `n`, `r` or `t` follows). So each window comes
+/// out as it would decoded, rewritten and encoded on its own, and grows as much. The same
+/// holds for a window that takes in a newline row's closing `\n`, as in a text whose only
+/// escapes are `\"`: the rule reads an escaped `\n` after a host as it reads the newline it
+/// decodes to (both are looked past, [`crate::url_rewrite`]).
+fn write_plain(
     rule: &UrlRule,
-    text: &[u8],
+    raw: &[u8],
+    to: usize,
+    at_end: bool,
     before: Option<u8>,
+    run: &mut Run,
     out: &mut Vec<u8>,
-) -> Option<Run> {
-    let host = rule.host();
-    let mut hosts = rule.host_starts(text).peekable();
-    hosts.peek()?;
-    if !is_unescaped(rule.target()) {
-        return None;
+) -> Option<u8> {
+    let text = &raw[run.done..to];
+    if text.is_empty() {
+        run.last = run.last.or(before);
+        return before;
     }
-    let mut checked = 0;
-    for h in hosts {
-        if h < checked
-            || h + host.len() > text.len()
-            || !text[h..h + host.len()].eq_ignore_ascii_case(host)
-        {
-            continue;
-        }
-        let start = last_separator(rule, text, checked, h).unwrap_or(checked);
-        let stop = next_separator(rule, text, h + host.len(), text.len()).unwrap_or(text.len());
-        Quoted::of(&text[start..stop], true)?;
-        checked = stop;
-    }
-    Some(rewrite_plain(rule, text, before, out))
-}
-
-/// A whole text rewritten in one pass of the rule over its bytes as they are: what
-/// [`rewrite_quoted`] does once it knows every window is [`Quoted`], and what a text whose
-/// only escapes are `\"` gets at once. Each `\"` in such a text ends a window (its quote is
-/// a separator), so every window is [`Quoted`] but one that takes in a newline row's closing
-/// `\n`; and the rule reads an escaped `\n` after a host as it reads the newline it decodes
-/// to (both are looked past, [`crate::url_rewrite`]), so that window too comes out as it
-/// would decoded.
-fn rewrite_plain(rule: &UrlRule, text: &[u8], before: Option<u8>, out: &mut Vec<u8>) -> Run {
     let mark = out.len();
-    rule.rewrite_piece(text, before, true, out);
+    rule.rewrite_piece(text, before, at_end, out);
     let written = &out[mark..];
-    Run {
-        done: text.len(),
-        last: text.last().copied().or(before),
-        changed: written != text,
-        growth: written.len() as isize - text.len() as isize,
+    if written != text {
+        run.changed = true;
+        run.growth += written.len() as isize - text.len() as isize;
     }
+    // A separator; or the end of a text, where the caller knows the last byte (a row's `\n`)
+    // or needs none (a `T` row's).
+    run.last = Some(raw[to - 1]);
+    run.done = to;
+    run.last
 }
 
-/// How a window without escapes but perhaps a last `\"` ends, when the rule's target
-/// needs no escape either: then it decodes to itself (and `"`), and its rewrite encodes to
-/// itself (and `\"`), with no decoding or encoding.
-#[derive(Debug, Clone, Copy)]
-enum Quoted {
-    /// No escape at all.
-    No,
-    /// Its only escape is a last `\"`.
-    Last,
-}
-
-impl Quoted {
-    /// The form of `window`, if it has one and the target is `plain`.
-    fn of(window: &[u8], plain: bool) -> Option<Quoted> {
-        let quoted = if window.ends_with(b"\\\"") {
-            Quoted::Last
-        } else {
-            Quoted::No
-        };
-        let body = &window[..window.len() - quoted.raw_len()];
-        (plain && memchr::memchr(b'\\', body).is_none()).then_some(quoted)
-    }
-
-    /// The escaped end.
-    fn raw(self) -> &'static [u8] {
-        match self {
-            Quoted::No => b"",
-            Quoted::Last => b"\\\"",
-        }
-    }
-
-    fn raw_len(self) -> usize {
-        self.raw().len()
-    }
-
-    /// The decoded end.
-    fn decoded(self) -> &'static [u8] {
-        match self {
-            Quoted::No => b"",
-            Quoted::Last => b"\"",
-        }
-    }
+/// Whether `window` is *quoted*: it holds no escape but perhaps a last `\"`. When the rule's
+/// target needs no escape either, such a window decodes to itself (and `"`), and its rewrite
+/// encodes to itself (and `\"`), so it is rewritten as it stands ([`write_plain`]).
+fn is_quoted(window: &[u8]) -> bool {
+    let body = window.strip_suffix(b"\\\"").unwrap_or(window);
+    memchr::memchr(b'\\', body).is_none()
 }
 
 /// Decoded length of text [`content`] read.
