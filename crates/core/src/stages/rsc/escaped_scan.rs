@@ -9,8 +9,9 @@
 //! input. Its bytes are then exactly the bytes the encoder would write for what they decode
 //! to, which is what lets the reader copy them through.
 //!
-//! A block of 64 bytes is read from three bit masks (backslashes, quotes, and the raw bytes
-//! that stop it), made from 16-byte vectors: which bytes the backslashes escape comes from the
+//! A block of 64 bytes is read from two bit masks made from 16-byte vectors, backslashes and
+//! quotes, and one test for any raw byte that may stop the reading (whose mask is made only
+//! in the few blocks that hold one): which bytes the backslashes escape comes from the
 //! backslash mask alone (in a run of backslashes every second one escapes the byte after it,
 //! counting from the run's start; one addition's carries find every run's start and parity at
 //! once, as simdjson does). The rare bytes the masks cannot settle alone (an escape other
