@@ -138,10 +138,10 @@ struct Rule {
     /// The bytes a match or its undecided end can contain (see [`Self::undecided_tail`]), as
     /// a table: a lookup per byte is what that scan costs.
     in_match: Box<[bool; 256]>,
-    /// Offsets in `host` of the byte searched for to find host candidates, and of a second
-    /// byte checked before a candidate is read further.
-    anchor: usize,
-    check: usize,
+    /// The host byte searched for to find host candidates, and a second one checked before
+    /// a candidate is read further, each with its offset in `host` ([`host_candidates`]).
+    anchor: (u8, usize),
+    check: (u8, usize),
 }
 
 impl UrlRule {
@@ -161,6 +161,7 @@ impl UrlRule {
         target_authority: &str,
     ) -> Self {
         let (host, port) = (origin_host.to_ascii_lowercase(), origin_port);
+        let (anchor, check) = anchors(host.as_bytes());
         UrlRule(Arc::new(Rule {
             host: host.as_bytes().to_vec(),
             port,
@@ -173,8 +174,8 @@ impl UrlRule {
             target_authority: target_authority.as_bytes().to_vec(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
-            anchor: anchor_offsets(host.as_bytes()).0,
-            check: anchor_offsets(host.as_bytes()).1,
+            anchor,
+            check,
             in_match: {
                 let mut set = Box::new([false; 256]);
                 // Besides the host's bytes: letters and digits (scheme, hex, `u`, `sol`, port),
@@ -320,13 +321,7 @@ impl UrlRule {
 
     /// Where the host may start in `work` (see [`host_candidates`]).
     pub(crate) fn host_starts<'a>(&self, work: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-        // An empty host has no anchor and matches nothing: `classify` rejects every candidate.
-        let byte = |at: usize| self.0.host.get(at).copied().unwrap_or_default();
-        host_candidates(
-            work,
-            (byte(self.0.anchor), self.0.anchor),
-            (byte(self.0.check), self.0.check),
-        )
+        host_candidates(work, self.0.anchor, self.0.check)
     }
 
     /// Rewrites a piece of a stream that a [`StreamReplacer`] would read as a whole: `before`
@@ -526,12 +521,19 @@ fn host_candidates(
     })
 }
 
-/// The offsets in `host` (lowercase) of the byte to search for and of the byte to check: the
-/// two `memchr` deems rarest in text, so that few positions need verifying.
-fn anchor_offsets(host: &[u8]) -> (usize, usize) {
-    memchr::arch::all::packedpair::Pair::new(host).map_or((0, 0), |pair| {
-        (usize::from(pair.index1()), usize::from(pair.index2()))
-    })
+/// The bytes of `host` (lowercase) to search for and to check, with their offsets: the two
+/// `memchr` deems rarest in text, so that few positions need verifying (a one-byte host's
+/// only byte for both). An empty host has none: its candidates, wherever a NUL is, are
+/// rejected by `classify`.
+fn anchors(host: &[u8]) -> ((u8, usize), (u8, usize)) {
+    let at = |i: usize| (host.get(i).copied().unwrap_or_default(), i);
+    match memchr::arch::all::packedpair::Pair::new(host) {
+        Some(pair) => (
+            at(usize::from(pair.index1())),
+            at(usize::from(pair.index2())),
+        ),
+        None => (at(0), at(0)),
+    }
 }
 
 /// Splits a lowercase `host[:port]` (IPv6 literals in brackets). A port that is not a number

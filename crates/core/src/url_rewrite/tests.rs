@@ -141,6 +141,12 @@ fn host_lengths_in_both_directions() {
         shorter_origin.rewrite_all(b"x //o.io/p y http://o.io"),
         b"x //www.first-party-publisher.example/p y https://www.first-party-publisher.example"
     );
+    // A one-letter host (an intranet name) is searched for by its only byte, in either case.
+    let one_letter = UrlRule::new("x", "https", "a.io");
+    assert_eq!(
+        one_letter.rewrite_all(b"//x/p http://X:80 //xx/"),
+        b"//a.io/p https://a.io //xx/"
+    );
 }
 
 /// Splits `input` at the given cut points (sorted, deduplicated) and runs the replacer.
