@@ -35,14 +35,15 @@ use super::rows::{Frame, Handover, RowRewriter, BINARY_TAGS, MAX_LENGTH_DIGITS};
 use crate::url_rewrite::UrlRule;
 
 /// The fast reader: reusable buffers, and a `T` row it has begun and not finished.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct EscapedRows {
     decoded: Vec<u8>,
     rewritten: Vec<u8>,
     text: Vec<u8>,
     open: Option<OpenText>,
-    /// Whether the rule's target needs no escape in a string, once a text asks.
-    plain_target: Option<bool>,
+    /// Whether the rule's target needs no escape in a string (then [`is_quoted`] windows
+    /// are rewritten as they stand).
+    plain_target: bool,
 }
 
 /// A `T` row whose text went on past the end of the input or of its string: its `T` went
@@ -93,6 +94,17 @@ enum TextRead {
 }
 
 impl EscapedRows {
+    /// A reader for text rewritten by `rule`, the rule every call is given.
+    pub(crate) fn new(rule: &UrlRule) -> Self {
+        EscapedRows {
+            decoded: Vec::new(),
+            rewritten: Vec::new(),
+            text: Vec::new(),
+            open: None,
+            plain_target: is_unescaped(rule.target()),
+        }
+    }
+
     /// Reads rows from the start of `raw` (the text of a `[1,"…"]` string from where the row
     /// rewriter stands, `at`), appending their output to `out`, and reading at most `budget`
     /// decoded bytes. `at` becomes where the reading stopped.
@@ -130,7 +142,8 @@ impl EscapedRows {
         }
         let mut i = read.used;
         let mut n = read.decoded;
-        let mut hosts = NextHost::default();
+        // The first place at or after `i` where the host may start, once searched for.
+        let mut next_host: Option<usize> = None;
         loop {
             match at.frame {
                 Frame::Id => {
@@ -175,10 +188,26 @@ impl EscapedRows {
                     Some(_) => at.frame = Frame::Line,
                 },
                 Frame::Line => {
-                    let text = content(raw, i, budget - n, true);
-                    let (end, decoded) = (text.end, text.decoded);
-                    let row_end = text.how == End::Row;
-                    if row_end && hosts.next_from(rule, raw, i) >= end {
+                    let Scanned {
+                        end,
+                        how,
+                        decoded,
+                        quotes_only,
+                    } = content(raw, i, budget - n, true);
+                    let row_end = how == End::Row;
+                    // One search serves every row before the next candidate.
+                    let mut host_from_here = || match next_host {
+                        Some(at) if at >= i => at,
+                        _ => {
+                            let at = rule
+                                .host_starts(&raw[i..])
+                                .next()
+                                .map_or(usize::MAX, |h| i + h);
+                            next_host = Some(at);
+                            at
+                        }
+                    };
+                    if row_end && host_from_here() >= end {
                         // No host in the row: nothing in it changes.
                         out.extend_from_slice(&raw[i..end]);
                         n += decoded;
@@ -187,15 +216,8 @@ impl EscapedRows {
                         at.frame = Frame::Id;
                         continue;
                     }
-                    let run = self.rewrite_run(
-                        rule,
-                        raw,
-                        i..end,
-                        at.before,
-                        row_end,
-                        text.quotes_only,
-                        out,
-                    );
+                    let run =
+                        self.rewrite_run(rule, raw, i..end, at.before, row_end, quotes_only, out);
                     // What was read past the last place where nothing is held goes back.
                     n += decoded - decoded_len(&raw[run.done..end]);
                     i = run.done;
@@ -336,12 +358,16 @@ impl EscapedRows {
         if len > max_held {
             return TextRead::Declined;
         }
-        let text = content(raw, comma + 1, len.min(budget - head), false);
-        let (end, how, n) = (text.end, text.how, text.decoded);
+        let Scanned {
+            end,
+            how,
+            decoded: n,
+            quotes_only,
+        } = content(raw, comma + 1, len.min(budget - head), false);
         if how == End::Count && n == len {
             out.push(b'T');
             let body = &raw[comma + 1..end];
-            let held = self.write_text(rule, &raw[from..comma], len, body, text.quotes_only, out);
+            let held = self.write_text(rule, &raw[from..comma], len, body, quotes_only, out);
             return TextRead::Whole(end, head + len, held);
         }
         // Cut off by the end of the input or the string (or an escape cut short there), or
@@ -377,9 +403,7 @@ impl EscapedRows {
         out: &mut Vec<u8>,
     ) -> Run {
         let (from, end) = (span.start, span.end);
-        let plain_target = *self
-            .plain_target
-            .get_or_insert_with(|| is_unescaped(rule.target()));
+        let plain_target = self.plain_target;
         let mut run = Run {
             done: from,
             last: None,
@@ -453,32 +477,6 @@ impl EscapedRows {
     }
 }
 
-/// Where the origin host may next start in a string, found once for all the rows before it
-/// rather than searched for row by row.
-#[derive(Debug, Default)]
-struct NextHost {
-    /// Searched from here on: `at` is the first candidate at or after it.
-    from: usize,
-    at: Option<usize>,
-}
-
-impl NextHost {
-    /// The first place at or after `i` where the host may start ([`UrlRule::host_starts`]),
-    /// or `usize::MAX`.
-    fn next_from(&mut self, rule: &UrlRule, raw: &[u8], i: usize) -> usize {
-        let known = self.at.filter(|&at| self.from <= i && at >= i);
-        if known.is_none() {
-            self.from = i;
-            self.at = Some(
-                rule.host_starts(&raw[i..])
-                    .next()
-                    .map_or(usize::MAX, |h| i + h),
-            );
-        }
-        self.at.unwrap_or(usize::MAX)
-    }
-}
-
 /// Writes `raw[run.done..to]` through the rule in one pass over its bytes as they are, and
 /// moves `run` past it: text that holds no host but in quoted windows ([`is_quoted`]), and ends after a
 /// separator or (with `at_end`) where the text ends. `before` is the decoded byte before it;
@@ -507,7 +505,9 @@ fn write_plain(
         return before;
     }
     let mark = out.len();
-    rule.rewrite_piece(text, before, at_end, out);
+    let decided = rule.rewrite_piece(text, before, at_end, out);
+    // It ends after a byte no match contains, or at the end of the text.
+    debug_assert_eq!(decided, text.len());
     let written = &out[mark..];
     if written != text {
         run.changed = true;

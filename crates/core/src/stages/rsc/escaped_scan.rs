@@ -113,17 +113,17 @@ pub(super) fn by_bytes(raw: &[u8], from: usize, limit: u64, line: bool) -> Scann
                 }
                 None => return scanned(i, End::Stop, n, quotes_only),
             },
-            Some(&b) if stops_raw(raw, i, b) => return scanned(i, End::Stop, n, quotes_only),
+            Some(_) if stops_raw(raw, i) => return scanned(i, End::Stop, n, quotes_only),
             Some(_) => i += 1,
         }
         n += 1;
     }
 }
 
-/// Whether the raw byte `b` at `raw[at]` stops the reading: a byte the encoder escapes, or
-/// the `E2` of a U+2028 or U+2029 (or one too near the end of the input to tell).
-fn stops_raw(raw: &[u8], at: usize, b: u8) -> bool {
-    match b {
+/// Whether the raw byte at `raw[at]` stops the reading: a byte the encoder escapes, or the
+/// `E2` of a U+2028 or U+2029 (or one too near the end of the input to tell).
+fn stops_raw(raw: &[u8], at: usize) -> bool {
+    match raw[at] {
         b'<' | b'>' | b'&' | 0..=0x1f => true,
         0xe2 => match raw.get(at + 1..at + 3) {
             Some([second, third]) => *second == 0x80 && matches!(third, 0xa8 | 0xa9),
@@ -189,7 +189,7 @@ fn read_block(raw: &[u8], at: usize, line: bool) -> Block {
     let mut raw_odd = odd & !escaped;
     while raw_odd != 0 {
         let k = raw_odd.trailing_zeros() as usize;
-        if stops_raw(raw, at + k, bytes[k]) {
+        if stops_raw(raw, at + k) {
             stop |= 1 << k;
             break;
         }

@@ -149,8 +149,8 @@ pub(crate) struct InlineFlight {
 impl InlineFlight {
     pub(crate) fn new(rule: UrlRule, max_held: usize) -> Self {
         InlineFlight {
+            escaped: EscapedRows::new(&rule),
             rows: RowRewriter::new(rule, max_held),
-            escaped: EscapedRows::default(),
             script: Script::Outside,
             encoder: StringEncoder::default(),
             hold: None,
