@@ -415,7 +415,7 @@ impl UrlRule {
                 Decision::No
             };
         }
-        if self.0.host.is_empty() || !rest[..self.0.host.len()].eq_ignore_ascii_case(&self.0.host) {
+        if self.0.host.is_empty() || !is_lowercase_of(&rest[..self.0.host.len()], &self.0.host) {
             return Decision::No;
         }
         let head = &work[..at];
@@ -483,8 +483,10 @@ impl UrlRule {
                 let len = scheme.len() + colon.len();
                 if scheme_part.len() >= len
                     && has_suffix(scheme_part, colon)
-                    && scheme_part[run_start - len..run_start - colon.len()]
-                        .eq_ignore_ascii_case(scheme)
+                    && is_lowercase_of(
+                        &scheme_part[run_start - len..run_start - colon.len()],
+                        scheme,
+                    )
                 {
                     return Some((run_start - len, form, true, default_port, slash));
                 }
@@ -496,6 +498,12 @@ impl UrlRule {
         }
         None
     }
+}
+
+/// Whether `bytes` is `lower` (lowercase) in any letter case. URLs are nearly always written
+/// in lowercase, and comparing bytes as they are costs a fraction of folding the case of each.
+fn is_lowercase_of(bytes: &[u8], lower: &[u8]) -> bool {
+    bytes == lower || bytes.eq_ignore_ascii_case(lower)
 }
 
 /// Where the host may start in `work`, in order: every position where the host's anchor byte
