@@ -503,7 +503,34 @@ impl UrlRule {
 /// Whether `bytes` is `lower` (lowercase) in any letter case. URLs are nearly always written
 /// in lowercase, and comparing bytes as they are costs a fraction of folding the case of each.
 fn is_lowercase_of(bytes: &[u8], lower: &[u8]) -> bool {
-    bytes == lower || bytes.eq_ignore_ascii_case(lower)
+    bytes.len() == lower.len() && (same_bytes(bytes, lower) || bytes.eq_ignore_ascii_case(lower))
+}
+
+/// `a == b` for slices of one length. In wasm `==` calls a `memcmp` that reads a byte at a
+/// time, which cost more than the rest of a match's reading: there they are compared eight
+/// bytes at a time ([`same_words`]); natively `memcmp` is faster still.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if cfg!(target_arch = "wasm32") {
+        same_words(a, b)
+    } else {
+        a == b
+    }
+}
+
+/// `a == b` for slices of one length, eight bytes at a time.
+fn same_words(a: &[u8], b: &[u8]) -> bool {
+    const WORD: usize = 8;
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0; WORD];
+        w.copy_from_slice(&s[at..at + WORD]);
+        u64::from_ne_bytes(w)
+    };
+    if a.len() < WORD {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    // The last word may overlap the one before it.
+    let last = a.len() - WORD;
+    (0..last).step_by(WORD).all(|at| word(a, at) == word(b, at)) && word(a, last) == word(b, last)
 }
 
 /// Where the host may start in `work`, in order: every position where the host's anchor byte

@@ -232,6 +232,34 @@ proptest! {
         prop_assert_eq!(run_split(&rule(), &input, &points), whole);
     }
 
+    /// The host and scheme comparison agrees with folding every byte's case, and its word
+    /// comparison (wasm's) with `==`, for lengths around the eight-byte steps it reads in
+    /// and for bytes that differ anywhere.
+    #[test]
+    fn compared_as_written_then_folded_as_eq_ignore_ascii_case(
+        lower in "[a-z0-9.:-]{0,40}",
+        flips in proptest::collection::vec(any::<bool>(), 40),
+        change in proptest::option::of((0..40usize, any::<u8>())),
+        cut in 0..3usize,
+    ) {
+        let lower = lower.as_bytes();
+        let mut bytes: Vec<u8> = lower
+            .iter()
+            .zip(&flips)
+            .map(|(&b, &flip)| if flip { b.to_ascii_uppercase() } else { b })
+            .collect();
+        if let Some((at, b)) = change {
+            if let Some(slot) = bytes.get_mut(at) {
+                *slot = b;
+            }
+        }
+        bytes.truncate(bytes.len().saturating_sub(cut));
+        prop_assert_eq!(is_lowercase_of(&bytes, lower), bytes.eq_ignore_ascii_case(lower));
+        if bytes.len() == lower.len() {
+            prop_assert_eq!(same_words(&bytes, lower), bytes == lower);
+        }
+    }
+
     #[test]
     fn bytes_outside_matches_are_unchanged(input in "[a-z/:. <>\"=]{0,200}") {
         // Without the origin authority in the input nothing may change.
