@@ -78,6 +78,9 @@ mod tests {
         assert_eq!(at("127.0.0.11"), california, "California");
         assert_eq!(at("127.0.0.12"), Jurisdiction::Elsewhere, "Brazil");
         assert_eq!(at("127.0.0.13"), Jurisdiction::Unknown, "the US, no state");
+        assert_eq!(at("127.0.0.14"), Jurisdiction::OptIn, "Åland (AX)");
+        assert_eq!(at("127.0.0.15"), Jurisdiction::OptIn, "French Guiana (GF)");
+        assert_eq!(at("127.0.0.16"), Jurisdiction::Unknown, "EU, a placeholder");
         for japan in ["127.0.0.1", "127.0.0.2", "::1", "0:0:0:0:0:0:0:1"] {
             assert_eq!(at(japan), Jurisdiction::Elsewhere, "{japan}");
         }

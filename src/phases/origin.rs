@@ -54,7 +54,9 @@ pub fn ask(request: &Request) -> shared::Ask<'_> {
 
 /// Makes `request` (an origin request from [`build_request`]) the request of a cache fill:
 /// without `Range` and preconditions (`trusted_server_core::cache::fill::FILL_DROPPED`), so
-/// the origin answers with the whole page, which is what an entry stores.
+/// the origin answers with the whole page, which is what an entry stores; and, for a reader
+/// whose only cookies are consent cookies (`shared::Reader::ConsentOnly`), without its
+/// `Cookie`, so the page stored for every such reader cannot depend on one reader's consent.
 pub fn for_fill(request: &mut Request) {
     let dropped: Vec<_> = request
         .get_header_names()
@@ -63,6 +65,9 @@ pub fn for_fill(request: &mut Request) {
         .collect();
     for name in dropped {
         request.remove_header(name);
+    }
+    if ask(request).reader == shared::Reader::ConsentOnly {
+        request.remove_header(fastly::http::header::COOKIE);
     }
 }
 
@@ -241,6 +246,33 @@ mod tests {
         }
         assert_eq!(out.get_header_str("accept-language"), Some("de"));
         assert_eq!(out.get_header_str("x-ts-ec"), Some("abc.DEF123"));
+    }
+
+    /// The edge ID never goes in the cookie; a fill drops consent-only cookies (the stored
+    /// page must not depend on them) and keeps a reader's other cookies whole.
+    #[test]
+    fn cookies_to_the_origin() {
+        let settings = &crate::kit::generated::SETTINGS;
+        let built = |cookies: &[&str]| {
+            let mut incoming =
+                Request::get("http://www.pub.test/").with_header("host", "www.pub.test");
+            for line in cookies {
+                incoming.append_header("cookie", *line);
+            }
+            let client = client::observe(&incoming, settings);
+            build_request(incoming, &client, None, settings)
+        };
+        let cookies = |r: &Request| r.get_header_all_str("cookie").join(" | ");
+        let mut out = built(&["ts-ec=abc.DEF123; euconsent-v2=CQ", "__gpp=DBA"]);
+        assert_eq!(cookies(&out), "euconsent-v2=CQ | __gpp=DBA");
+        for_fill(&mut out);
+        assert_eq!(cookies(&out), "");
+        let mut out = built(&["ts-ec=abc.DEF123; euconsent-v2=CQ; session=alice"]);
+        assert_eq!(cookies(&out), "euconsent-v2=CQ; session=alice");
+        for_fill(&mut out);
+        assert_eq!(cookies(&out), "euconsent-v2=CQ; session=alice");
+        let out = built(&["ts-ec=abc.DEF123"]);
+        assert_eq!(out.get_header("cookie"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use http::header::{HeaderName, HeaderValue};
 
 use crate::content::Codec;
+use crate::publisher::identity::COOKIE_NAME;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and their common non-standard cousins: never relayed
 /// to an upstream (the origin here, a partner in `first_party::proxy`).
@@ -82,7 +83,9 @@ pub struct ClientInfo<'a> {
 /// The origin request's headers, built from the client's.
 ///
 /// Drops hop-by-hop headers (including those named in `Connection`), `Host`, framing headers
-/// (the platform frames the forwarded body) and every client-supplied forwarding header; always
+/// (the platform frames the forwarded body), every client-supplied forwarding header and the
+/// `ts-ec` cookie (the edge ID goes to the origin only as `X-TS-EC`, which the caller adds
+/// when the consent decision allows it: a `Cookie` line left with no cookie is dropped); always
 /// sends one `Accept-Encoding`, limited to codings the pipeline can decode (`identity` when the
 /// client offered none of them, or no header at all, since a missing header means "any
 /// coding"; a client's `Connection: accept-encoding` cannot remove it); sets `Host` to
@@ -109,6 +112,14 @@ pub fn origin_request_headers<'h>(
             || n == "host"
             || n == "content-length";
         if dropped {
+            continue;
+        }
+        if n == "cookie" {
+            // The edge ID reaches the origin only as `X-TS-EC`, when the consent decision
+            // allows it: never in the client's cookie.
+            if let Some(kept) = without_edge_id(value) {
+                out.push((name.clone(), kept));
+            }
             continue;
         }
         out.push((name.clone(), value.clone()));
@@ -138,6 +149,28 @@ pub fn origin_request_headers<'h>(
     }
     add("forwarded", forwarded);
     out
+}
+
+/// A `Cookie` line without the service's `ts-ec` cookie (by name, exactly, as browsers
+/// compare names; spaces around it trimmed): the line itself when it has none, the other
+/// cookies when it has, `None` when nothing else is left.
+fn without_edge_id(line: &HeaderValue) -> Option<HeaderValue> {
+    let bytes = line.as_bytes();
+    let is_edge_id = |piece: &[u8]| {
+        let name = piece.split(|&b| b == b'=').next().unwrap_or_default();
+        piece.contains(&b'=') && name.trim_ascii() == COOKIE_NAME.as_bytes()
+    };
+    if !bytes.split(|&b| b == b';').any(is_edge_id) {
+        return Some(line.clone());
+    }
+    let kept: Vec<&[u8]> = (bytes.split(|&b| b == b';'))
+        .filter(|piece| !is_edge_id(piece) && !piece.trim_ascii().is_empty())
+        .map(<[u8]>::trim_ascii)
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    HeaderValue::from_bytes(&kept.join(&b"; "[..])).ok()
 }
 
 /// The client's `Accept-Encoding` lines restricted to codings the pipeline decodes (with
@@ -243,6 +276,29 @@ mod tests {
         );
         assert!(get(&out, "fastly-client-ip").is_empty() && get(&out, "x-real-ip").is_empty());
         assert_eq!(get(&out, "cookie"), ["a=b"]);
+    }
+
+    /// The edge ID never reaches the origin in a cookie, whatever the spelling around it;
+    /// every other cookie does, and a cookie named like it is not it.
+    #[test]
+    fn the_edge_id_cookie_never_reaches_the_origin() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["ts-ec=abc.123456"], &[]),
+            (&["a=1; ts-ec=abc; b=2"], &["a=1; b=2"]),
+            (&[" ts-ec = abc ;a=1"], &["a=1"]),
+            (&["ts-ec=x", "a=1", "ts-ec=y; ts-ec=z"], &["a=1"]),
+            (&["a=1;b=2"], &["a=1;b=2"]),
+            (
+                &["ts-ec2=x; xts-ec=y; TS-EC=z; ts-ec"],
+                &["ts-ec2=x; xts-ec=y; TS-EC=z; ts-ec"],
+            ),
+            (&["euconsent-v2=CQ; ts-ec=abc"], &["euconsent-v2=CQ"]),
+        ];
+        for (lines, want) in cases {
+            let list: Vec<(&str, &str)> = lines.iter().map(|l| ("cookie", *l)).collect();
+            let out = forward(&list);
+            assert_eq!(get(&out, "cookie"), *want, "{lines:?}");
+        }
     }
 
     #[test]

@@ -65,7 +65,8 @@ pub struct Knobs {
     /// `echo=<header name>` (repeatable, lowercase): a text page ends with one HTML comment
     /// per name, `<!-- echo NAME: VALUES -->`, with the values of that request header as the
     /// origin received them (`(none)` when absent): a page personalised by a request header,
-    /// for the proxy's cache tests.
+    /// for the proxy's cache tests. Every answer (any status, `HEAD` too) also carries them
+    /// as a response header `x-echo-NAME`.
     pub echo: Vec<String>,
     /// `conditional=1`: honour the request's `If-None-Match` against the `etag=` knob (`304`)
     /// and a single `Range: bytes=A-B` on an uncompressed `200` (`206`), as many servers do.

@@ -40,7 +40,7 @@
 //! | `nextjs_timing=0` | replay a Next.js capture's chunks back to back instead of at their recorded times |
 //! | `cache_control=`, `surrogate_control=`, `surrogate_key=`, `vary=`, `link=`, `etag=`, `last_modified=` | add that header (percent-encoded value) |
 //! | `no_vary=1` | no automatic `Vary: Accept-Encoding` (repeat `vary=` for several `Vary` lines) |
-//! | `echo=NAME` | a text page ends with `<!-- echo NAME: VALUES -->`, the request header as received (repeatable) |
+//! | `echo=NAME` | a text page ends with `<!-- echo NAME: VALUES -->`, the request header as received (repeatable); every answer also carries it as the response header `x-echo-NAME` |
 //! | `conditional=1` | `304` for an `If-None-Match` matching the `etag=` knob; `206` for one `Range: bytes=A-B` on an uncompressed `200` |
 //! | `faults_from=T` | the fault knobs (`status`, `headers_delay_ms`, `die_after`, `truncate`, `lie_encoding`) apply only from T (Unix ms) on |
 //!

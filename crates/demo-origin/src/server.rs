@@ -369,18 +369,23 @@ fn add(headers: &mut HeaderMap, name: &str, value: &str) {
 /// received, joined with `, ` (`(none)` when absent), with `<` and `>` made `_` so the comment
 /// stays one comment.
 fn echo_line(head: &Parts, name: &str) -> String {
+    format!("<!-- echo {name}: {} -->\n", echo_values(head, name))
+}
+
+/// The values of request header `name` as the `echo=` knob shows them: joined with `, `
+/// (`(none)` when absent), `<` and `>` made `_`.
+fn echo_values(head: &Parts, name: &str) -> String {
     let values: Vec<String> = head
         .headers
         .get_all(name)
         .iter()
         .map(|v| String::from_utf8_lossy(v.as_bytes()).replace(['<', '>'], "_"))
         .collect();
-    let values = if values.is_empty() {
+    if values.is_empty() {
         "(none)".to_owned()
     } else {
         values.join(", ")
-    };
-    format!("<!-- echo {name}: {values} -->\n")
+    }
 }
 
 /// What the `conditional=1` knob answers instead of the whole `200`.
@@ -475,6 +480,10 @@ fn prepare(
     }
     for (name, value) in &knobs.cache_headers {
         add(headers, name, value);
+    }
+    // The `echo=` knob also as a response header, which a `HEAD` or any status carries.
+    for name in &knobs.echo {
+        add(headers, &format!("x-echo-{name}"), &echo_values(head, name));
     }
     if knobs.set_cookie {
         let session = format!("session=abc123; Domain={ORIGIN_HOST}; Path=/; HttpOnly");

@@ -161,6 +161,33 @@ pub fn get_from(
     )
 }
 
+/// Like [`send`], from the local address `source` (see [`get_from`]): any method, with a
+/// body.
+///
+/// # Errors
+/// As [`get_from`].
+pub fn send_from(
+    source: IpAddr,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Timed> {
+    let version = Version::HTTP_11;
+    one_exchange(
+        Some(source),
+        addr,
+        version,
+        method,
+        path,
+        headers,
+        body,
+        timeout,
+    )
+}
+
 /// One request on a connection of its own, from `source` when given.
 #[allow(clippy::too_many_arguments)]
 fn one_exchange(

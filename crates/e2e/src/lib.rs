@@ -15,7 +15,7 @@ pub mod client;
 pub mod raw_origin;
 pub mod wire;
 
-pub use client::{get, get_from, request, send, send_version, Session, Timed, Version};
+pub use client::{get, get_from, request, send, send_from, send_version, Session, Timed, Version};
 
 /// A child process killed (and reaped) when dropped, so a failing test leaves nothing behind.
 #[derive(Debug)]

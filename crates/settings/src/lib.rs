@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+pub mod country;
 #[cfg(feature = "load")]
 mod load;
 
@@ -371,7 +372,10 @@ pub struct PartnerVendor {
 #[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub struct Consent {
     /// `consent.opt_in_countries`: ISO 3166-1 alpha-2 codes (upper case) of the countries under
-    /// GDPR-style opt-in. Default: the 30 EEA countries, `GB` and `CH`.
+    /// GDPR-style opt-in. Default: [`Consent::DEFAULT_OPT_IN_COUNTRIES`] (the EEA, `GB`, `CH` and
+    /// the territories under their law with codes of their own). A reader's code is read
+    /// through [`country::iso_code`] first, and a placeholder code
+    /// ([`country::is_placeholder`]) is no location at all.
     pub opt_in_countries: Cow<'static, [Text]>,
     /// `consent.opt_out_regions`: `US-XX` codes (ISO 3166-2) of the US states whose
     /// comprehensive privacy law gives readers an opt-out. Default: the 19 states with such a
@@ -397,9 +401,16 @@ pub struct Consent {
 }
 
 impl Consent {
-    /// The European Economic Area (the 27 EU member states, Iceland, Liechtenstein and
-    /// Norway), the United Kingdom and Switzerland: the default `consent.opt_in_countries`.
-    pub const EEA_GB_CH: [Text; 32] = [
+    /// The default `consent.opt_in_countries`: the European Economic Area (the 27 EU member
+    /// states, Iceland, Liechtenstein and Norway), the United Kingdom and Switzerland, and
+    /// the places under their data protection law that geolocation reports with a code of
+    /// their own: Åland (`AX`, Finland), the French outermost regions (`GF`, `GP`, `MQ`, `RE`,
+    /// `YT`, `MF`), Svalbard and Jan Mayen (`SJ`, Norway), and Gibraltar, Guernsey, Jersey and
+    /// the Isle of Man (`GI`, `GG`, `JE`, `IM`), whose laws follow the GDPR. The Canary
+    /// Islands, Ceuta and Melilla, the Azores and Madeira have no ISO 3166-1 code of their
+    /// own (geolocation gives `ES` and `PT`; the reserved `IC` and `EA` are read as `ES`, see
+    /// [`country`]).
+    pub const DEFAULT_OPT_IN_COUNTRIES: [Text; 44] = [
         Cow::Borrowed("AT"),
         Cow::Borrowed("BE"),
         Cow::Borrowed("BG"),
@@ -432,6 +443,18 @@ impl Consent {
         Cow::Borrowed("NO"),
         Cow::Borrowed("GB"),
         Cow::Borrowed("CH"),
+        Cow::Borrowed("AX"),
+        Cow::Borrowed("GF"),
+        Cow::Borrowed("GP"),
+        Cow::Borrowed("MQ"),
+        Cow::Borrowed("RE"),
+        Cow::Borrowed("YT"),
+        Cow::Borrowed("MF"),
+        Cow::Borrowed("SJ"),
+        Cow::Borrowed("GI"),
+        Cow::Borrowed("GG"),
+        Cow::Borrowed("JE"),
+        Cow::Borrowed("IM"),
     ];
 
     /// The US states whose comprehensive consumer privacy law is in force in 2026, by the
@@ -567,7 +590,7 @@ impl Settings {
             early_hints: true,
         },
         consent: Consent {
-            opt_in_countries: Cow::Borrowed(&Consent::EEA_GB_CH),
+            opt_in_countries: Cow::Borrowed(&Consent::DEFAULT_OPT_IN_COUNTRIES),
             opt_out_regions: Cow::Borrowed(&Consent::US_STATES_2026),
             unknown: ConsentRule::OptIn,
             purposes: Cow::Borrowed(&[1]),

@@ -892,7 +892,13 @@ mod tests {
         use crate::{ConsentRule, PartnerVendor};
         let c = load(MINIMAL, no_env()).unwrap().consent;
         assert_eq!(c, Settings::DEFAULT.consent);
-        assert_eq!(c.opt_in_countries.len(), 32);
+        assert_eq!(c.opt_in_countries.len(), 44);
+        for territory in ["AX", "GF", "GP", "MQ", "RE", "YT", "MF"] {
+            assert!(
+                c.opt_in_countries.iter().any(|k| k == territory),
+                "{territory}"
+            );
+        }
         assert!(c.opt_in_countries.iter().any(|k| k == "DE"));
         assert!(c.opt_out_regions.iter().any(|k| k == "US-CA"));
         assert_eq!(
@@ -946,6 +952,9 @@ mod tests {
         for bad in [
             "opt_in_countries = [\"de\"]",
             "opt_in_countries = [\"DEU\"]",
+            "opt_in_countries = [\"DE\", \"EU\"]",
+            "opt_in_countries = [\"UK\"]",
+            "opt_in_countries = [\"XX\"]",
             "opt_in_countries = [1]",
             "opt_in_countries = \"DE\"",
             "opt_out_regions = [\"CA\"]",

@@ -8,9 +8,11 @@
 //! this rule does the same, with the service's own `ts-ec` cookie counted as no credential:
 //!
 //! * **Request side** ([`Ask`]): only `GET` (`HEAD` for the origin fetch), no `Authorization`
-//!   (`policy::request_allows`). A request carrying any cookie other than `ts-ec` is a
-//!   **reader with cookies** ([`Reader::WithCookies`], from [`reader`], which parses every
-//!   `Cookie` line: `ts-ec2` or `xts-ec` are reader cookies).
+//!   (`policy::request_allows`). A request carrying any cookie other than `ts-ec` and the
+//!   consent cookies is a **reader with cookies** ([`Reader::WithCookies`], from [`reader`],
+//!   which parses every `Cookie` line: `ts-ec2` or `xts-ec` are reader cookies). Consent
+//!   cookies alone ([`Reader::ConsentOnly`]) count as anonymous: a fill does not send them to
+//!   the origin, so the stored page cannot depend on them.
 //! * **Response side** ([`audience`]): no per-reader marker from the origin (`Set-Cookie`,
 //!   `Vary: Cookie`, `Vary: *`, `Cache-Control: private`, `no-store`). For a reader with
 //!   cookies the origin must also say explicitly that the answer is shared: `public` or
@@ -26,13 +28,22 @@
 use std::time::Duration;
 
 use super::policy::{self, Freshness, PassWhy};
+use crate::consent::CONSENT_COOKIES;
 use crate::publisher::identity::COOKIE_NAME;
 
-/// Whether the request carries the reader's own cookies (anything but the service's `ts-ec`).
+/// Which cookies the request carries, as far as a shared cache goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
-    /// No cookie, or only `ts-ec` (the edge ID, never part of a page): the same as any reader.
+    /// No cookie, or only `ts-ec` (the edge ID, never part of a page and never sent to the
+    /// origin): the same as any reader.
     Anonymous,
+    /// Consent cookies ([`CONSENT_COOKIES`]), with or without `ts-ec`, and nothing else: what
+    /// a CMP stores in nearly every EU reader's browser, no session. The request reads and
+    /// fills shared entries as an anonymous reader, and its fill goes to the origin without
+    /// those cookies (the adapter's `for_fill`), so the stored page cannot depend on them.
+    /// A request that passes sends them, with the platform's pass override
+    /// ([`origin_fetch_passes`]).
+    ConsentOnly,
     /// At least one other cookie: the answer may be this reader's own (a session).
     WithCookies,
 }
@@ -49,7 +60,7 @@ pub enum Audience {
 impl Audience {
     /// Whether an entry for this audience may answer `reader`.
     pub fn serves(self, reader: Reader) -> bool {
-        self == Audience::Everyone || reader == Reader::Anonymous
+        self == Audience::Everyone || reader != Reader::WithCookies
     }
 }
 
@@ -64,25 +75,31 @@ pub struct Ask<'a> {
     pub reader: Reader,
 }
 
-/// Whether the `Cookie` lines of a request (each `a=1; b=2`) carry any cookie but `ts-ec`.
-/// Cookie names are compared exactly (they are case-sensitive); a piece without `=` is a
-/// cookie with an empty name (RFC 6265bis), so a reader cookie; empty pieces are ignored.
+/// Which cookies the `Cookie` lines of a request (each `a=1; b=2`) carry: any cookie but
+/// `ts-ec` and the consent cookies makes a [`Reader::WithCookies`]. Cookie names are compared
+/// exactly (they are case-sensitive); a piece without `=` is a cookie with an empty name
+/// (RFC 6265bis), so a reader cookie; empty pieces are ignored.
 pub fn reader<'v>(cookie_lines: impl IntoIterator<Item = &'v [u8]>) -> Reader {
-    let foreign = cookie_lines.into_iter().any(|line| {
-        line.split(|&b| b == b';').any(|piece| {
+    let mut consent = false;
+    for line in cookie_lines {
+        for piece in line.split(|&b| b == b';') {
             let piece = piece.trim_ascii();
             if piece.is_empty() {
-                return false;
+                continue;
             }
             let name = match piece.iter().position(|&b| b == b'=') {
                 Some(eq) => piece[..eq].trim_ascii(),
                 None => &[][..],
             };
-            name != COOKIE_NAME.as_bytes()
-        })
-    });
-    if foreign {
-        Reader::WithCookies
+            if CONSENT_COOKIES.iter().any(|c| c.as_bytes() == name) {
+                consent = true;
+            } else if name != COOKIE_NAME.as_bytes() {
+                return Reader::WithCookies;
+            }
+        }
+    }
+    if consent {
+        Reader::ConsentOnly
     } else {
         Reader::Anonymous
     }
@@ -97,8 +114,8 @@ pub fn request_allows(ask: Ask<'_>) -> Result<(), PassWhy> {
 
 /// Whether the origin fetch must bypass the platform's HTTP cache in front of the origin
 /// (Fastly's `Request::set_pass(true)`): for every request whose answer may be the reader's
-/// own (`Authorization`, reader cookies) or that a cache does not answer (methods other than
-/// `GET` and `HEAD`). Otherwise that cache would keep a logged-in reader's answer and hand it
+/// own (`Authorization`, reader cookies, consent cookies: a fill sends none of those) or that
+/// a cache does not answer (methods other than `GET` and `HEAD`). Otherwise that cache would keep a logged-in reader's answer and hand it
 /// to the next reader's fetch, whatever this service decides.
 pub fn origin_fetch_passes(ask: Ask<'_>) -> bool {
     !matches!(ask.method, "GET" | "HEAD") || ask.authorization || ask.reader != Reader::Anonymous
@@ -178,7 +195,7 @@ impl Found {
         }
         match (self.explicit, reader) {
             (true, _) => Ok(Audience::Everyone),
-            (false, Reader::Anonymous) => Ok(Audience::Anonymous),
+            (false, Reader::Anonymous | Reader::ConsentOnly) => Ok(Audience::Anonymous),
             (false, Reader::WithCookies) => Err(PassWhy::Cookie),
         }
     }
@@ -203,7 +220,8 @@ pub fn storable<'h>(
 /// [`PassWhy::remembered_for`].
 pub fn remembered_for(why: PassWhy, reader: Reader) -> Option<Duration> {
     match reader {
-        Reader::Anonymous => why.remembered_for(),
+        // A consent-only reader's fill asked as an anonymous reader does.
+        Reader::Anonymous | Reader::ConsentOnly => why.remembered_for(),
         Reader::WithCookies => None,
     }
 }
@@ -223,10 +241,16 @@ pub fn teaches_hints<'h>(
     headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
 ) -> bool {
     let headers: Vec<(&str, &[u8])> = headers.into_iter().collect();
+    // A consent-only reader's page may have been asked with its consent cookies (a request
+    // that passes sends them): its hints could follow that reader's consent.
+    let reader = match ask.reader {
+        Reader::ConsentOnly => Reader::WithCookies,
+        other => other,
+    };
     request_allows(ask).is_ok()
         && status == 200
         && varies_only_by_the_key(&headers)
-        && audience(ask.reader, headers.iter().copied()).is_ok()
+        && audience(reader, headers.iter().copied()).is_ok()
 }
 
 /// The request headers an answer may vary by and still teach hints: the ones the page key

@@ -14,7 +14,9 @@
 //! | none | no `Sec-GPC: 1` |
 //!
 //! Under opt-in and opt-out, a consent cookie sent twice with different valid values refuses
-//! (`conflicting-cookies`): a sibling subdomain can plant a copy the browser sends first.
+//! (`conflicting-cookies`): a sibling subdomain can plant a copy the browser sends first. A
+//! `__gpp_sid` cookie that sets sections of the GPP string aside is obeyed only where that is
+//! stricter: the string is decided with and without it, and either refusal refuses.
 //!
 //! A partner gets the edge ID only when the reader has one; in an opt-in location, only when
 //! its TCF vendor has a legal basis for every configured purpose (see [`Decision::partner`]).
@@ -224,7 +226,31 @@ const LEGITIMATE_INTEREST_PURPOSES: [u8; 6] = [2, 7, 8, 9, 10, 11];
 
 impl<'a> Decision<'a> {
     /// Decides for one request. Pure: the same inputs always give the same decision.
+    ///
+    /// When `__gpp_sid` set sections of the GPP string aside, the signals are also decided
+    /// whole ([`Signals::without_gpp_sid`]) and a refusal there wins: the cookie may withhold
+    /// an edge ID, never grant one.
     pub fn decide(
+        signals: &'a Signals,
+        jurisdiction: &Jurisdiction,
+        settings: &'a Consent,
+    ) -> Self {
+        let decision = Self::decide_read(signals, jurisdiction, settings);
+        match signals.without_gpp_sid() {
+            Some(whole) if decision.edge_id => {
+                let strict = Self::decide_read(whole, jurisdiction, settings);
+                if strict.edge_id {
+                    decision
+                } else {
+                    strict
+                }
+            }
+            _ => decision,
+        }
+    }
+
+    /// [`Decision::decide`] for one reading of the signals.
+    fn decide_read(
         signals: &'a Signals,
         jurisdiction: &Jurisdiction,
         settings: &'a Consent,
@@ -970,6 +996,113 @@ mod tests {
             }
         }
 
+    }
+
+    #[test]
+    fn padding_hides_no_consent_cookie() {
+        let c = settings();
+        let filler = |n: usize| format!("pad={}", "x".repeat(n));
+        // Germany: a planted consent first, 16 KiB and more of filler, the reader's refusal.
+        for n in [16 * 1024, 64 * 1024] {
+            let cookies = format!(
+                "euconsent-v2={TCF_P1_V755}; {}; euconsent-v2={TCF_NO_CONSENT}",
+                filler(n)
+            );
+            assert_eq!(
+                outcome(&signals(&cookies, false), DE, &c),
+                (false, "opt-in-region conflicting-cookies".to_owned())
+            );
+            // California: ordinary cookies before the opt-out.
+            let ca = state("CA");
+            for opt_out in [
+                "usprivacy=1YYN".to_owned(),
+                format!("__gpp={GPP_CA_SALE_OPT_OUT}"),
+            ] {
+                let cookies = format!("{}; {opt_out}", filler(n));
+                assert!(!outcome(&signals(&cookies, false), ca, &c).0, "{opt_out}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_planted_gpp_sid_withholds_but_never_grants() {
+        let c = settings();
+        let ca = state("CA");
+        for sid in ["-1", "2", "7", "2,7"] {
+            let cookies = format!("__gpp={GPP_CA_SALE_OPT_OUT}; __gpp_sid={sid}");
+            assert_eq!(
+                outcome(&signals(&cookies, false), ca, &c),
+                (false, "opt-out-region gpp-opt-out".to_owned()),
+                "{sid}"
+            );
+        }
+        // A US Privacy section set aside still speaks.
+        let cookies = format!("__gpp={GPP_USP_OPT_OUT}; __gpp_sid=7");
+        assert!(!outcome(&signals(&cookies, false), ca, &c).0);
+        // Withholding still works: the TCF section set aside under opt-in.
+        let cookies = format!("__gpp={GPP_TCF_P1_V755}; __gpp_sid=7");
+        assert_eq!(
+            outcome(&signals(&cookies, false), DE, &c),
+            (false, "opt-in-region no-tcf".to_owned())
+        );
+        // Listing the applicable sections changes nothing.
+        let cookies = format!("__gpp={GPP_CA_NO_OPT_OUT}; __gpp_sid=8");
+        assert!(outcome(&signals(&cookies, false), ca, &c).0);
+    }
+
+    /// Cookies that are not consent cookies, of random names (never a consent cookie's) and
+    /// sizes, up to 40 KiB in all.
+    fn other_cookies() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec(("[a-z_]{1,12}", 0usize..12_000, "[ -~&&[^;]]{0,8}"), 0..6).prop_map(
+            |pieces| {
+                (pieces.into_iter())
+                    .filter(|(name, _, _)| !super::super::CONSENT_COOKIES.contains(&name.as_str()))
+                    .map(|(name, len, text)| format!("{name}={text}{}", "x".repeat(len)))
+                    .collect()
+            },
+        )
+    }
+
+    proptest! {
+        /// Other cookies, however many, large and wherever placed, change nothing: the decision
+        /// is the one the consent cookies alone give.
+        #[test]
+        fn other_cookies_never_change_the_decision(
+            (cookies, gpc) in any_signals(),
+            (planted, second) in (any_signals(), any::<bool>()),
+            others in other_cookies(),
+            at in prop::collection::vec(any::<prop::sample::Index>(), 6),
+            j in any_jurisdiction(),
+            c in any_settings(),
+        ) {
+            // The reader's consent cookies, sometimes with a second copy of each planted.
+            let mut consent: Vec<String> = cookies.split("; ").map(str::to_owned).collect();
+            if second {
+                consent.extend(planted.0.split("; ").map(str::to_owned));
+            }
+            let alone = signals(&consent.join("; "), gpc);
+            let mut mixed = consent.clone();
+            for (other, i) in others.into_iter().zip(&at) {
+                mixed.insert(i.index(mixed.len() + 1), other);
+            }
+            let padded = signals(&mixed.join("; "), gpc);
+            let (d1, d2) = (Decision::decide(&alone, &j, &c), Decision::decide(&padded, &j, &c));
+            prop_assert_eq!(&d1, &d2);
+        }
+
+        /// `__gpp_sid` can only withhold: with it, an edge ID only when the same cookies
+        /// without it give one too.
+        #[test]
+        fn a_gpp_sid_never_grants_an_id(
+            (cookies, gpc) in any_signals(), j in any_jurisdiction(), c in any_settings(),
+        ) {
+            let without: Vec<&str> = (cookies.split("; "))
+                .filter(|pair| !pair.starts_with("__gpp_sid="))
+                .collect();
+            let with = Decision::decide(&signals(&cookies, gpc), &j, &c).edge_id;
+            let plain = signals(&without.join("; "), gpc);
+            prop_assert!(!with || Decision::decide(&plain, &j, &c).edge_id);
+        }
     }
 
     proptest! {

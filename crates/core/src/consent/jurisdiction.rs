@@ -4,7 +4,7 @@
 //! The location is the platform's geolocation of the client address; this module only reads
 //! the two codes it is given, so the adapter decides where they come from.
 
-use trusted_server_settings::{Consent, ConsentRule};
+use trusted_server_settings::{country, Consent, ConsentRule};
 
 use super::SECTION_US_NATIONAL;
 
@@ -82,14 +82,21 @@ pub enum Jurisdiction {
 impl Jurisdiction {
     /// The jurisdiction of a reader geolocated in `country` (ISO 3166-1 alpha-2) and `region`
     /// (the subdivision, `CA` or `US-CA`). Codes are compared case-insensitively; anything
-    /// that is not two letters (Fastly writes `**` or `--` when it does not know) is unknown.
+    /// that is not two letters (Fastly writes `**` or `--` when it does not know), and a
+    /// placeholder code that names no country (`EU`, `AP`, `ZZ`, `XX`:
+    /// [`country::is_placeholder`]), is unknown. A code reserved for a place with another
+    /// code is read as that code (`UK` as `GB`, `IC` as `ES`: [`country::iso_code`]).
     pub fn of(country: Option<&str>, region: Option<&str>, settings: &Consent) -> Self {
         let Some(country) = country.and_then(|c| two_letters(c.trim())) else {
             return Self::Unknown;
         };
         let listed =
             |list: &[trusted_server_settings::Text], code: &str| list.iter().any(|c| c == code);
-        let country_code = std::str::from_utf8(&country).unwrap_or_default();
+        let reported = std::str::from_utf8(&country).unwrap_or_default();
+        if country::is_placeholder(reported) {
+            return Self::Unknown;
+        }
+        let country_code = country::iso_code(reported);
         if listed(&settings.opt_in_countries, country_code) {
             return Self::OptIn;
         }
@@ -183,6 +190,52 @@ mod tests {
         assert_eq!(ca.gpp_sections().collect::<Vec<_>>(), [8, 7]);
         let ny = UsState::parse("US-NY").unwrap();
         assert_eq!(ny.gpp_sections().collect::<Vec<_>>(), [7]);
+    }
+
+    /// The EU's outermost regions (TFEU article 349) and Åland with codes of their own, the
+    /// reserved codes for Spain's, and the EEA's other members: all opt-in by default.
+    /// Placeholders that name no country are unknown, never elsewhere.
+    #[test]
+    fn territories_aliases_and_placeholders() {
+        // Art. 349: Guadeloupe, French Guiana, Martinique, Mayotte, Réunion, Saint-Martin
+        // (own ISO codes); the Azores, Madeira and the Canary Islands have none (PT, ES) but
+        // `IC` is reserved for the Canaries, `EA` for Ceuta and Melilla.
+        for code in [
+            "GP", "GF", "MQ", "YT", "RE", "MF", "AX", "IC", "EA", "ic", "PT", "ES",
+        ] {
+            assert_eq!(of(Some(code), None), Jurisdiction::OptIn, "{code}");
+        }
+        for (alias, country) in [("UK", "GB"), ("EL", "GR"), ("FX", "FR")] {
+            assert_eq!(of(Some(alias), None), of(Some(country), None), "{alias}");
+            assert_eq!(of(Some(alias), None), Jurisdiction::OptIn, "{alias}");
+        }
+        for placeholder in ["EU", "eu", "AP", "ZZ", "XX", "AA", "QZ", "EZ", "UN"] {
+            assert_eq!(
+                of(Some(placeholder), None),
+                Jurisdiction::Unknown,
+                "{placeholder}"
+            );
+        }
+        // Kosovo is a place (a user-assigned code everyone uses), outside every list; so are
+        // the French territories outside the EU.
+        for elsewhere in ["XK", "PF", "NC", "BL", "PM", "WF", "QA"] {
+            assert_eq!(
+                of(Some(elsewhere), None),
+                Jurisdiction::Elsewhere,
+                "{elsewhere}"
+            );
+        }
+        // A publisher's own list follows the aliases too.
+        let mut settings = Settings::DEFAULT.consent;
+        settings.opt_in_countries = vec!["ES".into()].into();
+        assert_eq!(
+            Jurisdiction::of(Some("IC"), None, &settings),
+            Jurisdiction::OptIn
+        );
+        assert_eq!(
+            Jurisdiction::of(Some("EU"), None, &settings),
+            Jurisdiction::Unknown
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! Three steps, each platform-free and each its own module:
 //!
-//! 1. [`Signals::from_cookies`] reads the consent cookies of a `Cookie` header (bounded) and
+//! 1. [`Signals::from_cookies`] reads the consent cookies of a `Cookie` header (all of them) and
 //!    `Sec-GPC`, and keeps only decoded facts;
 //! 2. [`Jurisdiction::of`] places the reader (a geolocated country and region) under opt-in,
 //!    a US state's opt-out, no rule, or unknown, by the `[consent]` settings;
@@ -59,7 +59,7 @@ pub use gpp::{
     Gpp, GppSection, SectionBody, GPP_MAX_LEN, SECTION_TCF_EU, SECTION_USP, SECTION_US_NATIONAL,
 };
 pub use jurisdiction::{Jurisdiction, UsState};
-pub use signals::{Signals, COOKIE_HEADER_MAX_LEN};
+pub use signals::{Signals, CONSENT_COOKIES};
 pub use tcf::{
     Flags, PublisherRestriction, PublisherTc, RestrictionType, TcCore, TcString, VendorSet,
     TCF_MAX_LEN,

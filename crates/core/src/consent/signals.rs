@@ -9,14 +9,20 @@
 //! | `__gpp_sid` | the applicable section ids, comma- (or `_`-) separated; `-1` is "none" | every section of the string applies |
 //! | `usprivacy`, then `us_privacy` | the US Privacy string ([`UsPrivacy`]) | GPP's US Privacy section (6), when applicable |
 //!
-//! Bounds: only the first [`COOKIE_HEADER_MAX_LEN`] bytes of the header are read, and a
-//! cookie cut by that bound is ignored; each value is held to its decoder's limit (a value
-//! longer than that is no signal). Values may be percent-encoded (some CMPs write `~` or `,`
-//! that way). A malformed value is the same as no cookie. When a name appears twice, the
-//! first valid copy is read, as browsers send the cookie of the most specific path first;
-//! but valid copies with different values mark the signals
-//! [`Signals::conflicting`], and the decision then refuses an edge ID wherever consent
+//! Every cookie of the header is looked at, however long the header and wherever a consent
+//! cookie sits in it: no amount or order of other cookies hides a consent signal (the work is
+//! one pass over the header's bytes, and a decoder runs only on a consent cookie's value).
+//! Each value is held to its decoder's limit (a value longer than that is no signal). Values
+//! may be percent-encoded (some CMPs write `~` or `,` that way). A malformed value is the same
+//! as no cookie. When a name appears twice, the first valid copy is read, as browsers send the
+//! cookie of the most specific path first; but valid copies with different values mark the
+//! signals [`Signals::conflicting`], and the decision then refuses an edge ID wherever consent
 //! cookies count.
+//!
+//! `__gpp_sid` is not part of the GPP string, and any page of the site (or a sibling
+//! subdomain) can write it: it may only make the decision stricter. When it sets sections of
+//! the string aside, the signals keep the whole string's reading too
+//! ([`Signals::without_gpp_sid`]), and the decision refuses when either reading refuses.
 
 use std::fmt;
 
@@ -24,9 +30,16 @@ use percent_encoding::percent_decode_str;
 
 use super::{Gpp, SectionBody, TcString, UsPrivacy, UsSection, GPP_MAX_LEN, TCF_MAX_LEN, USP_LEN};
 
-/// The most bytes of a `Cookie` header read for consent: 16 KiB, four times a browser's
-/// per-cookie limit. Cookies after that bound (or cut by it) are not read.
-pub const COOKIE_HEADER_MAX_LEN: usize = 16 * 1024;
+/// The names of the consent cookies this module reads. The page cache counts a request
+/// whose only cookies are these (and `ts-ec`) as an anonymous reader's
+/// (`cache::shared::Reader::ConsentOnly`).
+pub const CONSENT_COOKIES: [&str; 5] = [
+    "euconsent-v2",
+    "__gpp",
+    "__gpp_sid",
+    "usprivacy",
+    "us_privacy",
+];
 
 /// The longest `__gpp_sid` value read (section ids are small; a few dozen fit easily).
 const GPP_SID_MAX_LEN: usize = 256;
@@ -44,6 +57,9 @@ pub struct Signals {
     gpc: bool,
     /// A consent cookie came twice with different values (see [`Signals::conflicting`]).
     conflicting: bool,
+    /// The same signals with `__gpp_sid` ignored, when it set sections of the GPP string
+    /// aside (see [`Signals::without_gpp_sid`]).
+    whole: Option<Box<Signals>>,
 }
 
 impl Signals {
@@ -71,19 +87,54 @@ impl Signals {
             first_valid(&tcf_copies, |t| TcString::decode(&decoded(t, TCF_MAX_LEN)?));
         let (us_privacy, usp_conflict) =
             first_valid(&usp_copies, |t| UsPrivacy::decode(&decoded(t, USP_LEN)?));
-        let mut gpp = gpp;
-        if let (Some(gpp), Some(sid)) = (&mut gpp, sid) {
-            gpp.sections.retain(|s| sid.contains(&s.id));
-        }
-        let tcf = tcf.or_else(|| gpp.as_ref()?.tcf_eu().cloned());
-        let us_privacy = us_privacy.or_else(|| gpp.as_ref()?.us_privacy().cloned());
-        Self {
-            tcf,
-            gpp,
-            us_privacy,
+        let whole = Self {
             gpc: sec_gpc,
             conflicting: gpp_conflict || sid_conflict || tcf_conflict || usp_conflict,
+            ..Self::default()
         }
+        .with_strings(tcf.clone(), gpp.clone(), us_privacy);
+        let narrowed = match (gpp, sid) {
+            (Some(mut gpp), Some(sid)) if gpp.sections.iter().any(|s| !sid.contains(&s.id)) => {
+                gpp.sections.retain(|s| sid.contains(&s.id));
+                Some(gpp)
+            }
+            _ => return whole,
+        };
+        Self {
+            gpc: whole.gpc,
+            conflicting: whole.conflicting,
+            ..Self::default()
+        }
+        .with_strings(tcf, narrowed, us_privacy)
+        .keeping(whole)
+    }
+
+    /// These signals with the strings read: the cookies' own TC and US Privacy strings, else
+    /// the GPP string's sections for them.
+    fn with_strings(
+        mut self,
+        tcf: Option<TcString>,
+        gpp: Option<Gpp>,
+        us_privacy: Option<UsPrivacy>,
+    ) -> Self {
+        self.tcf = tcf.or_else(|| gpp.as_ref()?.tcf_eu().cloned());
+        self.us_privacy = us_privacy.or_else(|| gpp.as_ref()?.us_privacy().cloned());
+        self.gpp = gpp;
+        self
+    }
+
+    fn keeping(mut self, whole: Self) -> Self {
+        self.whole = Some(Box::new(whole));
+        self
+    }
+
+    /// The same signals read with every section of the GPP string, as if `__gpp_sid` were
+    /// absent; `None` when `__gpp_sid` set no section aside (the signals are already whole).
+    /// A `__gpp_sid` cookie is not part of the string the reader's CMP signed off, and any page
+    /// of the site can plant one: the decision reads both and follows the stricter, so the
+    /// cookie can withhold an edge ID but never grant one.
+    pub fn without_gpp_sid(&self) -> Option<&Signals> {
+        self.whole.as_deref()
     }
 
     /// The TC string: the `euconsent-v2` cookie's, else GPP's EU TCF section.
@@ -137,25 +188,17 @@ impl fmt::Debug for Signals {
         if self.conflicting {
             d.field("conflicting", &true);
         }
+        if let Some(whole) = &self.whole {
+            let all: Vec<u16> = (whole.gpp.iter()).flat_map(|g| g.section_ids()).collect();
+            d.field("gpp_sections_without_sid", &all);
+        }
         d.finish()
     }
 }
 
-/// The `name=value` pairs of a `Cookie` header, within [`COOKIE_HEADER_MAX_LEN`]; a pair the
-/// bound cuts is dropped.
+/// The `name=value` pairs of a `Cookie` header, every one of them.
 fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
-    let read = if header.len() <= COOKIE_HEADER_MAX_LEN {
-        header
-    } else {
-        // Up to the last `;` inside the bound: whole pairs only.
-        let mut end = COOKIE_HEADER_MAX_LEN;
-        while !header.is_char_boundary(end) {
-            end -= 1;
-        }
-        let head = &header[..end];
-        head.rfind(';').map_or("", |at| &head[..at])
-    };
-    read.split(';').filter_map(|pair| {
+    header.split(';').filter_map(|pair| {
         let (name, value) = pair.split_once('=')?;
         let value = value.trim();
         let value = value
@@ -270,6 +313,15 @@ mod tests {
         assert_eq!(ids("7_9"), [7, 9]);
         assert_eq!(ids("-1"), Vec::<u16>::new());
         assert_eq!(ids("2"), Vec::<u16>::new());
+        // The whole string's reading is kept whenever the cookie set a section aside.
+        let whole = |sid: &str| {
+            let s = Signals::from_cookies(&format!("__gpp={gpp}; __gpp_sid={sid}"), false);
+            (s.without_gpp_sid()).map(|w| w.us_sections().map(UsSection::id).collect::<Vec<_>>())
+        };
+        assert_eq!(whole("-1"), Some(vec![7, 9]));
+        assert_eq!(whole("9"), Some(vec![7, 9]));
+        assert_eq!(whole("7,9"), None);
+        assert_eq!(whole("seven"), None);
         // Malformed: ignored, every section applies.
         assert_eq!(ids("seven"), [7, 9]);
         let s = Signals::from_cookies(&format!("__gpp_sid=2; __gpp={GPP_TCF_P1_V755}"), false);
@@ -304,21 +356,19 @@ mod tests {
     }
 
     #[test]
-    fn a_header_is_read_only_up_to_its_bound() {
-        let filler = format!("pad={}; ", "x".repeat(COOKIE_HEADER_MAX_LEN - 200));
-        let inside = format!("{filler}usprivacy=1YYN; euconsent-v2={TCF_P1_V755}");
-        assert!(inside.len() <= COOKIE_HEADER_MAX_LEN);
-        assert!(Signals::from_cookies(&inside, false).tcf().is_some());
-        // The same cookie cut by the bound is dropped; the one before it is still read.
-        let cut = format!("{filler}usprivacy=1YYN; euconsent-v2={TCF_MANY_VENDORS}");
-        assert!(cut.len() > COOKIE_HEADER_MAX_LEN);
-        let s = Signals::from_cookies(&cut, false);
-        assert!(s.tcf().is_none());
-        assert!(s.us_privacy().is_some());
-        let beyond = format!("{}; usprivacy=1YYN", "y".repeat(COOKIE_HEADER_MAX_LEN));
-        assert_eq!(Signals::from_cookies(&beyond, false), Signals::default());
-        // Multi-byte text at the bound does not panic.
-        let wide = "é".repeat(COOKIE_HEADER_MAX_LEN);
+    fn no_amount_of_other_cookies_hides_a_consent_cookie() {
+        // Far past any bound a reader could have had (the old one was 16 KiB).
+        let filler = format!("pad={}", "x".repeat(64 * 1024));
+        let header = format!("{filler}; usprivacy=1YYN; euconsent-v2={TCF_P1_V755}");
+        let s = Signals::from_cookies(&header, false);
+        assert!(s.tcf().is_some());
+        assert_eq!(s.us_privacy().unwrap().opt_out_sale.as_char(), 'Y');
+        // A planted consenting copy first, filler, then the reader's own refusal: a conflict.
+        let planted =
+            format!("euconsent-v2={TCF_P1_V755}; {filler}; euconsent-v2={TCF_NO_CONSENT}");
+        assert!(Signals::from_cookies(&planted, false).conflicting());
+        // Multi-byte text does not panic.
+        let wide = "é".repeat(64 * 1024);
         assert_eq!(Signals::from_cookies(&wide, false), Signals::default());
     }
 

@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 
+pub mod holes;
 pub mod hostile;
 
 use super::edge_id::{echoed_ids, our_cookies, EXPIRY};

@@ -87,6 +87,9 @@ fn codes(
     for item in items {
         match item {
             Value::String(code) if valid(&code) => {
+                if let Some(problem) = not_a_place(key, &code) {
+                    return Err(cx.error(key, &problem));
+                }
                 if !out.iter().any(|c| *c == code) {
                     out.push(Cow::Owned(code));
                 }
@@ -98,6 +101,22 @@ fn codes(
         }
     }
     Ok(Some(out))
+}
+
+/// Why a well-formed code in `key` can never match a reader: a placeholder (no reader is
+/// placed there: they are unknown) or an alias (readers reported with it are read as the code
+/// it stands for). `None` for a code that names a place.
+fn not_a_place(key: &str, code: &str) -> Option<String> {
+    let country = code.strip_prefix("US-").map_or(code, |_| "US");
+    if crate::country::is_placeholder(country) {
+        return Some(format!(
+            "\"{code}\" names no country (geolocation reports it for an unknown or larger place, \
+             and such readers fall under consent.unknown): list the countries themselves"
+        ));
+    }
+    let iso = crate::country::iso_code(country);
+    (iso != country && key.ends_with("countries"))
+        .then(|| format!("\"{code}\" is read as \"{iso}\" (ISO 3166-1): write \"{iso}\""))
 }
 
 /// `consent.purposes`: TCF purposes 1 to 24, at least one, ascending, each once.

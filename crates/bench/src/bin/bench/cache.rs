@@ -12,6 +12,14 @@
 //! first hit's says how far two measurements of one thing read apart on this machine. A hit ÷
 //! miss figure inside it is a difference the run cannot tell apart.
 //!
+//! Then the **hit ratio of two reader populations** on a page the origin marks `max-age` (not
+//! `public`), one fresh entry per process: readers with no cookie, and readers whose only
+//! cookies are a consent management platform's (`euconsent-v2`, `__gpp`, `__gpp_sid`,
+//! `usprivacy`) and the service's `ts-ec`, each reader with values of its own. Each population
+//! makes the same number of requests; the ratio is HITs over requests (the first request of each
+//! process fills, so the best possible is `1 - processes / requests`). The anonymous readers
+//! are the control: consent readers at the same ratio lose nothing to their cookies.
+//!
 //! Before timing, the hit and a miss must return the same bytes, and those must be the origin's
 //! page with the URL rule applied (the same oracle as the latency run); every timed response
 //! must carry the `x-ts-cache` verdict its side expects, so a miss that hit (or the reverse)
@@ -47,6 +55,12 @@ pub struct CacheResult {
     pub over_origin: RoundRatio,
     /// Rounds measured.
     pub rounds: usize,
+    /// Hit ratio of readers without cookies (the control).
+    pub anonymous_hit_ratio: f64,
+    /// Hit ratio of readers with consent cookies only.
+    pub consent_hit_ratio: f64,
+    /// Requests per population.
+    pub ratio_requests: usize,
 }
 
 impl CacheResult {
@@ -78,9 +92,29 @@ enum Side {
 
 /// Requests `path` from `addr`; through the proxy, checks the `x-ts-cache` verdict.
 fn fetch(addr: SocketAddr, path: &str, proxied: bool, want: &str) -> Result<Timed, String> {
+    let r = fetch_as(addr, path, proxied, None)?;
+    if proxied && r.header("x-ts-cache") != Some(want) {
+        return Err(format!(
+            "cache {path}: x-ts-cache {:?}, expected {want}",
+            r.header("x-ts-cache")
+        ));
+    }
+    Ok(r)
+}
+
+/// Requests `path` from `addr` with `cookie`, if any; a complete `200` or an error.
+fn fetch_as(
+    addr: SocketAddr,
+    path: &str,
+    proxied: bool,
+    cookie: Option<&str>,
+) -> Result<Timed, String> {
     let mut headers = vec![("accept-encoding", "identity")];
     if proxied {
         headers.push(("host", PUBLIC_HOST));
+    }
+    if let Some(cookie) = cookie {
+        headers.push(("cookie", cookie));
     }
     let r = get(addr, path, &headers, TIMEOUT).map_err(|e| format!("cache {path}: {e}"))?;
     if r.status != 200 || !r.complete {
@@ -89,13 +123,42 @@ fn fetch(addr: SocketAddr, path: &str, proxied: bool, want: &str) -> Result<Time
             r.status, r.complete
         ));
     }
-    if proxied && r.header("x-ts-cache") != Some(want) {
-        return Err(format!(
-            "cache {path}: x-ts-cache {:?}, expected {want}",
-            r.header("x-ts-cache")
-        ));
-    }
     Ok(r)
+}
+
+/// A TC string (purpose 1 and vendor 755 consented; encoded by the IAB's reference library,
+/// as in the e2e tests) and a GPP string (usca, no opt-out).
+const TCF: &str = "CQeEcwAQeEcwAAKABBENBkFAAIAAAAAAAAYgF5wAQF5gAAAA.IF5wAQF5gAAA";
+const GPP: &str = "DBABBg~BQoAAACA.QA";
+
+/// The cookies of consent reader `n`: a CMP's, with an edge ID and a `usprivacy` of its own.
+fn consent_cookies(n: usize) -> String {
+    format!(
+        "ts-ec={n:064x}.bench{}; euconsent-v2={TCF}; __gpp={GPP}; __gpp_sid=8; usprivacy=1{}NN",
+        n % 10,
+        if n.is_multiple_of(2) { 'Y' } else { 'N' }
+    )
+}
+
+/// The hit ratio of `requests` readers, spread over the processes, on a fresh `max-age`
+/// entry per process; `cookie` gives reader `n`'s cookies.
+fn hit_ratio(
+    proxies: &[SocketAddr],
+    requests: usize,
+    tag: &str,
+    cookie: impl Fn(usize) -> Option<String>,
+) -> Result<f64, String> {
+    let run_id = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path = format!("/__gen/110kb.html?cache_control=max-age%3D3600&{tag}={run_id}");
+    let mut hits = 0;
+    for n in 0..requests {
+        let proxy = proxies[n % proxies.len()];
+        let r = fetch_as(proxy, &path, true, cookie(n).as_deref())?;
+        hits += usize::from(r.header("x-ts-cache") == Some("HIT"));
+    }
+    Ok(hits as f64 / requests as f64)
 }
 
 /// Checks the outputs, fills one entry per process, then measures.
@@ -150,7 +213,15 @@ pub fn run(origin: SocketAddr, proxies: &[SocketAddr], quick: bool) -> Result<Ca
         }
     }
     let per_round = |b: &[f64]| RoundRatio::of(hit.iter().zip(b).map(|(x, y)| x / y).collect());
+    let ratio_requests = if quick { 40 } else { 200 };
+    let anonymous_hit_ratio = hit_ratio(proxies, ratio_requests, "anonymous", |_| None)?;
+    let consent_hit_ratio = hit_ratio(proxies, ratio_requests, "consent", |n| {
+        Some(consent_cookies(n))
+    })?;
     Ok(CacheResult {
+        anonymous_hit_ratio,
+        consent_hit_ratio,
+        ratio_requests,
         over_miss: per_round(&miss),
         over_origin: per_round(&direct_ms),
         hit_ms: median(hit.clone()),
@@ -179,6 +250,11 @@ pub fn print(c: &CacheResult) {
         c.aa(),
         c.rounds
     );
+    println!(
+        "hit ratio on a max-age page, {} requests each: readers without cookies {:.3}, \
+         readers with consent cookies only {:.3}",
+        c.ratio_requests, c.anonymous_hit_ratio, c.consent_hit_ratio
+    );
 }
 
 /// The `---RESULTS---` lines: `cache_hit_over_miss_ttlb` and `cache_hit_over_origin_ttlb`
@@ -197,6 +273,8 @@ pub fn results(c: &CacheResult) -> Vec<(String, String)> {
         ("cache_hit_ms", f(c.hit_ms)),
         ("cache_miss_ms", f(c.miss_ms)),
         ("cache_origin_ms", f(c.origin_ms)),
+        ("cache_hit_ratio_anonymous", f(c.anonymous_hit_ratio)),
+        ("cache_hit_ratio_consent_cookies", f(c.consent_hit_ratio)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -216,6 +294,9 @@ mod tests {
             over_miss: RoundRatio::of(vec![0.4, 0.5, 0.7]),
             over_origin: RoundRatio::of(vec![0.9, 1.1, 1.3]),
             rounds: 3,
+            anonymous_hit_ratio: 0.95,
+            consent_hit_ratio: 0.0,
+            ratio_requests: 40,
         }
     }
 
@@ -235,6 +316,8 @@ mod tests {
         assert_eq!(get("cache_hit_over_origin_ttlb_max"), Some("1.300"));
         assert_eq!(get("cache_hit_aa_ttlb"), Some("1.250"));
         assert_eq!(get("cache_miss_ms"), Some("4.000"));
+        assert_eq!(get("cache_hit_ratio_anonymous"), Some("0.950"));
+        assert_eq!(get("cache_hit_ratio_consent_cookies"), Some("0.000"));
     }
 
     #[test]

@@ -25,8 +25,8 @@ const WITH_COOKIES: Ask<'static> = Ask {
 };
 
 #[test]
-fn only_ts_ec_is_not_a_reader_cookie() {
-    use Reader::{Anonymous, WithCookies};
+fn only_ts_ec_and_consent_cookies_are_not_reader_cookies() {
+    use Reader::{Anonymous, ConsentOnly, WithCookies};
     let cases: &[(&[&str], Reader)] = &[
         (&[], Anonymous),
         (&[""], Anonymous),
@@ -45,6 +45,16 @@ fn only_ts_ec_is_not_a_reader_cookie() {
         (&["ts-ec"], WithCookies),
         (&["=ts-ec"], WithCookies),
         (&["ts-ec=a;b"], WithCookies),
+        // Consent cookies, alone or with `ts-ec`: read and fill as anonymous.
+        (&["euconsent-v2=CQ"], ConsentOnly),
+        (
+            &["ts-ec=a; __gpp=DBA; __gpp_sid=7", "usprivacy=1YNN"],
+            ConsentOnly,
+        ),
+        (&["us_privacy=1---"], ConsentOnly),
+        (&["euconsent-v2=CQ; session=alice"], WithCookies),
+        (&["EUCONSENT-V2=CQ"], WithCookies),
+        (&["__gpp_sid2=7"], WithCookies),
     ];
     for (cookie_lines, want) in cases {
         assert_eq!(lines(cookie_lines), *want, "{cookie_lines:?}");
@@ -55,9 +65,11 @@ fn only_ts_ec_is_not_a_reader_cookie() {
 
 #[test]
 fn reader_cookies_need_an_explicitly_shared_answer() {
-    use Reader::{Anonymous, WithCookies};
+    use Reader::{Anonymous, ConsentOnly, WithCookies};
     let max_age = [("cache-control", "max-age=300")];
     assert_eq!(aud(Anonymous, &max_age), Ok(Audience::Anonymous));
+    assert_eq!(aud(ConsentOnly, &max_age), Ok(Audience::Anonymous));
+    assert!(Audience::Anonymous.serves(ConsentOnly) && !Audience::Anonymous.serves(WithCookies));
     assert_eq!(aud(WithCookies, &max_age), Err(PassWhy::Cookie));
     for explicit in [
         "public, max-age=300",
@@ -279,7 +291,9 @@ fn hints_are_learned_only_from_answers_any_reader_could_get() {
 fn cookie_name() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => Just("ts-ec".to_owned()),
+        2 => prop::sample::select(&CONSENT_COOKIES[..]).prop_map(str::to_owned),
         1 => Just("ts-ec2".to_owned()),
+        1 => Just("__gpp_sid_".to_owned()),
         1 => Just("xts-ec".to_owned()),
         1 => Just("TS-EC".to_owned()),
         1 => Just("ts_ec".to_owned()),
@@ -335,8 +349,9 @@ fn directives(headers: &[(&str, Vec<u8>)], header: &str) -> Vec<String> {
 }
 
 proptest! {
-    /// Whatever the cookies, the request is anonymous exactly when every cookie it carries is
-    /// named `ts-ec`, however they are spread over `Cookie` lines.
+    /// Whatever the cookies, however they are spread over `Cookie` lines, the request is
+    /// anonymous exactly when every cookie it carries is named `ts-ec`, and consent-only when
+    /// every one is `ts-ec` or a consent cookie and one is the latter.
     #[test]
     fn anonymous_exactly_when_every_cookie_is_ts_ec(
         cookies in proptest::collection::vec((cookie_name(), "[A-Za-z0-9.=_-]{0,10}"), 0..6),
@@ -345,8 +360,11 @@ proptest! {
         let pairs: Vec<String> = cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
         let cookie_lines: Vec<String> =
             pairs.chunks(split).map(|c| c.join("; ")).collect();
+        let consent = |n: &str| CONSENT_COOKIES.contains(&n);
         let want = if cookies.iter().all(|(n, _)| n == "ts-ec") {
             Reader::Anonymous
+        } else if cookies.iter().all(|(n, _)| n == "ts-ec" || consent(n)) {
+            Reader::ConsentOnly
         } else {
             Reader::WithCookies
         };
