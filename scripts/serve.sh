@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the service on http://127.0.0.1:7676 with `fastly compute serve` (Viceroy from PATH).
+# Runs the service on http://127.0.0.1:7676 with `fastly compute serve` (Viceroy from PATH);
+# TS_SERVE_ADDR=HOST:PORT serves it elsewhere.
 #
 # Without TRUSTED_SERVER__PUBLISHER__ORIGIN_URL it first starts the bundled demo origin on
 # 127.0.0.1:8080 (pages from fixtures/site), and a demo ad partner on 127.0.0.1:8081 (files

@@ -8,8 +8,9 @@
 //! cargo run --release -p ts-bench --example flight_overhead
 //! ```
 //!
-//! docs/performance.md ("Before and after the Flight fast reader") quotes it. For the full
-//! interleaved comparison of builds, use the `throughput` tool and `scripts/benchmark.sh`.
+//! It prints figures for one machine; docs/performance.md ("Profiling and counting
+//! instructions") describes the methods. For the full interleaved comparison of builds, use
+//! the `throughput` tool and `scripts/benchmark.sh`.
 
 use std::time::Instant;
 use ts_bench::throughput::{all_pages, run_pipeline, Page};

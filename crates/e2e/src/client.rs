@@ -148,17 +148,7 @@ pub fn get_from(
     headers: &[(&str, &str)],
     timeout: Duration,
 ) -> io::Result<Timed> {
-    let version = Version::HTTP_11;
-    one_exchange(
-        Some(source),
-        addr,
-        version,
-        "GET",
-        path,
-        headers,
-        &[],
-        timeout,
-    )
+    send_from(source, addr, "GET", path, headers, &[], timeout)
 }
 
 /// Like [`send`], from the local address `source` (see [`get_from`]): any method, with a
