@@ -48,6 +48,11 @@ npm ci --silent --no-audit --no-fund --prefix "$ROOT/tests/consent" >&2
 cargo build --locked --release -p trusted-server-core --example consent
 TS_CONSENT="$ROOT/target/release/examples/consent" node --test tests/consent/
 
+log "price buckets against Prebid.js's own cpmBucketManager (node --test; pinned npm packages)"
+npm ci --silent --no-audit --no-fund --prefix "$ROOT/tests/auction" >&2
+cargo build --locked --release -p trusted-server-core --example price_buckets
+TS_PRICE_BUCKETS="$ROOT/target/release/examples/price_buckets" node --test tests/auction/
+
 log "captured Next.js pages at every split point (release build: gigabytes of rewriting)"
 cargo test --locked --release -p trusted-server-core --test nextjs_fixtures
 

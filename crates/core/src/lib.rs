@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod auction;
 mod body;
 pub mod cache;
 pub mod compression;
