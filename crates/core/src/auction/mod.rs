@@ -1,16 +1,29 @@
 //! Server-side auctions: the pure parts, knowing no platform.
 //!
-//! An auction endpoint (issue 37) reads an OpenRTB request from Prebid.js, asks the configured
-//! bidders concurrently under a deadline, and answers with their bids and the targeting keys
-//! Prebid.js reads. Everything that needs no I/O lives here, so it is tested natively; the
-//! Fastly adapter only sends the requests and waits.
+//! An auction endpoint reads an OpenRTB request from Prebid.js, asks the configured bidders
+//! concurrently under a deadline, and answers with their bids and the targeting keys Prebid.js
+//! reads. Everything that needs no I/O lives here, so it is tested natively; the Fastly
+//! adapter only sends the requests and waits. The endpoint is not served yet: these are its
+//! first parts.
 //!
-//! This is its first part: the price buckets behind `hb_pb` ([`Granularity`]), Prebid's low,
-//! medium, high, auto, dense and custom granularities, read from
-//! `ext.prebid.targeting.pricegranularity` as Prebid Server reads it, and bucketed exactly as
-//! Prebid.js's own `getPriceBucketString` does (the differential test in `tests/auction/`
-//! holds it to that).
+//! * [`read_request`]: the bid request Prebid.js's `prebidServerBidAdapter` posts, read once
+//!   and bounded ([`MAX_BODY_BYTES`], [`MAX_IMPS`], …), with an error per status.
+//! * [`BidderConsent`]: what each bidder may be given (asked at all, the edge ID, precise
+//!   geolocation) from the request's one consent decision, by Prebid Server's privacy rules.
+//! * [`Granularity`]: the price buckets behind `hb_pb`, Prebid's low, medium, high, auto,
+//!   dense and custom granularities, read from `ext.prebid.targeting.pricegranularity` as
+//!   Prebid Server reads it, and bucketed exactly as Prebid.js's own `getPriceBucketString`
+//!   does (the differential test in `tests/auction/` holds it to that).
 
+mod consent;
 mod price;
+mod request;
 
+pub use consent::{
+    BidderConsent, PURPOSES_EDGE_ID, PURPOSE_TAKE_PART, SPECIAL_FEATURE_PRECISE_GEO,
+};
 pub use price::{CustomGranularity, Granularity, PriceRange};
+pub use request::{
+    read as read_request, BidRequest, Imp, Media, RequestError, MAX_BIDDERS, MAX_BODY_BYTES,
+    MAX_ID_LEN, MAX_IMPS,
+};

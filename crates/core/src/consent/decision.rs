@@ -316,14 +316,28 @@ impl<'a> Decision<'a> {
     /// A restriction of type 0 (not allowed), the undefined type 3, or both types 1 and 2 on one
     /// purpose forbid it.
     pub fn partner(&self, vendor_id: Option<u16>) -> PartnerDecision {
-        let verdict = |allowed, reason| PartnerDecision { allowed, reason };
         if !self.edge_id {
-            return verdict(false, Reason::NoEdgeId);
+            return PartnerDecision {
+                allowed: false,
+                reason: Reason::NoEdgeId,
+            };
         }
+        self.vendor_basis(vendor_id, self.purposes)
+    }
+
+    /// Whether a TCF vendor has a legal basis for every purpose of `purposes` (the rules of
+    /// [`Decision::partner`]), whether or not the reader has an edge ID: what an auction asks
+    /// of a bidder (purpose 2 to take part; 1 and 4 for an ID). Outside opt-in rules, allowed
+    /// (`not-opt-in`); under opt-in without a TC string, refused (`no-tcf`).
+    pub fn vendor_basis(&self, vendor_id: Option<u16>, purposes: &[u8]) -> PartnerDecision {
+        let verdict = |allowed, reason| PartnerDecision { allowed, reason };
         if self.rule != ConsentRule::OptIn {
             return verdict(true, Reason::NotOptIn);
         }
-        let (Some(vendor), Some(tcf)) = (vendor_id, self.tcf) else {
+        let Some(tcf) = self.tcf else {
+            return verdict(false, Reason::NoTcf);
+        };
+        let Some(vendor) = vendor_id else {
             return verdict(false, Reason::NoVendorId);
         };
         if tcf
@@ -335,7 +349,7 @@ impl<'a> Decision<'a> {
         }
         let core = &tcf.core;
         let mut reason = Reason::VendorConsent;
-        for &purpose in self.purposes {
+        for &purpose in purposes {
             let (mut require_consent, mut require_interest) = (false, false);
             for r in &core.publisher_restrictions {
                 if r.purpose_id != purpose || !r.applies_to(vendor) {
@@ -367,6 +381,18 @@ impl<'a> Decision<'a> {
             }
         }
         verdict(true, reason)
+    }
+
+    /// Whether the reader opted in to TCF special feature `id` (1: precise geolocation) in the
+    /// TC string, under opt-in rules; outside them, whether the reader has no refusal at all
+    /// (the edge ID's rule: no opt-out, no GPC).
+    pub fn special_feature(&self, id: u8) -> bool {
+        match self.rule {
+            ConsentRule::OptIn => self
+                .tcf
+                .is_some_and(|tcf| tcf.core.special_feature_optins.has(id)),
+            ConsentRule::OptOut | ConsentRule::None => self.edge_id,
+        }
     }
 
     /// [`Decision::partner`] for a partner host, its vendor ID looked up in
