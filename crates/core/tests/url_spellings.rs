@@ -11,7 +11,11 @@
 //! * `Rewritten`: the input reaches the origin, the output reaches the first-party host;
 //! * `Other`: the input reaches some other host (or no URL at all) and is left alone;
 //! * `Missed`: the input reaches the origin but is a spelling the rule does not cover (listed
-//!   in `crates/core/src/url_rewrite/mod.rs`), so it is left alone.
+//!   in `crates/core/src/url_rewrite/mod.rs`), so it is left alone;
+//! * `Ended`: the consumer reads no URL at all, because after the port comes a character no
+//!   port or authority can go on with (`:80\n-->`: URL parsing fails there), while a reader
+//!   sees an origin URL that ends at the port (in a comment, in text): it is rewritten, and the
+//!   output reaches no host either.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -46,8 +50,9 @@ enum Consumer {
     Rewritten,
     Other,
     Missed,
+    Ended,
 }
-use Consumer::{Missed, Other, Rewritten};
+use Consumer::{Ended, Missed, Other, Rewritten};
 
 const TABLE: &[(Decode, &str, &str, Consumer)] = &[
     // Plain, as the browser reads an href.
@@ -245,6 +250,50 @@ const TABLE: &[(Decode, &str, &str, Consumer)] = &[
         "https://origin.example.com%0A/a",
         "https://origin.example.com%0A/a",
         Other,
+    ),
+    // After a port only digits (another port) and `@` (user info of another host) go on;
+    // URL parsing fails on anything else, so a port then a newline ends an origin URL.
+    (
+        Decode::None,
+        "http://origin.example.com:80\n@evil.test/a",
+        "http://origin.example.com:80\n@evil.test/a",
+        Other,
+    ),
+    (
+        Decode::None,
+        "http://origin.example.com:80\r\n-->",
+        "http://127.0.0.1:7676\r\n-->",
+        Ended,
+    ),
+    (
+        Decode::None,
+        "https://origin.example.com:443\nand",
+        "http://127.0.0.1:7676\nand",
+        Ended,
+    ),
+    (
+        Decode::None,
+        "//origin.example.com:80\t.evil.test",
+        "//127.0.0.1:7676\t.evil.test",
+        Ended,
+    ),
+    (
+        Decode::Json,
+        r"https:\/\/origin.example.com:443\n-->",
+        r"http:\/\/127.0.0.1:7676\n-->",
+        Ended,
+    ),
+    (
+        Decode::Json,
+        r"https:\/\/origin.example.com:443\n3\/a",
+        r"https:\/\/origin.example.com:443\n3\/a",
+        Other,
+    ),
+    (
+        Decode::Percent,
+        "https%3A%2F%2Forigin.example.com%3A443%0A-",
+        "http%3A%2F%2F127.0.0.1%3A7676%0A-",
+        Ended,
     ),
     // Spellings the rule does not cover.
     (
@@ -490,7 +539,7 @@ fn the_table_of_spellings_is_what_the_rule_does() {
         let out = rule().rewrite_all(input.as_bytes());
         assert_eq!(String::from_utf8_lossy(&out), expected, "{input:?}");
         assert_eq!(
-            consumer == Rewritten,
+            matches!(consumer, Rewritten | Ended),
             input != expected,
             "row {input:?} contradicts itself"
         );
@@ -549,6 +598,10 @@ fn node_resolves_each_row_as_the_table_says() {
             }
             Other => assert!(!reaches_origin, "{input:?} does reach the origin"),
             Missed => assert!(reaches_origin, "{input:?} resolves to {before:?}"),
+            Ended => {
+                assert_eq!(before, None, "{input:?} is a URL");
+                assert_eq!(after, None, "{input:?} rewritten is a URL");
+            }
         }
     }
 }

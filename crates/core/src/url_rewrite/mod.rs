@@ -9,9 +9,9 @@
 //! # The rule
 //!
 //! A match is `scheme C S…` or `S S…` (scheme-relative), then the origin host, an optional
-//! `.` and port, then a byte that cannot continue an authority. It becomes the same spelling
-//! with the request's scheme and authority. The slashes `S` (one to three with a scheme, two
-//! or three without) and the colon `C` are all written in one form:
+//! `.` and port, then a character that cannot continue the authority. It becomes the same
+//! spelling with the request's scheme and authority. The slashes `S` (one to three with a
+//! scheme, two or three without) and the colon `C` are all written in one form:
 //!
 //! | form | slash `S` | colon `C` | typical source |
 //! |---|---|---|---|
@@ -27,6 +27,9 @@
 //! and every byte of the authority other than letters, digits and `-._~`, are percent-encoded
 //! with hex letters in the case of the matched `%2F`/`%2f` (so a port is `%3A7676`, an IPv6
 //! literal `%5B…%5D`); in every other form the authority is written as it is (`:7676`).
+//! When the request's authority has no port and the match ended at a port before a
+//! character that would go on with a host (see the boundaries), the replacement ends with
+//! the default port of the request's scheme, in the form's colon: `:443`, `%3A443`.
 //!
 //! Within a match:
 //!
@@ -40,19 +43,28 @@
 //!
 //! Boundaries:
 //!
-//! * after the host and port, the next character must not continue an authority: ASCII
-//!   letters, digits, `.-_:@` and any non-ASCII character (IDNA may map it into the host:
-//!   U+3002 becomes `.`, U+00AD is dropped) all do. A `%HH`, `\uHHHH`, `\n`, `\r` or `\t`
-//!   there is read as the character it encodes, also escaped once more (`\\u002e`, `\\n`:
-//!   JSON in a JavaScript string), so `origin.example.com%2eevil.test` is a longer host;
-//! * tab, LF and CR there (raw or escaped) are looked past, as URL parsing removes them
-//!   wherever they are: the next other character decides. So an origin URL at the end of a
-//!   line (`source: http://origin.example.com:80\r\n`) is rewritten, while
+//! * after the host, the next character must not continue an authority: ASCII letters,
+//!   digits, `.-_:@` and any non-ASCII character (IDNA may map it into the host: U+3002
+//!   becomes `.`, U+00AD is dropped) all do. A `%HH`, `\uHHHH`, `\n`, `\r` or `\t` there is
+//!   read as the character it encodes, also escaped once more (`\\u002e`, `\\n`: JSON in a
+//!   JavaScript string), so `origin.example.com%2eevil.test` is a longer host;
+//! * after a port, only a digit (another port: `:80\n80` is port 8080) or `@` (the origin
+//!   becomes user info: `:80@evil.test` is the host `evil.test`) continues the authority,
+//!   read the same way. URL parsing fails on any other character there: it is no longer
+//!   host, so it ends the URL and `<!-- http://origin.example.com:80\n-->` is rewritten. Where
+//!   that character would go on with a host written before it, the replacement keeps a port
+//!   (see above), so `https://origin.example.com:443.evil.test`, which is no URL, never
+//!   becomes one to the first-party host with `.evil.test` after it;
+//! * tab, LF and CR after the host or port (raw or escaped) are looked past, as URL parsing
+//!   removes them wherever they are: the next other character decides. So an origin URL at
+//!   the end of a line (`source: http://origin.example.com:80\r\n`) is rewritten, while
 //!   `//origin.example.com\n.evil.test` is the host `origin.example.com.evil.test` and is
 //!   left alone. At most 32 bytes of them are looked past (beyond, the URL is left alone), so
 //!   the streaming replacer decides from a bounded window. Percent-encoded (`%0A`) they are
 //!   looked past only in the percent-encoded form, whose server decodes them first; elsewhere
-//!   URL parsing decodes them into the host, which is then invalid, and the URL is left alone;
+//!   URL parsing decodes them into the host, which is then invalid, and the URL is left alone
+//!   (after a port, where URL parsing fails at the `%`, they end it like any other character
+//!   but a digit or `@`);
 //! * the slashes are counted back from the host, at most three, all in one form; the forms
 //!   are tried longest spelling first (double-escaped, JSON-escaped, Unicode escape,
 //!   character reference, percent-encoded, plain), so `https:\/\/origin…` keeps its escapes;
@@ -75,7 +87,8 @@
 //! against a page of the same scheme the browser reads them as a path on that page's host: the
 //! rewrite then points at the first-party root instead, never at the origin. Left alone as
 //! other hosts: `//origin.example.com.evil.test`, `//origin.example.com:8443`,
-//! `//origin.example.com@evil.test`, `//origin.example.comx`.
+//! `//origin.example.com@evil.test`, `//origin.example.comx`, `//origin.example.com:80\n80`,
+//! `//origin.example.com:80@evil.test`.
 //!
 //! `tests/url_spellings.rs` holds the table of spellings, checked against Node's WHATWG `URL`.
 
@@ -109,6 +122,9 @@ struct Found {
     absolute: bool,
     /// The slash spelling next to the host, repeated in the replacement.
     slash: &'static [u8],
+    /// The replacement ends with the target's default port, written out: the target has no
+    /// port and the character after the match would go on with its host.
+    with_port: bool,
 }
 
 /// The origin → first-party mapping for one request.
@@ -131,6 +147,8 @@ struct Rule {
     target_scheme: Vec<u8>,
     /// The request's authority, as given.
     target_authority: Vec<u8>,
+    /// Whether that authority has a port.
+    target_has_port: bool,
     /// `scheme://authority` and `//authority`: the plain form's replacements, by far the
     /// most frequent, written in one piece.
     plain_absolute: Vec<u8>,
@@ -172,6 +190,9 @@ impl UrlRule {
             },
             target_scheme: target_scheme.as_bytes().to_vec(),
             target_authority: target_authority.as_bytes().to_vec(),
+            target_has_port: split_authority(&target_authority.to_ascii_lowercase())
+                .1
+                .is_some(),
             plain_absolute: format!("{target_scheme}://{target_authority}").into_bytes(),
             plain_relative: format!("//{target_authority}").into_bytes(),
             anchor,
@@ -382,6 +403,10 @@ impl UrlRule {
             } else {
                 &self.0.plain_relative
             });
+            if found.with_port {
+                out.push(b':');
+                self.write_default_port(out);
+            }
             return;
         }
         let slash = found.slash;
@@ -401,6 +426,20 @@ impl UrlRule {
         } else {
             out.extend_from_slice(&self.0.target_authority);
         }
+        if found.with_port {
+            out.extend_from_slice(match (found.form, upper) {
+                (Form::Percent, true) => b"%3A",
+                (Form::Percent, false) => b"%3a",
+                _ => b":",
+            });
+            self.write_default_port(out);
+        }
+    }
+
+    /// The default port of the request's scheme, which a replacement writes out where the
+    /// character after it would otherwise go on with the target's host.
+    fn write_default_port(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.0.target_default_port.to_string().as_bytes());
     }
 
     /// Decides the candidate at `at` (where the host may start): the host in any case,
@@ -434,10 +473,14 @@ impl UrlRule {
             return Decision::No;
         };
         let after = &work[at + self.0.host.len()..];
-        let (len, port) = match suffix(form, after, at_end) {
+        let (len, port, host_follows) = match suffix(form, after, at_end) {
             Suffix::NeedMore => return Decision::NeedMore,
             Suffix::No => return Decision::No,
-            Suffix::Found { len, port } => (len, port),
+            Suffix::Found {
+                len,
+                port,
+                host_follows,
+            } => (len, port, host_follows),
         };
         let port_ok = match (port, self.0.port) {
             (None, None) => true,
@@ -454,6 +497,7 @@ impl UrlRule {
             form,
             absolute,
             slash,
+            with_port: host_follows && !self.0.target_has_port,
         })
     }
 

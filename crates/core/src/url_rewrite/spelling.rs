@@ -135,7 +135,13 @@ pub(super) enum Suffix {
     /// The host goes on (a longer or different authority), or the port part is malformed.
     No,
     /// `len` bytes of dot and port (`port` if one was written), then a boundary.
-    Found { len: usize, port: Option<u32> },
+    /// `host_follows`: the boundary is a character that would go on with a host written
+    /// right before it (it ended the URL only because a port came first).
+    Found {
+        len: usize,
+        port: Option<u32>,
+        host_follows: bool,
+    },
 }
 
 /// Reads what follows the host in `form`: `after` is everything after it. With `at_end`, the
@@ -167,20 +173,40 @@ pub(super) fn suffix(form: Form, after: &[u8], at_end: bool) -> Suffix {
         }
         _ => {}
     }
-    match boundary(form, &after[i..], at_end) {
-        Boundary::NeedMore => Suffix::NeedMore,
-        Boundary::Continues => Suffix::No,
-        Boundary::Ends => Suffix::Found { len: i, port },
+    let host_follows = match boundary(form, &after[i..], at_end) {
+        Boundary::NeedMore => return Suffix::NeedMore,
+        Boundary::TooFar => return Suffix::No,
+        Boundary::End => false,
+        // After a port only another port or user info go on: anything else ends the URL,
+        // even what would go on with a host (`:8080\n-->`).
+        Boundary::Char(c) if port.is_some() => {
+            if continues_port(c) {
+                return Suffix::No;
+            }
+            continues_authority(c)
+        }
+        Boundary::Char(c) if continues_authority(c) => return Suffix::No,
+        Boundary::Char(_) => false,
+    };
+    Suffix::Found {
+        len: i,
+        port,
+        host_follows,
     }
 }
 
 enum Boundary {
     NeedMore,
-    Continues,
-    Ends,
+    /// The input ends (after tab and newlines, if any).
+    End,
+    /// More than [`MAX_SKIPPED`] bytes of tab and newlines: the match is left alone.
+    TooFar,
+    /// The character that decides, after tab and newlines (if any), as [`unit`] reads it.
+    Char(u32),
 }
 
-/// Decides whether `rest`, the input after a host and its port, continues the authority.
+/// Reads `rest`, the input after a host and its port, up to the character that decides
+/// whether it continues the authority.
 ///
 /// It is read one character at a time as the consumer reads it ([`unit`]). Tab, LF and CR are
 /// removed by URL parsing wherever they are (so an origin URL at the end of a line,
@@ -188,13 +214,14 @@ enum Boundary {
 /// `origin.evil.test`): they are looked past, and the first other character decides. Written
 /// `%09`, `%0A`, `%0D` they are looked past only in the percent-encoded form, whose server
 /// decodes them before URL parsing; elsewhere a URL parser percent-decodes them into the host,
-/// which makes it invalid, so the match is left alone.
+/// which makes it invalid, so the match is left alone (after a port, where URL parsing fails
+/// at the `%`, they end it like any character but a digit or `@`).
 fn boundary(form: Form, rest: &[u8], at_end: bool) -> Boundary {
     let mut at = 0;
     loop {
         let (value, len, percent) = match unit(&rest[at..], at_end) {
             Unit::NeedMore => return Boundary::NeedMore,
-            Unit::End => return Boundary::Ends,
+            Unit::End => return Boundary::End,
             Unit::Char {
                 value,
                 len,
@@ -203,15 +230,11 @@ fn boundary(form: Form, rest: &[u8], at_end: bool) -> Boundary {
         };
         let removed = matches!(value, 0x09 | 0x0A | 0x0D) && (!percent || form == Form::Percent);
         if !removed {
-            return if continues_authority(value) {
-                Boundary::Continues
-            } else {
-                Boundary::Ends
-            };
+            return Boundary::Char(value);
         }
         at += len;
         if at > MAX_SKIPPED {
-            return Boundary::Continues;
+            return Boundary::TooFar;
         }
     }
 }
@@ -326,6 +349,14 @@ fn hex_unit(digits: &[u8], count: usize) -> HexUnit {
     } else {
         HexUnit::Absent
     }
+}
+
+/// Whether a character after a port makes it part of a different authority: a digit makes
+/// it another port (`:80\n80` is port 8080), `@` makes the host user info (`:80@evil.test`
+/// is the host `evil.test`). URL parsing fails on anything else there: it is not a longer
+/// host, and the URL ends before it.
+fn continues_port(unit: u32) -> bool {
+    u8::try_from(unit).is_ok_and(|b| b.is_ascii_digit() || b == b'@')
 }
 
 /// Whether a character after the host makes it part of a longer or different authority (or

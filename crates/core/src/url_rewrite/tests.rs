@@ -212,6 +212,8 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("%0D%0A".to_owned()),
         Just("\n".repeat(MAX_SKIPPED)),
         Just("evil.test".to_owned()),
+        Just("-->".to_owned()),
+        Just("@".to_owned()),
         Just("https:/\\origin.example.com".to_owned()),
         Just("/\\".to_owned()),
         "[a-z/:. \\\\\"%&#;u0-9]{0,12}",
@@ -558,4 +560,244 @@ fn the_bytes_looked_past_are_bounded_and_every_split_agrees() {
     }
     let all: Vec<usize> = (1..input.len()).collect();
     assert_eq!(run_split(&rule(), input, &all), whole);
+}
+
+/// After a port only more port digits (`:80\n80` is port 8080) or `@` (`:80@evil.test` makes
+/// the origin user info of another host) continue the authority; URL parsing fails on
+/// anything else, so it ends the URL, also after a newline (`<!-- http://origin:80\n-->`).
+#[test]
+fn after_a_port_only_digits_and_at_continue() {
+    for (input, want) in [
+        (
+            "<!-- http://origin.example.com:80\n-->",
+            "<!-- http://127.0.0.1:7676\n-->",
+        ),
+        (
+            "<!-- http://origin.example.com:80\r\n-->",
+            "<!-- http://127.0.0.1:7676\r\n-->",
+        ),
+        (
+            "see http://origin.example.com:80\nfor more",
+            "see http://127.0.0.1:7676\nfor more",
+        ),
+        (
+            "//origin.example.com:80\r\n\t_x",
+            "//127.0.0.1:7676\r\n\t_x",
+        ),
+        (
+            "https://origin.example.com:443\n.",
+            "http://127.0.0.1:7676\n.",
+        ),
+        (
+            "https://origin.example.com.:443\n:",
+            "http://127.0.0.1:7676\n:",
+        ),
+        (
+            "http://origin.example.com:80-->",
+            "http://127.0.0.1:7676-->",
+        ),
+        (
+            "http://origin.example.com:80\u{3002}",
+            "http://127.0.0.1:7676\u{3002}",
+        ),
+        (
+            r#""https:\/\/origin.example.com:443\n-->""#,
+            r#""http:\/\/127.0.0.1:7676\n-->""#,
+        ),
+        (
+            r#""https:\\/\\/origin.example.com:443\\r\\n-""#,
+            r#""http:\\/\\/127.0.0.1:7676\\r\\n-""#,
+        ),
+        (
+            r"\u002F\u002Forigin.example.com:80\u000Aa",
+            r"\u002F\u002F127.0.0.1:7676\u000Aa",
+        ),
+        (
+            "https%3A%2F%2Forigin.example.com%3A443%0A-",
+            "http%3A%2F%2F127.0.0.1%3A7676%0A-",
+        ),
+        // `%0A` outside the percent form: URL parsing fails at the `%` after the port.
+        (
+            "http://origin.example.com:80%0A-",
+            "http://127.0.0.1:7676%0A-",
+        ),
+    ] {
+        assert_eq!(rewrite(input), want, "{input:?}");
+    }
+    for input in [
+        // Another port once the newline is removed.
+        "http://origin.example.com:80\n80/",
+        "http://origin.example.com:80\r\n\t0",
+        r#""https:\/\/origin.example.com:443\n3""#,
+        r"https:\u002F\u002Forigin.example.com:443\u000A\u0033",
+        "https%3A%2F%2Forigin.example.com%3A443%0A%33",
+        // User info of another host.
+        "http://origin.example.com:80@evil.test/",
+        "http://origin.example.com:80\n@evil.test/",
+        r#""https:\/\/origin.example.com:443\n\u0040evil.test""#,
+        "https%3A%2F%2Forigin.example.com%3A443%40evil.test",
+        // More than the bounded window of newlines.
+        &format!(
+            "http://origin.example.com:80{}-->",
+            "\n".repeat(MAX_SKIPPED + 1)
+        ),
+    ] {
+        assert_eq!(rewrite(input), input, "{input:?}");
+    }
+}
+
+/// How one form writes a URL with the origin's default port, what it becomes, and the
+/// spellings of tab, LF and CR it looks past.
+struct PortForm {
+    url: &'static str,
+    /// For [`rule`], whose target has a port.
+    rewritten: &'static str,
+    /// For [`bare_rule`], whose target has none, and the port it adds when the next
+    /// character would go on with its host.
+    rewritten_bare: &'static str,
+    port: &'static str,
+    removed: &'static [&'static str],
+}
+
+/// A rule whose target authority has no port.
+fn bare_rule() -> UrlRule {
+    UrlRule::new("origin.example.com", "http", "p.test")
+}
+
+const PORT_FORMS: [PortForm; 4] = [
+    PortForm {
+        url: "http://origin.example.com:80",
+        rewritten: "http://127.0.0.1:7676",
+        rewritten_bare: "http://p.test",
+        port: ":80",
+        removed: &["\n", "\r", "\t"],
+    },
+    PortForm {
+        url: "//origin.example.com.:80",
+        rewritten: "//127.0.0.1:7676",
+        rewritten_bare: "//p.test",
+        port: ":80",
+        removed: &["\n", "\r", "\t"],
+    },
+    PortForm {
+        url: r"https:\/\/origin.example.com:443",
+        rewritten: r"http:\/\/127.0.0.1:7676",
+        rewritten_bare: r"http:\/\/p.test",
+        port: ":80",
+        removed: &["\n", "\r", "\t", r"\n", r"\r", r"\t", r"\u000A", r"\u000d"],
+    },
+    PortForm {
+        url: "https%3A%2F%2Forigin.example.com%3A443",
+        rewritten: "http%3A%2F%2F127.0.0.1%3A7676",
+        rewritten_bare: "http%3A%2F%2Fp.test",
+        port: "%3A80",
+        removed: &["\n", "\r", "\t", "%0A", "%0d", "%09"],
+    },
+];
+
+proptest! {
+    /// An origin URL with a port, then tab and newlines, then one character (or the end):
+    /// rewritten unless the character is a digit or `@` (or the newlines are more than the
+    /// window), with the same output for every split. To a target without a port, the port
+    /// is written when the character would go on with the target's host.
+    #[test]
+    fn after_a_port_a_character_other_than_a_digit_or_at_ends_the_url(
+        form in 0..PORT_FORMS.len(),
+        removed in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+        next in proptest::option::of(prop_oneof![
+            Just('-'), Just('>'), Just('@'), Just('.'), Just(':'), Just('_'), Just('/'),
+            Just('?'), Just('#'), Just(' '), Just('"'), Just('<'), Just('é'), Just('\u{3002}'),
+            proptest::char::range('0', '9'),
+            proptest::char::range('a', 'z'),
+            proptest::char::range('A', 'Z'),
+        ]),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let form = &PORT_FORMS[form];
+        let gap: String = removed.iter().map(|i| *i.get(form.removed)).collect();
+        let tail = format!("{gap}{}", next.map(String::from).unwrap_or_default());
+        let input = format!("x {}{tail}", form.url);
+        let ends = next.is_none_or(|c| !c.is_ascii_digit() && c != '@');
+        let host_char = next.is_some_and(|c| c.is_alphanumeric() || ".-_:\u{3002}".contains(c));
+        let rewritten = ends && gap.len() <= MAX_SKIPPED;
+        for (rule, want) in [
+            (rule(), format!("x {}{tail}", form.rewritten)),
+            (
+                bare_rule(),
+                format!(
+                    "x {}{}{tail}",
+                    form.rewritten_bare,
+                    if host_char { form.port } else { "" }
+                ),
+            ),
+        ] {
+            let want = if rewritten { want } else { input.clone() };
+            let input = input.as_bytes();
+            let text = |out: Vec<u8>| String::from_utf8(out).unwrap();
+            prop_assert_eq!(text(rule.rewrite_all(input)), want.as_str());
+            for cut in 0..=input.len() {
+                prop_assert_eq!(
+                    text(run_split(&rule, input, &[cut])),
+                    want.as_str(),
+                    "cut at {}",
+                    cut
+                );
+            }
+            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(input.len() + 1)).collect();
+            points.sort_unstable();
+            points.dedup();
+            prop_assert_eq!(
+                text(run_split(&rule, input, &points)),
+                want.as_str()
+            );
+        }
+    }
+}
+
+/// A target without a port gets one after the match when the character that ended the URL
+/// would go on with its host: `https://origin:443.evil.test` is no URL, and must not become
+/// `https://p.test.evil.test`.
+#[test]
+fn a_target_without_a_port_keeps_one_where_its_host_would_go_on() {
+    let rule = UrlRule::new("o.test", "https", "p.test");
+    for (input, want) in [
+        (
+            "<!-- https://o.test:443\r\n-->",
+            "<!-- https://p.test:443\r\n-->",
+        ),
+        (
+            "https://o.test:443.evil.test/",
+            "https://p.test:443.evil.test/",
+        ),
+        ("//o.test:443\n-x.evil.test", "//p.test:443\n-x.evil.test"),
+        ("http://o.test:80\nevil", "https://p.test:443\nevil"),
+        (
+            r"https:\/\/o.test:443\u000A_",
+            r"https:\/\/p.test:443\u000A_",
+        ),
+        (
+            "https%3a%2f%2fo.test%3a443%0a-",
+            "https%3a%2f%2fp.test%3a443%0a-",
+        ),
+        (
+            "https://o.test:443%2eevil.test",
+            "https://p.test:443%2eevil.test",
+        ),
+        // What cannot go on with a host: no port, as before.
+        ("https://o.test:443\n/a", "https://p.test\n/a"),
+        ("https://o.test:443 x", "https://p.test x"),
+        ("\"https://o.test:443\"", "\"https://p.test\""),
+        ("https://o.test:443", "https://p.test"),
+    ] {
+        assert_eq!(
+            String::from_utf8_lossy(&rule.rewrite_all(input.as_bytes())),
+            want,
+            "{input:?}"
+        );
+    }
+    let ipv6 = UrlRule::new("o.test:8080", "http", "[::1]");
+    assert_eq!(
+        ipv6.rewrite_all(b"http://o.test:8080\n-->"),
+        b"http://[::1]:80\n-->"
+    );
 }
