@@ -26,15 +26,20 @@
 //!    as LF, CR, tab; any of those three escapes or `\uHHHH` after one more `\`, decoded
 //!    likewise; else the byte itself. Tab, LF and CR (URL parsing removes them) are skipped
 //!    and the next character read, except when written `%HH` outside the percent-encoded
-//!    form; when more than 32 bytes have been skipped, the authority continues. The
-//!    character reached continues an authority when it is an ASCII letter or digit, `.`,
-//!    `-`, `_`, `:`, `@`, tab, LF, CR (written `%HH`), or not ASCII at all.
+//!    form; when more than 32 bytes have been skipped, the authority continues. After a
+//!    port (one was written), the character reached continues the authority only when it is
+//!    an ASCII digit or `@`. Otherwise it continues an authority when it is an ASCII letter
+//!    or digit, `.`, `-`, `_`, `:`, `@`, tab, LF, CR (written `%HH`), or not ASCII at all.
 //!
 //! A match (from the scheme, or the first slash, to the end of the port) is replaced by the
 //! target in the same form: `scheme C S S authority` or `S S authority`, where `S` is the
 //! slash spelling written just before the host, except that plain slashes are written `/`,
 //! and in the percent-encoded form `C` and every authority byte other than ASCII letters,
-//! digits and `-._~` are percent-encoded with the hex case of that `S`. A match that would
+//! digits and `-._~` are percent-encoded with the hex case of that `S`. When a port was
+//! written, the target authority has no port, and the character reached in step 4 would have
+//! continued an authority had no port been written, the replacement ends with `C` and the
+//! default port of the target scheme (so no character after it can extend the target's
+//! host). A match that would
 //! start before the end of the previous one is not taken. Every other byte is copied.
 
 /// Alternative byte strings for one character.
@@ -69,6 +74,7 @@ pub struct Reference {
     target_scheme: String,
     target_default_port: u16,
     target_authority: String,
+    target_has_port: bool,
 }
 
 /// One match: its span and how to write its replacement.
@@ -78,6 +84,8 @@ struct Match {
     form: usize,
     scheme: bool,
     slash: &'static [u8],
+    /// The replacement ends with the target scheme's default port.
+    with_port: bool,
 }
 
 impl Reference {
@@ -99,6 +107,9 @@ impl Reference {
                 80
             },
             target_authority: target_authority.to_owned(),
+            target_has_port: target_authority
+                .rsplit_once(':')
+                .is_some_and(|(_, port)| !port.contains(']')),
         }
     }
 
@@ -147,6 +158,14 @@ impl Reference {
                 text.extend_from_slice(format!("%{b:02x}").as_bytes());
             }
         }
+        if m.with_port {
+            text.extend_from_slice(match (m.form == PERCENT, upper) {
+                (true, true) => b"%3A",
+                (true, false) => b"%3a",
+                (false, _) => b":",
+            });
+            text.extend_from_slice(self.target_default_port.to_string().as_bytes());
+        }
         text
     }
 
@@ -182,15 +201,27 @@ impl Reference {
             (None, Some(own)) => own == default,
             (None, None) => true,
         };
-        if !fits || continues_authority(input, end, form == PERCENT) {
+        if !fits {
             return None;
         }
+        let with_port = match deciding_character(input, end, form == PERCENT)? {
+            None => false,
+            Some(c) if written_port.is_some() => {
+                if char::from_u32(c).is_some_and(|c| c.is_ascii_digit() || c == '@') {
+                    return None;
+                }
+                continues_authority(c) && !self.target_has_port
+            }
+            Some(c) if continues_authority(c) => return None,
+            Some(_) => false,
+        };
         Some(Match {
             start,
             end,
             form,
             scheme,
             slash,
+            with_port,
         })
     }
 
@@ -235,29 +266,36 @@ fn starts_with_ignore_case(input: &[u8], at: usize, word: &[u8]) -> Option<usize
     got.eq_ignore_ascii_case(word).then_some(end)
 }
 
-/// Whether the text at `at` continues an authority (see the module docs, step 4).
-fn continues_authority(input: &[u8], at: usize, percent_form: bool) -> bool {
+/// The character at `at` that decides the boundary (see the module docs, step 4), after
+/// the tab and newlines URL parsing removes: `Some(None)` at the end of the input,
+/// `Some(Some(value))`, or `None` (no match) when more than 32 bytes were skipped.
+fn deciding_character(input: &[u8], at: usize, percent_form: bool) -> Option<Option<u32>> {
     let mut at = at;
     let mut skipped = 0;
     loop {
         let Some((value, len, percent)) = character(input, at) else {
-            return false;
+            return Some(None);
         };
         let removed = matches!(value, 0x09 | 0x0A | 0x0D) && (percent_form || !percent);
         if !removed {
-            return match char::from_u32(value) {
-                Some(c) if c.is_ascii() => {
-                    c.is_ascii_alphanumeric()
-                        || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
-                }
-                _ => true,
-            };
+            return Some(Some(value));
         }
         at += len;
         skipped += len;
         if skipped > 32 {
-            return true;
+            return None;
         }
+    }
+}
+
+/// Whether a character (as step 4 reads it) continues an authority after a host.
+fn continues_authority(value: u32) -> bool {
+    match char::from_u32(value) {
+        Some(c) if c.is_ascii() => {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | '-' | '_' | ':' | '@' | '\t' | '\n' | '\r')
+        }
+        _ => true,
     }
 }
 
@@ -305,6 +343,44 @@ fn character(input: &[u8], at: usize) -> Option<(u32, usize, bool)> {
 /// so the reference itself is tested wherever the fuzzer runs: (origin, target scheme, target
 /// authority, input, expected).
 pub const SPEC_EXAMPLES: &[(&str, &str, &str, &str, &str)] = &[
+    // After a port only a digit or `@` goes on; a character that would go on with a host
+    // ends the URL, and the replacement keeps the target scheme's default port.
+    (
+        "o.test:8080",
+        "https",
+        "t.io",
+        "<!-- http://o.test:8080\n-->",
+        "<!-- https://t.io:443\n-->",
+    ),
+    (
+        "o.test:8080",
+        "https",
+        "t.io:7676",
+        "<!-- http://o.test:8080\n-->",
+        "<!-- https://t.io:7676\n-->",
+    ),
+    ("o.test:8080", "https", "t.io", "http://o.test:8080 x", "https://t.io x"),
+    (
+        "o.test:8080",
+        "https",
+        "t.io",
+        "http://o.test:8080\n80/",
+        "http://o.test:8080\n80/",
+    ),
+    (
+        "o.test:8080",
+        "https",
+        "t.io",
+        "http://o.test:8080@evil/",
+        "http://o.test:8080@evil/",
+    ),
+    (
+        "o.test",
+        "https",
+        "t.io",
+        "https://o.test:443.evil/",
+        "https://t.io:443.evil/",
+    ),
     (
         "o.test",
         "http",
@@ -563,5 +639,15 @@ pub fn check_spec_examples() {
             expected,
             "reference rule {origin} -> {scheme}://{target} on {input:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `cargo test --manifest-path fuzz/Cargo.toml --lib` checks the examples without the
+    /// fuzzer.
+    #[test]
+    fn the_reference_follows_its_examples() {
+        super::check_spec_examples();
     }
 }
