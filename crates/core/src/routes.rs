@@ -6,9 +6,11 @@
 //! A path is classified as a server that normalises it would read it ([`readings`]): its
 //! standard reading first (repeated slashes merged, dot segments resolved, escaped unreserved
 //! characters decoded; letter case kept), then the bytes as sent, then every other plausible
-//! reading. A path goes to the fallback only when no reading of it is one the service
-//! answers, so no spelling carries a request for the service's paths (with its
-//! `Authorization` or signed query) to the origin.
+//! reading (every escape decoded, overlong UTF-8, control characters and trailing dots
+//! stripped, …), compared with the table with letter case folded. A path goes to the fallback
+//! only when no reading of it is one the service answers, so no spelling carries a request for
+//! the service's paths (with its `Authorization` or signed query) to the origin, not even to
+//! an origin that folds case (IIS, Windows file systems).
 
 use std::borrow::Cow;
 
@@ -40,8 +42,9 @@ pub enum PathMatch {
     /// Every path that starts with this one, tried in table order after the exact paths.
     Prefix(&'static str),
     /// A path whose bytes and standard reading are no line's, but which some other plausible
-    /// reading (`%2F` or a backslash read as a slash, escapes decoded twice) turns into one of
-    /// the service's paths: answered by the service, never by the fallback.
+    /// reading (`%2F` or a backslash read as a slash, escapes decoded twice, overlong UTF-8,
+    /// letter case folded, control characters stripped) turns into one of the service's
+    /// paths: answered by the service, never by the fallback.
     Reserved,
     /// Everything else: the fallback (for the service, the publisher proxy).
     Otherwise,
@@ -121,15 +124,23 @@ impl<H> RouteTable<H> {
     /// Routes a request by method and path (without the query string), as the module says:
     /// the line its standard reading names, else the line of the bytes as sent
     /// (`/_ts/admin/../x` stays the admin's), else the [`PathMatch::Reserved`] line when any
-    /// other reading is the service's, else the [`PathMatch::Otherwise`] line.
+    /// reading, letter case folded, is the service's (`/_TS/admin`, `/_ts%C0%AFadmin`), else
+    /// the [`PathMatch::Otherwise`] line.
     pub fn resolve<'t, 'a>(&'t self, method: &str, path: &'a str) -> Routed<'t, 'a, H> {
         let as_sent = |line| Routed {
             line,
             path: Cow::Borrowed(path),
         };
         if readings::is_plain(path) {
-            // Every reading is the path as sent.
-            return as_sent(self.by_table(method, path).unwrap_or(self.otherwise()));
+            // Every reading is the path as sent: only its case may be folded (no allocation).
+            let line = self.by_table(method, path).unwrap_or_else(|| {
+                if self.is_reserved(path, path) {
+                    &self.lines[self.reserved]
+                } else {
+                    self.otherwise()
+                }
+            });
+            return as_sent(line);
         }
         let normal = readings::normalise(path);
         if let Some(line) = self.by_table(method, &normal) {
@@ -141,12 +152,9 @@ impl<H> RouteTable<H> {
         if let Some(line) = self.by_table(method, path) {
             return as_sent(line);
         }
-        // Whatever the method: another spelling that any server on the way could read as one
-        // of the service's paths is never the fallback's. (The path exactly as sent, with a
-        // method its line does not serve, goes to the fallback as before: `POST /_ts/health`.)
         let elsewhere = readings::readings(path)
             .iter()
-            .any(|reading| reading != path && self.is_the_services(reading));
+            .any(|reading| self.is_reserved(reading, path));
         as_sent(if elsewhere {
             &self.lines[self.reserved]
         } else {
@@ -158,11 +166,31 @@ impl<H> RouteTable<H> {
         &self.lines[self.otherwise]
     }
 
+    /// Whether `reading`, a reading of `path` that no line serves for the request's method,
+    /// makes the request [`PathMatch::Reserved`]: whatever the method, a spelling that any
+    /// server on the way could read as one of the service's paths, letter case folded, is
+    /// never the fallback's. The path exactly as sent, with a method its line does not serve,
+    /// goes to the fallback as before (`POST /_ts/health`); a folded spelling of it does not
+    /// (`POST /_TS/health`).
+    fn is_reserved(&self, reading: &str, path: &str) -> bool {
+        self.is_the_services_folded(reading) && !(reading == path && self.is_the_services(path))
+    }
+
     /// Whether `path`, exactly as given, is one of the table's paths for some method.
     fn is_the_services(&self, path: &str) -> bool {
         self.lines.iter().any(|line| match line.path {
             PathMatch::Exact(p) => p == path,
             PathMatch::Prefix(p) => path.starts_with(p),
+            PathMatch::Reserved | PathMatch::Otherwise => false,
+        })
+    }
+
+    /// Whether `path`, compared with letter case folded ([`readings::strip_prefix_folded`]),
+    /// is one of the table's paths for some method.
+    fn is_the_services_folded(&self, path: &str) -> bool {
+        self.lines.iter().any(|line| match line.path {
+            PathMatch::Exact(p) => readings::strip_prefix_folded(path, p) == Some(""),
+            PathMatch::Prefix(p) => readings::strip_prefix_folded(path, p).is_some(),
             PathMatch::Reserved | PathMatch::Otherwise => false,
         })
     }
@@ -300,8 +328,8 @@ mod tests {
                 .map_or(Route::PublisherProxy, |line| line.handler)
         }
 
-        fn is_the_services(path: &str) -> bool {
-            TABLE.is_the_services(path)
+        fn is_reserved(reading: &str, path: &str) -> bool {
+            TABLE.is_reserved(reading, path)
         }
     }
 
@@ -364,13 +392,7 @@ mod tests {
                 );
             }
         }
-        for path in [
-            "/_ts/Admin",
-            "/_TS/ADMIN/settings",
-            "/x/_ts/admin",
-            "/_ts/admi",
-            "/_ts",
-        ] {
+        for path in ["/x/_ts/admin", "/_ts/admi", "/_ts"] {
             assert_eq!(
                 Route::classify("GET", path),
                 Route::PublisherProxy,
@@ -410,7 +432,7 @@ mod tests {
                 "{method} {path}"
             );
         }
-        for path in ["/First-Party/click", "/first-party", "/x/first-party/sign"] {
+        for path in ["/first-party", "/x/first-party/sign"] {
             assert_eq!(
                 Route::classify("GET", path),
                 Route::PublisherProxy,
@@ -434,12 +456,7 @@ mod tests {
                 "{path}"
             );
         }
-        for path in [
-            "/static/tsjs.js",
-            "/static/",
-            "/x/static/tsjs=a.js",
-            "/STATIC/tsjs=a.js",
-        ] {
+        for path in ["/static/tsjs.js", "/static/", "/x/static/tsjs=a.js"] {
             assert_eq!(
                 Route::classify("GET", path),
                 Route::PublisherProxy,
@@ -487,6 +504,72 @@ mod tests {
         }
     }
 
+    /// Issue 35's spellings, read by origins that fold case (IIS, Windows file systems),
+    /// decode overlong UTF-8, or strip control characters, spaces and trailing dots: each is
+    /// the service's (`Reserved`, a `404`), whatever the method.
+    #[test]
+    fn folded_overlong_and_stripped_spellings_are_reserved() {
+        for path in [
+            "/_ts%C0%AFadmin/settings",
+            "/%C1%9Fts/admin/settings",
+            "/_ts%09/admin/settings",
+            "/_TS/admin/settings",
+            "/_ts/Admin",
+            "/_TS/ADMIN/settings",
+            "/%5FTS/admin/settings",
+            "/FIRST-PARTY/proxy",
+            "/First-Party/click",
+            "//First-Party/proxy",
+            "/STATIC/tsjs=a.js",
+            "/_TS/health",
+            "/.Well-Known/trusted-server.json",
+            // Overlong in three, four, five and six bytes; the NUL of Java's modified UTF-8.
+            "/_ts%E0%80%AFadmin",
+            "/_ts%F0%80%80%AFadmin",
+            "/_ts%F8%80%80%80%AFadmin",
+            "/_ts%FC%80%80%80%80%AFadmin",
+            "/_ts%C0%80/admin",
+            // An overlong `%` decoded again: `%5F`, then `_`.
+            "/%C0%A55Fts/admin",
+            // Control characters, spaces, DEL, trailing dots, a NUL that ends a C string.
+            "/_ts%0A/admin",
+            "/_ts%0D%0A/admin",
+            "/_ts%20/admin",
+            "/_ts%7F/admin",
+            "/%00_ts/admin",
+            "/_ts./admin",
+            "/_ts.%20./admin",
+            "/_ts/ec.",
+            "/_ts/ec%00.html",
+            "/first-party./proxy",
+            "/x/.%09./_ts/admin",
+            // Characters whose case maps onto ASCII, and fullwidth ASCII.
+            "/_t%C5%BF/admin",
+            "/_ts/adm%C4%B1n",
+            "/_ts/adm%C4%B0n",
+            "/.well-%E2%84%AAnown/trusted-server.json",
+            "/%EF%BC%BFts/admin",
+            "/_ts%EF%BC%8Fadmin",
+            "/_t\u{17f}/admin",
+        ] {
+            for method in ["GET", "POST", "HEAD", "PUT"] {
+                assert_eq!(
+                    Route::classify(method, path),
+                    Route::Reserved,
+                    "{method} {path}"
+                );
+            }
+        }
+        // The path exactly as sent, with a method its line does not serve, is the fallback's
+        // as before; any folded spelling of it is not.
+        assert_eq!(
+            Route::classify("POST", "/_ts/health"),
+            Route::PublisherProxy
+        );
+        assert_eq!(Route::classify("POST", "/_TS/health"), Route::Reserved);
+        assert_eq!(Route::classify("POST", "/_ts/Health"), Route::Reserved);
+    }
+
     #[test]
     fn the_path_handlers_read_is_the_one_that_routed() {
         let routed = Route::resolve("GET", "//_ts/admin/settings");
@@ -503,15 +586,21 @@ mod tests {
         );
     }
 
-    /// Spellings that no reading makes the service's stay the origin's: case is kept, and a
-    /// reading that leaves a namespace (`..` out of it) is not in it.
+    /// Spellings that no reading makes the service's stay the origin's: a reading that leaves
+    /// a namespace (`..` out of it) is not in it, and neither is a path that only looks alike.
     #[test]
     fn other_spellings_are_still_proxied() {
         for (method, path) in [
-            ("GET", "/_TS/admin"),
-            ("GET", "/%5FTS/admin"),
-            ("GET", "//First-Party/proxy"),
             ("GET", "/_ts/x/../health/y"),
+            ("GET", "/News/Article.html"),
+            ("GET", "/news/article.html"),
+            ("GET", "/_tsx/admin"),
+            ("GET", "/_t%C3%9F/admin"),
+            ("GET", "/_ts%C3%80admin"),
+            ("GET", "/first-party"),
+            ("GET", "/first-party.html"),
+            ("GET", "/a.b/c"),
+            ("GET", "/x/_TS/admin"),
             ("GET", "/news//a.html"),
             ("GET", "/a/%2e%2e/b"),
             ("GET", "/search/a%20b"),
@@ -528,7 +617,7 @@ mod tests {
 
     /// The hand-written table (`fixtures/path-spellings.txt`, also read by Node's WHATWG URL in
     /// `tests/paths/`): each row's standard reading is what the table says, and the route of
-    /// that reading is what the spelling gets.
+    /// that reading is what the spelling gets (`Reserved` when only its folded case names one).
     #[test]
     fn the_spelling_table() {
         let table = include_str!("../../../fixtures/path-spellings.txt");
@@ -544,7 +633,10 @@ mod tests {
             assert_eq!(readings::normalise(raw), want, "{raw}");
             let named = Route::by_table("GET", want);
             let got = Route::classify("GET", raw);
-            if named == Route::PublisherProxy {
+            if named == Route::PublisherProxy && TABLE.is_the_services_folded(want) {
+                // The service's with case folded (`/_TS/admin`): a `404`, never the origin.
+                assert_eq!(got, Route::Reserved, "{raw}");
+            } else if named == Route::PublisherProxy {
                 assert!(
                     matches!(got, Route::PublisherProxy | Route::Reserved),
                     "{raw}: {got:?}"
@@ -589,8 +681,76 @@ mod tests {
             Just("trusted-server.json"),
             Just("verify-signature"),
             Just("x"),
+            Just("%C0%AF"),
+            Just("%C1%9F"),
+            Just("%E0%80%AE"),
+            Just("%09"),
+            Just("%00"),
+            Just(" "),
+            Just("Admin"),
+            Just("FIRST-PARTY"),
+            Just("%C5%BF"),
+            Just("%EF%BC%8F"),
         ];
         prop::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    /// One of the service's paths (a prefix line's with something after it), and a spelling of
+    /// it: see `every_spelling_of_a_service_path_is_the_services`.
+    fn spelt_service_path() -> impl Strategy<Value = (String, String)> {
+        let path = prop_oneof![
+            Just("/_ts/health"),
+            Just("/_ts/ec"),
+            Just("/_ts/admin/settings"),
+            Just("/.well-known/trusted-server.json"),
+            Just("/verify-signature"),
+            Just("/first-party/sign"),
+            Just("/first-party/click"),
+            Just("/first-party/proxy"),
+            Just("/first-party/x"),
+            Just("/static/tsjs=abc.js"),
+        ];
+        path.prop_flat_map(|path| {
+            let n = path.chars().count();
+            (
+                Just(path),
+                prop::collection::vec((0..6u8, 0..10usize, any::<bool>()), n),
+            )
+        })
+        .prop_map(|(path, choices)| {
+            let mut out = String::new();
+            let chars: Vec<char> = path.chars().collect();
+            for (i, (&c, (form, junk, dot))) in chars.iter().zip(choices).enumerate() {
+                out.push_str(&spelt_char(c, form));
+                let ends_segment = chars.get(i + 1).is_none_or(|&next| next == '/');
+                if dot && ends_segment && c != '/' {
+                    out.push('.');
+                }
+                out.push_str(["", "", "", "", "%09", "%0A", "%0D%0A", "%20", "%7F", "%00"][junk]);
+            }
+            (path.to_owned(), out)
+        })
+    }
+
+    /// `c` in one of six forms.
+    fn spelt_char(c: char, form: u8) -> String {
+        let escaped = |s: &str| s.bytes().map(|b| format!("%{b:02X}")).collect::<String>();
+        let cp = u32::from(c);
+        match form {
+            1 if c.is_ascii_lowercase() => c.to_ascii_uppercase().to_string(),
+            2 => match c {
+                's' => "\u{17f}".to_owned(),
+                'k' => "\u{212a}".to_owned(),
+                'i' => "\u{131}".to_owned(),
+                '!'..='~' => char::from_u32(cp + 0xFEE0).map_or(c.to_string(), String::from),
+                _ => c.to_string(),
+            },
+            3 => escaped(&c.to_string()),
+            // Overlong in two and three bytes, percent-encoded.
+            4 if cp < 0x80 => format!("%C{:X}%{:02X}", cp >> 6, 0x80 | (cp & 0x3F)),
+            5 if cp < 0x80 => format!("%E0%{:02X}%{:02X}", 0x80 | (cp >> 6), 0x80 | (cp & 0x3F)),
+            _ => c.to_string(),
+        }
     }
 
     fn method() -> impl Strategy<Value = &'static str> {
@@ -613,9 +773,24 @@ mod tests {
                 prop_assert_eq!(got, named, "{}", path);
             }
             for reading in readings::readings(&path) {
-                if reading != path && Route::is_the_services(&reading) {
+                if Route::is_reserved(&reading, &path) {
                     prop_assert_ne!(got, Route::PublisherProxy, "{} read as {}", path, reading);
                 }
+            }
+        }
+
+        /// Any of the service's paths, each character spelt as some server reads it (case
+        /// flipped, a character whose case maps onto it, fullwidth, percent-encoded, overlong
+        /// UTF-8) with control characters, spaces and trailing dots added, is never proxied,
+        /// whatever the method.
+        #[test]
+        fn every_spelling_of_a_service_path_is_the_services(
+            (original, spelt) in spelt_service_path(),
+            method in method(),
+        ) {
+            if spelt != original {
+                let got = Route::classify(method, &spelt);
+                prop_assert_ne!(got, Route::PublisherProxy, "{} {}", method, spelt);
             }
         }
 

@@ -485,6 +485,10 @@ fn main() {
             paths::spellings_of_service_paths_never_reach_the_origin,
         ),
         (
+            "paths: folded-case, overlong UTF-8 and stripped spellings never reach the origin",
+            paths::folded_overlong_and_stripped_spellings_never_reach_the_origin,
+        ),
+        (
             "paths: Sec-GPC expires the ts-ec cookie on every route",
             paths::gpc_expires_the_cookie_on_every_route,
         ),

@@ -15,11 +15,20 @@
 //! * [`readings`]: every reading a server on the way could plausibly make, the standard one
 //!   included: with or without decoding, decoding only unreserved characters or every escape
 //!   (`%2F` as a slash, as nginx does, and `%5C` as a backslash), once or until nothing is
-//!   left to decode (an application that decodes twice; at most [`MAX_DECODE_PASSES`]), a
-//!   backslash read as a slash (WHATWG and IIS do), `;` path parameters dropped from each
-//!   segment or not (Tomcat, Jetty and Spring drop them: `/_ts;x/admin`, `/x/..;/_ts/admin`),
-//!   slashes merged or not, dot segments resolved or not, before or after the merge. A path
-//!   with any reading in the service's namespaces is never proxied.
+//!   left to decode (an application that decodes twice; at most [`MAX_DECODE_PASSES`]), with
+//!   overlong UTF-8 read as the character it spells (`%C0%AF` as `/`, `%C1%9F` as `_`, as old
+//!   IIS and lenient decoders do), a backslash read as a slash (WHATWG and IIS do), `;` path
+//!   parameters dropped from each segment or not (Tomcat, Jetty and Spring drop them:
+//!   `/_ts;x/admin`, `/x/..;/_ts/admin`), stripped as Windows and trimming servers strip a
+//!   path or not (fullwidth ASCII such as `＿` read as ASCII, control characters and spaces
+//!   removed, a NUL ending the path, the trailing dots of a segment dropped: `/_ts%09/admin`,
+//!   `/_ts./admin`), slashes merged or not, dot segments resolved or not, before or after the
+//!   merge.
+//! * [`strip_prefix_folded`]: how the router compares a reading with its table, letter case
+//!   folded as IIS, Windows file systems and case-insensitive routers fold it (ASCII, and the
+//!   few other characters whose case maps onto ASCII: `ſ` is `s`, `K` is `k`, `ı` and `İ` are
+//!   `i`, `ß` is `ss`). A path with any reading in the service's namespaces, so compared, is
+//!   never proxied.
 //!
 //! Everything works on bytes: an escape may decode to a byte that is not UTF-8, and any input
 //! is accepted (no panics).
@@ -88,16 +97,18 @@ pub fn readings(path: &str) -> Vec<String> {
                 if params {
                     bytes = drop_path_parameters(&bytes);
                 }
-                for shape in [
-                    Shape::AsSent,
-                    Shape::Merged,
-                    Shape::Resolved,
-                    Shape::MergedThenResolved,
-                    Shape::ResolvedThenMerged,
-                ] {
-                    let text = String::from_utf8_lossy(&reshape(&bytes, shape)).into_owned();
-                    if !out.contains(&text) {
-                        out.push(text);
+                for bytes in with_stripped(bytes) {
+                    for shape in [
+                        Shape::AsSent,
+                        Shape::Merged,
+                        Shape::Resolved,
+                        Shape::MergedThenResolved,
+                        Shape::ResolvedThenMerged,
+                    ] {
+                        let text = String::from_utf8_lossy(&reshape(&bytes, shape)).into_owned();
+                        if !out.contains(&text) {
+                            out.push(text);
+                        }
                     }
                 }
             }
@@ -106,14 +117,44 @@ pub fn readings(path: &str) -> Vec<String> {
     out
 }
 
-/// Whether every reading of `path` is `path` itself: an absolute path without an escape, a
-/// backslash, a `;`, a repeated slash or a segment that starts with a dot. (The common case,
-/// answered without building the readings.)
+/// Whether every reading of `path` is `path` itself: an absolute path of printable ASCII
+/// without an escape, a backslash, a `;`, a repeated slash, a segment that starts with a dot
+/// or one that ends with one. (The common case, answered without building the readings; the
+/// router still compares it with its table with case folded.)
 pub fn is_plain(path: &str) -> bool {
     path.starts_with('/')
         && !path.contains("//")
         && !path.contains("/.")
-        && !path.bytes().any(|b| matches!(b, b'%' | b'\\' | b';'))
+        && !path.contains("./")
+        && !path.ends_with('.')
+        && !path
+            .bytes()
+            .any(|b| !(0x21..0x7F).contains(&b) || matches!(b, b'%' | b'\\' | b';'))
+}
+
+/// The rest of `path` after `prefix`, both compared with letter case folded (see the module):
+/// `strip_prefix_folded("/_TS/Admin/x", "/_ts/admin")` is `Some("/x")`. A character that
+/// folds to more than one (`ß` is `ss`) matches only whole. No allocation.
+pub fn strip_prefix_folded<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    let mut want = prefix.chars().flat_map(folded).peekable();
+    for (at, c) in path.char_indices() {
+        if want.peek().is_none() {
+            return Some(&path[at..]);
+        }
+        for got in folded(c) {
+            if want.next() != Some(got) {
+                return None;
+            }
+        }
+    }
+    want.next().is_none().then_some("")
+}
+
+/// A character as a case-insensitive comparison reads it: the lowercase of its uppercase
+/// (`ſ` is `s`, `ß` is `ss`, `K` is `k`), and `İ` as `i` (its simple lowercase).
+fn folded(c: char) -> impl Iterator<Item = char> {
+    let c = if c == '\u{130}' { 'I' } else { c };
+    c.to_uppercase().flat_map(char::to_lowercase)
 }
 
 fn read(path: &[u8], decode: Decode, backslash_is_slash: bool, shape: Shape) -> Vec<u8> {
@@ -124,14 +165,110 @@ fn read(path: &[u8], decode: Decode, backslash_is_slash: bool, shape: Shape) -> 
     reshape(&bytes, shape)
 }
 
-/// `path` with the escapes `decode` names decoded.
+/// `path` with the escapes `decode` names decoded. Decoding every escape also reads overlong
+/// UTF-8 as the character it spells ([`shortest_utf8`]), in each pass.
 fn decoded(path: &[u8], decode: Decode) -> Vec<u8> {
+    let every = |bytes: &[u8]| shortest_utf8(percent_decode(bytes, |_| true));
     match decode {
         Decode::Nothing => path.to_vec(),
-        Decode::Unreserved => decode_until_done(path, is_unreserved),
-        Decode::Every => percent_decode(path, |_| true),
-        Decode::EveryRepeatedly => decode_until_done(path, |_| true),
+        Decode::Unreserved => until_done(path, |bytes| percent_decode(bytes, is_unreserved)),
+        Decode::Every => every(path),
+        Decode::EveryRepeatedly => until_done(path, every),
     }
+}
+
+/// Each overlong UTF-8 sequence (a character in more bytes than it needs: `C0 AF` for `/`,
+/// `C1 9F` for `_`, `E0 80 AF`, `F0 80 80 AF`, and the five- and six-byte forms of the first
+/// UTF-8) replaced by the character's shortest form, as a decoder that checks no minimum
+/// reads it. Anything else, invalid UTF-8 included, stays as it is.
+fn shortest_utf8(bytes: Vec<u8>) -> Vec<u8> {
+    if !bytes
+        .iter()
+        .any(|&b| matches!(b, 0xC0 | 0xC1 | 0xE0 | 0xF0 | 0xF8 | 0xFC))
+    {
+        // Every overlong sequence starts with one of these.
+        return bytes;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let lead = bytes[i];
+        let (len, least) = match lead {
+            0xC0..=0xDF => (2, 0x80),
+            0xE0..=0xEF => (3, 0x800),
+            0xF0..=0xF7 => (4, 0x1_0000),
+            0xF8..=0xFB => (5, 0x20_0000),
+            0xFC..=0xFD => (6, 0x400_0000),
+            _ => (1, 0),
+        };
+        let tail = bytes.get(i + 1..i + len).unwrap_or_default();
+        if len > 1 && tail.len() == len - 1 && tail.iter().all(|&b| b & 0xC0 == 0x80) {
+            let value = tail.iter().fold(u32::from(lead & (0x7F >> len)), |v, &b| {
+                (v << 6) | u32::from(b & 0x3F)
+            });
+            if let Some(c) = char::from_u32(value).filter(|_| value < least) {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                i += len;
+                continue;
+            }
+        }
+        out.push(lead);
+        i += 1;
+    }
+    out
+}
+
+/// `bytes`, then, where they differ from it, `bytes` as a server that strips them reads it
+/// ([`stripped`]), and the same cut at the first NUL (a server that reads the path as a C
+/// string).
+fn with_stripped(bytes: Vec<u8>) -> Vec<Vec<u8>> {
+    let whole = stripped(&bytes);
+    let cut = bytes
+        .iter()
+        .position(|&b| b == 0)
+        .map(|nul| stripped(&bytes[..nul]));
+    let mut out = vec![bytes];
+    for more in [Some(whole), cut].into_iter().flatten() {
+        if !out.contains(&more) {
+            out.push(more);
+        }
+    }
+    out
+}
+
+/// `bytes` as Windows and servers that trim read them: fullwidth ASCII (`U+FF01`..`U+FF5E`,
+/// which Windows' best-fit mapping and NFKC read as ASCII) as ASCII, control characters,
+/// spaces and DEL removed, then the trailing dots of each segment dropped (IIS reads
+/// `/_ts./admin` as `/_ts/admin`), except in a segment of dots only (`.`, `..`: dot segments).
+fn stripped(bytes: &[u8]) -> Vec<u8> {
+    let mut ascii = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let (b, len) = match bytes[i..] {
+            [0xEF, 0xBC, c @ 0x81..=0xBF, ..] => (c - 0x60, 3),
+            [0xEF, 0xBD, c @ 0x80..=0x9E, ..] => (c - 0x20, 3),
+            [c, ..] => (c, 1),
+            [] => break,
+        };
+        if b > b' ' && b != 0x7F {
+            ascii.push(b);
+        }
+        i += len;
+    }
+    let mut out = Vec::with_capacity(ascii.len());
+    for (i, segment) in ascii.split(|&b| b == b'/').enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        let dots = segment.iter().rev().take_while(|&&b| b == b'.').count();
+        let kept = if dots == segment.len() {
+            segment
+        } else {
+            &segment[..segment.len() - dots]
+        };
+        out.extend_from_slice(kept);
+    }
+    out
 }
 
 /// Every `\` read as `/`.
@@ -204,12 +341,12 @@ fn percent_decode(path: &[u8], wanted: impl Fn(u8) -> bool) -> Vec<u8> {
     out
 }
 
-/// [`percent_decode`] again until nothing changes (`%%35F` is `%5F` after one pass, `_` after
-/// two), at most [`MAX_DECODE_PASSES`] times.
-fn decode_until_done(path: &[u8], wanted: impl Fn(u8) -> bool) -> Vec<u8> {
-    let mut bytes = percent_decode(path, &wanted);
+/// A decoding `pass` again until nothing changes (`%%35F` is `%5F` after one pass, `_` after
+/// two), at most [`MAX_DECODE_PASSES`] times. (A pass that changes anything shortens.)
+fn until_done(path: &[u8], pass: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    let mut bytes = pass(path);
     for _ in 1..MAX_DECODE_PASSES {
-        let again = percent_decode(&bytes, &wanted);
+        let again = pass(&bytes);
         if again.len() == bytes.len() {
             break;
         }
@@ -363,6 +500,111 @@ mod tests {
         assert!(readings(&deep).iter().all(|r| r != "/_"));
     }
 
+    fn shortest(bytes: &[u8]) -> Vec<u8> {
+        shortest_utf8(bytes.to_vec())
+    }
+
+    #[test]
+    fn overlong_utf8_is_read_as_the_character_it_spells() {
+        assert_eq!(shortest(b"/_ts\xC0\xAFadmin"), b"/_ts/admin");
+        assert_eq!(shortest(b"/\xC1\x9Fts"), b"/_ts");
+        assert_eq!(shortest(b"\xE0\x80\xAF\xF0\x80\x80\xAF"), b"//");
+        assert_eq!(
+            shortest(b"\xF8\x80\x80\x80\xAF\xFC\x80\x80\x80\x80\xAF"),
+            b"//"
+        );
+        assert_eq!(shortest(b"\xC0\x80"), b"\0");
+        // `ſ` (U+017F) in three bytes instead of two.
+        assert_eq!(shortest(b"\xE0\x85\xBF"), "\u{17f}".as_bytes());
+        // Shortest forms, invalid and truncated sequences and surrogates stay as they are.
+        for kept in [
+            "\u{e9}\u{17f}\u{20ac}\u{1f600}".as_bytes(),
+            b"\xC0",
+            b"\xC0/",
+            b"\xE0\x80",
+            b"\xF0\x80\x80",
+            b"\xFF\xFE\x80",
+            b"\xF0\x8D\xA0\x80",
+        ] {
+            assert_eq!(shortest(kept), kept, "{kept:?}");
+        }
+        let all = readings("/_ts%C0%AFadmin/settings");
+        assert!(all.iter().any(|r| r == "/_ts/admin/settings"), "{all:?}");
+        let all = readings("/%C1%9Fts/admin/settings");
+        assert!(all.iter().any(|r| r == "/_ts/admin/settings"), "{all:?}");
+        // An overlong `%` decoded again.
+        let all = readings("/%C0%A55Fts");
+        assert!(all.iter().any(|r| r == "/_ts"), "{all:?}");
+        // The standard reading decodes no overlong sequence: it is not a character's spelling.
+        assert_eq!(normalise("/%C0%AF"), "/%C0%AF");
+    }
+
+    #[test]
+    fn stripped_as_windows_and_trimming_servers_read_it() {
+        let strip = |s: &str| String::from_utf8(stripped(s.as_bytes())).unwrap();
+        assert_eq!(strip("/_ts\t/admin\r\n"), "/_ts/admin");
+        assert_eq!(strip("/_ts ./ad min\x7f/\0x"), "/_ts/admin/x");
+        assert_eq!(strip("/_ts.../admin."), "/_ts/admin");
+        assert_eq!(strip("/./../.../x/"), "/./../.../x/");
+        assert_eq!(
+            strip("/\u{ff3f}ts\u{ff0f}\u{ff41}dmin\u{ff5e}\u{ff5f}"),
+            "/_ts/admin~\u{ff5f}"
+        );
+        let all = readings("/_ts%09/admin/settings");
+        assert!(all.iter().any(|r| r == "/_ts/admin/settings"), "{all:?}");
+        let all = readings("/x/.%20./_ts/admin");
+        assert!(all.iter().any(|r| r == "/_ts/admin"), "{all:?}");
+        let all = readings("/_ts/ec%00/x");
+        assert!(all.iter().any(|r| r == "/_ts/ec"), "{all:?}");
+        // The bytes as sent stay a reading.
+        assert!(readings("/a%20b").contains(&"/a%20b".to_owned()));
+        assert!(readings("/a%20b").contains(&"/a b".to_owned()));
+    }
+
+    #[test]
+    fn prefixes_compare_with_case_folded() {
+        assert_eq!(
+            strip_prefix_folded("/_TS/Admin/x", "/_ts/admin"),
+            Some("/x")
+        );
+        assert_eq!(strip_prefix_folded("/_ts/admin", "/_ts/admin"), Some(""));
+        assert_eq!(strip_prefix_folded("/_t\u{17f}/", "/_TS/"), Some(""));
+        assert_eq!(
+            strip_prefix_folded("/\u{212a}\u{131}\u{130}", "/kii"),
+            Some("")
+        );
+        assert_eq!(strip_prefix_folded("/stra\u{df}e", "/STRASSE"), Some(""));
+        assert_eq!(strip_prefix_folded("/_ts/admi", "/_ts/admin"), None);
+        assert_eq!(strip_prefix_folded("/_ts/x", "/_ts/admin"), None);
+        // A character folded to more than the prefix has left does not match.
+        assert_eq!(strip_prefix_folded("/\u{df}", "/s"), None);
+        assert_eq!(strip_prefix_folded("", ""), Some(""));
+        assert_eq!(strip_prefix_folded("/x", ""), Some("/x"));
+    }
+
+    /// Every character the comparison reads as ASCII: ASCII itself, and the few whose case
+    /// maps onto ASCII (checked against the whole of Unicode, so a new one is noticed).
+    #[test]
+    fn the_characters_folded_onto_ascii() {
+        let mut onto_ascii = Vec::new();
+        for c in (0x80..=0x10_FFFF).filter_map(char::from_u32) {
+            if folded(c).any(|f| f.is_ascii()) {
+                onto_ascii.push(c);
+            }
+        }
+        assert_eq!(
+            onto_ascii,
+            [
+                '\u{df}', '\u{130}', '\u{131}', '\u{149}', '\u{17f}', '\u{1f0}', '\u{1e96}',
+                '\u{1e97}', '\u{1e98}', '\u{1e99}', '\u{1e9a}', '\u{212a}', '\u{fb00}', '\u{fb01}',
+                '\u{fb02}', '\u{fb03}', '\u{fb04}', '\u{fb05}', '\u{fb06}',
+            ]
+        );
+        for c in (0..0x80).filter_map(char::from_u32) {
+            assert_eq!(folded(c).collect::<Vec<_>>(), [c.to_ascii_lowercase()]);
+        }
+    }
+
     #[test]
     fn escapes_that_are_not_utf8_do_not_panic() {
         let all = readings("/%ff%fe/%C3%28/\u{e9}");
@@ -404,7 +646,7 @@ mod tests {
 
         /// A plain path has one reading: itself.
         #[test]
-        fn a_plain_path_reads_as_itself(path in "[/._a-z%\\\\]{0,30}") {
+        fn a_plain_path_reads_as_itself(path in "[/._a-zA-Z%;\\\\ \t\u{0}\u{7f}\u{ff3f}\u{17f}]{0,30}") {
             if is_plain(&path) {
                 prop_assert_eq!(readings(&path), vec![path.clone()]);
             }

@@ -1,6 +1,7 @@
 //! End-to-end scenarios of how the service reads request paths and of the `Sec-GPC` expiry
 //! (docs/security.md): spellings of the service's own paths (repeated slashes,
-//! escaped unreserved characters, dot segments, encoded slashes) are answered by the service
+//! escaped unreserved characters, dot segments, encoded slashes, letter case, overlong UTF-8,
+//! control characters and trailing dots) are answered by the service
 //! and never reach the demo origin, whose request log shows it; and a `ts-ec` cookie sent with
 //! `Sec-GPC: 1` is expired on whatever response the request gets, route by route.
 
@@ -177,7 +178,61 @@ pub fn spellings_of_service_paths_never_reach_the_origin(w: &World) -> Outcome {
             "\"settings\"",
         ),
     ];
-    for (method, path, authorization, status, piece) in &cases {
+    ask_each_and_check_the_origin_log(w, &cases, &marker)
+}
+
+/// Issue 35's spellings, which origins that fold case (IIS, Windows file systems), decode
+/// overlong UTF-8 or strip control characters, spaces and trailing dots read as the service's
+/// paths: each, sent with the admin's `Authorization` or a signed first-party query, gets the
+/// service's `404`, and the demo origin never sees it.
+pub fn folded_overlong_and_stripped_spellings_never_reach_the_origin(w: &World) -> Outcome {
+    let auth = basic_auth(w)?;
+    let signed = "tsurl=https%3A%2F%2Fads.demo-partner.example%2Fx&tsexp=1&tstoken=x";
+    let marker = unique("paths_e2e_folded");
+    let mut cases: Vec<(&str, String, &str, u16, &str)> = [
+        ("GET", "/_ts%C0%AFadmin/settings"),
+        ("GET", "/%C1%9Fts/admin/settings"),
+        ("GET", "/_ts%09/admin/settings"),
+        ("GET", "/_TS/admin/settings"),
+        ("GET", "/_Ts/Admin/settings"),
+        ("GET", "/%5FTS/admin/settings"),
+        ("POST", "/_TS/admin/purge"),
+        ("POST", "/_TS/health"),
+        ("GET", "/_TS/ec"),
+        ("GET", "/_ts./admin/settings"),
+        ("GET", "/_ts%20/admin/settings"),
+        ("GET", "/_ts%0D%0A/admin/settings"),
+        ("GET", "/_ts%E0%80%AFadmin/settings"),
+        ("GET", "/_t%C5%BF/admin/settings"),
+        ("GET", "/%EF%BC%BFts/admin/settings"),
+        ("GET", "/x/.%09./_ts/admin/settings"),
+    ]
+    .into_iter()
+    .map(|(method, path)| (method, path.to_owned(), auth.as_str(), 404, "404 Not Found"))
+    .collect();
+    for path in [
+        "/FIRST-PARTY/proxy",
+        "/First-Party/click",
+        "/%46IRST-PARTY/proxy",
+        "/first-party%C0%AFproxy",
+        "/first-party%09/proxy",
+        "/first-party./proxy",
+    ] {
+        let path = format!("{path}?{signed}");
+        cases.push(("GET", path, auth.as_str(), 404, "404 Not Found"));
+    }
+    ask_each_and_check_the_origin_log(w, &cases, &marker)
+}
+
+/// Sends each `(method, path, Authorization, status, a piece of the body)` with `marker` in
+/// its query, checks the answer, and then that the demo origin's log never shows `marker`.
+fn ask_each_and_check_the_origin_log(
+    w: &World,
+    cases: &[(&str, String, &str, u16, &str)],
+    marker: &str,
+) -> Outcome {
+    let mut failed = Vec::new();
+    for (method, path, authorization, status, piece) in cases {
         let sep = if path.contains('?') { '&' } else { '?' };
         let path = format!("{path}{sep}{marker}=1");
         let mut headers = vec![identity()];
@@ -186,17 +241,23 @@ pub fn spellings_of_service_paths_never_reach_the_origin(w: &World) -> Outcome {
         }
         let r = ask(w, method, &path, &headers)?;
         let body = String::from_utf8_lossy(&r.body);
-        check(r.status == *status && body.contains(piece), || {
-            format!(
+        if r.status != *status || !body.contains(piece) {
+            failed.push(format!(
                 "{method} {path}: {} (want {status} with {piece:?}): {body}",
                 r.status
-            )
-        })?;
+            ));
+        }
     }
     let log = origin_log_after(w, &unique("paths_e2e_control"))?;
-    let seen: Vec<&str> = log.lines().filter(|l| l.contains(&marker)).collect();
-    check(seen.is_empty(), || {
-        format!("the origin saw spellings of the service's paths: {seen:?}")
+    let seen: Vec<&str> = log.lines().filter(|l| l.contains(marker)).collect();
+    check(failed.is_empty() && seen.is_empty(), || {
+        format!(
+            "{} of {} answers wrong: {failed:?}; the origin saw {} spellings of the service's \
+             paths: {seen:?}",
+            failed.len(),
+            cases.len(),
+            seen.len()
+        )
     })
 }
 
