@@ -273,6 +273,26 @@ fn main() {
             consent::hostile::no_consent_string_is_echoed_or_logged,
         ),
         (
+            "consent, holes: a refused ID never reaches the origin, in a cookie or X-TS-EC",
+            consent::holes::a_refused_id_never_reaches_the_origin,
+        ),
+        (
+            "consent, holes: no amount or order of other cookies hides a consent cookie",
+            consent::holes::padding_hides_no_consent_cookie,
+        ),
+        (
+            "consent, holes: a planted __gpp_sid hides no opt-out",
+            consent::holes::a_planted_gpp_sid_hides_no_opt_out,
+        ),
+        (
+            "consent, holes: EU territories under their own codes are opt-in, a placeholder is unknown",
+            consent::holes::eu_territories_and_placeholders,
+        ),
+        (
+            "consent, holes: consent cookies alone read and fill the page cache, and reach no fill",
+            consent::holes::consent_cookies_keep_the_cache,
+        ),
+        (
             "edge ID: a missing secret serves the page without an ID and logs why",
             edge_id::missing_secret_serves_page_without_id,
         ),
