@@ -87,26 +87,26 @@ impl Signals {
             first_valid(&tcf_copies, |t| TcString::decode(&decoded(t, TCF_MAX_LEN)?));
         let (us_privacy, usp_conflict) =
             first_valid(&usp_copies, |t| UsPrivacy::decode(&decoded(t, USP_LEN)?));
-        let whole = Self {
+        let bare = Self {
             gpc: sec_gpc,
             conflicting: gpp_conflict || sid_conflict || tcf_conflict || usp_conflict,
             ..Self::default()
-        }
-        .with_strings(tcf.clone(), gpp.clone(), us_privacy);
-        let narrowed = match (gpp, sid) {
-            (Some(mut gpp), Some(sid)) if gpp.sections.iter().any(|s| !sid.contains(&s.id)) => {
-                gpp.sections.retain(|s| sid.contains(&s.id));
-                Some(gpp)
-            }
-            _ => return whole,
         };
-        Self {
-            gpc: whole.gpc,
-            conflicting: whole.conflicting,
-            ..Self::default()
+        // Only a `__gpp_sid` that sets a section aside needs a second, whole reading.
+        let sets_aside = match (&gpp, &sid) {
+            (Some(gpp), Some(sid)) => gpp.sections.iter().any(|s| !sid.contains(&s.id)),
+            _ => false,
+        };
+        if !sets_aside {
+            return bare.with_strings(tcf, gpp, us_privacy);
         }
-        .with_strings(tcf, narrowed, us_privacy)
-        .keeping(whole)
+        let sid = sid.unwrap_or_default();
+        let mut narrowed = gpp.clone();
+        if let Some(narrowed) = &mut narrowed {
+            narrowed.sections.retain(|s| sid.contains(&s.id));
+        }
+        let whole = bare.clone().with_strings(tcf.clone(), gpp, us_privacy);
+        bare.with_strings(tcf, narrowed, us_privacy).keeping(whole)
     }
 
     /// These signals with the strings read: the cookies' own TC and US Privacy strings, else
