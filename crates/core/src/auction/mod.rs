@@ -8,6 +8,9 @@
 //!
 //! * [`read_request`]: the bid request Prebid.js's `prebidServerBidAdapter` posts, read once
 //!   and bounded ([`MAX_BODY_BYTES`], [`MAX_IMPS`], …), with an error per status.
+//! * [`read_answer`]: a bidder's answer, bounded and checked against what it was asked: the
+//!   bids that may compete ([`Bid`]) and why each other one may not ([`Dropped`]), or why the
+//!   whole answer was refused ([`BidderError`]).
 //! * [`BidderConsent`]: what each bidder may be given (asked at all, the edge ID, precise
 //!   geolocation) from the request's one consent decision, by Prebid Server's privacy rules.
 //! * [`Granularity`]: the price buckets behind `hb_pb`, Prebid's low, medium, high, auto,
@@ -15,10 +18,15 @@
 //!   Prebid Server reads it, and bucketed exactly as Prebid.js's own `getPriceBucketString`
 //!   does (the differential test in `tests/auction/` holds it to that).
 
+mod bids;
 mod consent;
 mod price;
 mod request;
 
+pub use bids::{
+    read_answer, with_auction_price, Answer, Bid, BidderError, Dropped, MediaType,
+    MAX_BIDDER_BODY_BYTES, MAX_BIDS,
+};
 pub use consent::{
     BidderConsent, PURPOSES_EDGE_ID, PURPOSE_TAKE_PART, SPECIAL_FEATURE_PRECISE_GEO,
 };
