@@ -501,6 +501,127 @@ impl Consent {
     }
 }
 
+/// A price granularity named in the settings (`auction.price_granularity`): Prebid's named
+/// bucket sets. A request's own `ext.prebid.targeting.pricegranularity` (named or custom) wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub enum PriceGranularity {
+    /// $0.50 steps to $5.
+    Low,
+    /// $0.10 steps to $20 (Prebid's default).
+    Medium,
+    /// $0.01 steps to $20.
+    High,
+    /// $0.05 to $5, $0.10 to $10, $0.50 to $20.
+    Auto,
+    /// $0.01 to $3, $0.05 to $8, $0.50 to $20.
+    Dense,
+}
+
+impl PriceGranularity {
+    /// Every granularity, in the order the error message lists them.
+    pub const ALL: [PriceGranularity; 5] = [
+        PriceGranularity::Low,
+        PriceGranularity::Medium,
+        PriceGranularity::High,
+        PriceGranularity::Auto,
+        PriceGranularity::Dense,
+    ];
+
+    /// The name as written in the settings and by Prebid (`low`, `medium`, …).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PriceGranularity::Low => "low",
+            PriceGranularity::Medium => "medium",
+            PriceGranularity::High => "high",
+            PriceGranularity::Auto => "auto",
+            PriceGranularity::Dense => "dense",
+        }
+    }
+}
+
+/// How a bidder's winning creative is served (`auction.bidders[].rendering`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub enum Rendering {
+    /// `first-party` (the default): the creative's URLs become signed first-party URLs and it
+    /// renders in the sandbox proxied creatives get.
+    FirstParty,
+    /// `as-sent`: the markup is given to Prebid.js as the bidder sent it (with
+    /// `${AUCTION_PRICE}` substituted), for creatives that build their URLs in running code.
+    AsSent,
+}
+
+impl Rendering {
+    /// Every choice.
+    pub const ALL: [Rendering; 2] = [Rendering::FirstParty, Rendering::AsSent];
+
+    /// The choice as written in the settings (`first-party` or `as-sent`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Rendering::FirstParty => "first-party",
+            Rendering::AsSent => "as-sent",
+        }
+    }
+}
+
+/// One `[[auction.bidders]]` entry: a demand partner the edge asks for bids directly, with
+/// OpenRTB 2.6 over HTTP POST. An upstream Prebid Server is a bidder like any other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Bidder {
+    /// `code`: the Prebid.js bidder code the page names it by (`imp[].ext.prebid.bidder.<code>`)
+    /// and the `seat` its bids come back under: 1 to 32 of `A-Z a-z 0-9 _ -`, unique.
+    pub code: Text,
+    /// `endpoint`: its OpenRTB URL, `http://` or `https://`, host, optional port, path and
+    /// query (no user info, no fragment). Only ever from the settings, never from a request.
+    pub endpoint: Text,
+    /// Scheme of `endpoint`.
+    pub scheme: Scheme,
+    /// `host:port` of `endpoint`: where its backend connects.
+    pub address: Text,
+    /// Host name of `endpoint` (no port): TLS SNI and certificate checks.
+    pub tls_host: Text,
+    /// The `Host` header and signed `@authority`: the host, with the port when it is not the
+    /// scheme's default.
+    pub authority: Text,
+    /// Path and query of `endpoint` (`/` when it has none).
+    pub path_and_query: Text,
+    /// `vendor_id`: its IAB TCF Global Vendor List ID (1 to 65535). Without one, a bidder is
+    /// never asked for a reader in an opt-in location.
+    pub vendor_id: Option<u16>,
+    /// `timeout_ms`: the most this bidder is given (default, and at most, `auction.timeout_ms`).
+    pub timeout_ms: u32,
+    /// `signed`: sign its requests with RFC 9421 and the service's current key (default
+    /// `false`).
+    pub signed: bool,
+    /// `rendering`: how its winning creatives are served (default [`Rendering::FirstParty`]).
+    pub rendering: Rendering,
+}
+
+/// Server-side auctions (`[auction]` section): `POST /_ts/openrtb2/auction`, the endpoint
+/// Prebid.js's `prebidServerBidAdapter` is pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Auction {
+    /// `auction.enabled`: answer the auction endpoint (default `true`). `false` answers `404`.
+    pub enabled: bool,
+    /// `auction.timeout_ms`: the longest an auction runs, whatever the request's `tmax` asks
+    /// (default 1000, 10 to 10000).
+    pub timeout_ms: u32,
+    /// `auction.margin_ms`: what the edge keeps of the request's `tmax` for its own work and
+    /// the answer's trip back (default 50, at most 1000).
+    pub margin_ms: u32,
+    /// `auction.price_granularity`: the buckets of `hb_pb` when a request names none (default
+    /// [`PriceGranularity::Medium`]).
+    pub price_granularity: PriceGranularity,
+    /// `auction.currency`: the one currency bids are accepted in, ISO 4217 (default `USD`);
+    /// a bid in another is dropped with a reason.
+    pub currency: Text,
+    /// `auction.bidders`: the demand partners, in the order written (default none).
+    pub bidders: Cow<'static, [Bidder]>,
+}
+
 /// All settings of the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
@@ -525,6 +646,8 @@ pub struct Settings {
     pub delivery: Delivery,
     /// The `[consent]` section.
     pub consent: Consent,
+    /// The `[auction]` section.
+    pub auction: Auction,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -597,6 +720,14 @@ impl Settings {
             publisher_segment: false,
             gpc_refuses_opt_in: true,
             partner_vendors: Cow::Borrowed(&[]),
+        },
+        auction: Auction {
+            enabled: true,
+            timeout_ms: 1_000,
+            margin_ms: 50,
+            price_granularity: PriceGranularity::Medium,
+            currency: Cow::Borrowed("USD"),
+            bidders: Cow::Borrowed(&[]),
         },
         response_headers: Cow::Borrowed(&[]),
     };

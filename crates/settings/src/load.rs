@@ -420,6 +420,8 @@ fn convert(
         logging: file.logging.validate(cx)?,
         delivery: file.delivery.validate(cx)?,
         consent: file.consent.validate(cx)?,
+        // Validated by its own section once it has one; the defaults until then.
+        auction: Settings::DEFAULT.auction,
         response_headers,
     };
     Ok((settings, std::mem::take(&mut cx.notes)))
