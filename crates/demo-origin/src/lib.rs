@@ -19,6 +19,9 @@
 //!   chunk timing, see [`nextjs`].
 //! * `/__echo` (any method) and `POST` to any path: a JSON description of
 //!   the request, see [`routes::echo_json`].
+//! * `/bidders/fast`, `/bidders/slow`, `/bidders/misbehave` (`POST`): OpenRTB 2.6 demo
+//!   bidders, and `GET /bidders/received?id=ID`: the requests they received for auction `ID`,
+//!   see [`bidders`]. The knobs do not apply to them.
 //! * Other methods answer 405.
 //!
 //! # Knobs (query parameters, combinable)
@@ -53,6 +56,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bidders;
 pub mod body;
 pub mod cache;
 pub mod codec;

@@ -20,6 +20,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::bidders::{self, Recorder};
 use crate::body::{self, Limits, Outcome, Payload, Shaped};
 use crate::cache::BodyCache;
 use crate::codec::{self, Encoding};
@@ -47,6 +48,8 @@ struct State {
     root: PathBuf,
     nextjs: Option<Replay>,
     cache: BodyCache,
+    /// What the demo bidders received, for `/bidders/received`.
+    bidders: Recorder,
     log: bool,
 }
 
@@ -72,6 +75,7 @@ impl Server {
                 root: root.into(),
                 nextjs: replay,
                 cache: BodyCache::default(),
+                bidders: Recorder::default(),
                 log: true,
             },
         })
@@ -261,7 +265,16 @@ async fn handle(
 ) -> Result<Response<Shaped>, Infallible> {
     let started = Instant::now();
     let (head, request_body) = request.into_parts();
-    let (knobs, resource, close) = match read_body(request_body).await {
+    let request_body = read_body(request_body).await;
+    if let (Ok(body), true) = (&request_body, bidders::is_bidder_path(head.uri.path())) {
+        // The bidders answer OpenRTB, not pages: no knobs, no content coding of their own.
+        let reply = bidders::answer(&state.bidders, &head, body).await;
+        let mut response = reply.response;
+        add(response.headers_mut(), "Server", "demo-origin");
+        let prepared = (response, reply.payload, reply.limits, reply.label);
+        return Ok(finish(&head, false, prepared, peer, started, slot));
+    }
+    let (knobs, resource, close) = match request_body {
         Ok(request_body) => match Knobs::parse(head.uri.query()) {
             Ok(knobs) => {
                 let now_ms = SystemTime::now()
@@ -286,16 +299,32 @@ async fn handle(
             true,
         ),
     };
-    let keep_alive = !close && head.version == Version::HTTP_11 && !has_token(&head, "close");
     let prepared = tokio::task::block_in_place(|| prepare(&head, &knobs, resource, &state.cache));
+    if let Some(delay) = knobs.headers_delay {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(finish(&head, close, prepared, peer, started, slot))
+}
+
+/// A response ready to be framed: its head, body, body limits and log label.
+type Prepared = (Response<()>, Payload, Limits, String);
+
+/// Frames `prepared` as the answer to `head` (closing the connection after it when `close`
+/// or the request asks), with the log line it writes once its last byte is flushed.
+fn finish(
+    head: &Parts,
+    close: bool,
+    prepared: Prepared,
+    peer: SocketAddr,
+    started: Instant,
+    slot: Slot,
+) -> Response<Shaped> {
     let (mut response, payload, limits, label) = prepared;
+    let keep_alive = !close && head.version == Version::HTTP_11 && !has_token(head, "close");
     if !keep_alive {
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    if let Some(delay) = knobs.headers_delay {
-        tokio::time::sleep(delay).await;
     }
     let line = format!(
         "{peer} \"{} {} {:?}\" {} {label}",
@@ -321,7 +350,7 @@ async fn handle(
     });
     let head_only = head.method == Method::HEAD;
     let body = body::shape(payload, limits, head_only, response.headers_mut(), on_end);
-    Ok(response.map(|()| body))
+    response.map(|()| body)
 }
 
 /// Reads the whole request body, or says which error status to answer.
@@ -445,12 +474,7 @@ fn conditional_answer(
 /// Applies the knobs to `resource`: status, redirect, cookies, content
 /// coding and body shaping. Returns the response (without framing
 /// headers), payload, limits and a short log label.
-fn prepare(
-    head: &Parts,
-    knobs: &Knobs,
-    resource: Resource,
-    cache: &BodyCache,
-) -> (Response<()>, Payload, Limits, String) {
+fn prepare(head: &Parts, knobs: &Knobs, resource: Resource, cache: &BodyCache) -> Prepared {
     let mut resource = resource;
     if let Some(path) = &knobs.redirect {
         let location = format!("https://{ORIGIN_HOST}{path}");
