@@ -19,6 +19,7 @@ use toml::{Table, Value};
 
 use crate::Settings;
 
+mod auction;
 mod consent;
 mod first_party;
 mod plain;
@@ -27,6 +28,7 @@ mod response_headers;
 mod secrets;
 mod values;
 
+use auction::AuctionFile;
 use consent::ConsentFile;
 use first_party::FirstPartyFile;
 use plain::{DeliveryFile, IntegrationsFile, LoggingFile, ScriptFile};
@@ -98,6 +100,7 @@ struct SettingsFile {
     logging: LoggingFile,
     delivery: DeliveryFile,
     consent: ConsentFile,
+    auction: AuctionFile,
     /// An open table: any header name.
     response_headers: ResponseHeadersFile,
 }
@@ -196,19 +199,42 @@ fn line_of(text: &str, offset: usize) -> usize {
     before.iter().filter(|&&b| b == b'\n').count() + 1
 }
 
-/// The line of every key written in the file, by dotted key (`publisher.streaming` → 17).
+/// The line of every key written in the file, by dotted key (`publisher.streaming` → 17). A
+/// table in an array (`[[auction.bidders]]`, or inline) is `auction.bidders[0]`, counted from
+/// 0, and its keys `auction.bidders[0].code`.
 fn file_lines(text: &str) -> HashMap<String, Origin> {
     type Out = HashMap<String, Origin>;
     fn walk(table: &dyn toml_edit::TableLike, prefix: &str, text: &str, out: &mut Out) {
+        let mut line = |key: &str, span: Option<std::ops::Range<usize>>| {
+            if let Some(span) = span {
+                out.insert(key.to_owned(), Origin::Line(line_of(text, span.start)));
+            }
+        };
+        let mut tables: Vec<(String, &dyn toml_edit::TableLike)> = Vec::new();
         for (name, item) in table.iter() {
             let key = format!("{prefix}{name}");
             let key_span = table.get_key_value(name).and_then(|(k, _)| k.span());
-            if let Some(span) = key_span.or_else(|| item.span()) {
-                out.insert(key.clone(), Origin::Line(line_of(text, span.start)));
-            }
+            line(&key, key_span.or_else(|| item.span()));
             if let Some(inner) = item.as_table_like() {
-                walk(inner, &format!("{key}."), text, out);
+                tables.push((key, inner));
+            } else if let Some(array) = item.as_array_of_tables() {
+                for (i, inner) in array.iter().enumerate() {
+                    let key = format!("{key}[{i}]");
+                    line(&key, inner.span());
+                    tables.push((key, inner));
+                }
+            } else if let Some(array) = item.as_array() {
+                for (i, value) in array.iter().enumerate() {
+                    if let Some(inner) = value.as_inline_table() {
+                        let key = format!("{key}[{i}]");
+                        line(&key, value.span());
+                        tables.push((key, inner));
+                    }
+                }
             }
+        }
+        for (key, inner) in tables {
+            walk(inner, &format!("{key}."), text, out);
         }
     }
     let mut out = HashMap::new();
@@ -420,8 +446,7 @@ fn convert(
         logging: file.logging.validate(cx)?,
         delivery: file.delivery.validate(cx)?,
         consent: file.consent.validate(cx)?,
-        // Validated by its own section once it has one; the defaults until then.
-        auction: Settings::DEFAULT.auction,
+        auction: file.auction.validate(cx)?,
         response_headers,
     };
     Ok((settings, std::mem::take(&mut cx.notes)))
@@ -706,7 +731,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 40, "{vars:?}");
+        assert_eq!(vars.len(), 46, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1138,7 +1163,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: docs/settings.md says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 34, "rows with a literal default");
+        assert_eq!(checked, 40, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

@@ -70,6 +70,25 @@ level = "trace"
 server_timing = false
 compression = "edge"
 early_hints = false
+
+[auction]
+enabled = false
+timeout_ms = 900
+margin_ms = 70
+price_granularity = "high"
+currency = "EUR"
+
+[[auction.bidders]]
+code = "fast"
+endpoint = "http://127.0.0.1:8080/bidders/fast"
+vendor_id = 1001
+
+[[auction.bidders]]
+code = "Slow_2"
+endpoint = "https://bids.partner.example:8443/rtb?a=1&b=%22"
+timeout_ms = 250
+signed = true
+rendering = "as-sent"
 "#;
 
 #[test]

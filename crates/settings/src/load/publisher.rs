@@ -172,7 +172,7 @@ fn cookie_domain(
 }
 
 /// Splits `host[:port]`; `None` when the host is not a plausible name or the port is bad.
-fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
+pub(super) fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (h, Some(p.parse::<u16>().ok().filter(|p| *p != 0)?)),
         None => (authority, None),
