@@ -7,8 +7,11 @@
 //! * booleans, numbers and enumerated words (`logging.level`);
 //! * strings the loader has validated into a shape that leaves no room for one: host names,
 //!   the origin URL (scheme, host and port only: user info, path and query are refused at
-//!   load), country and region codes, and the *names* of Secret Stores and their keys
-//!   (never their values, which the settings do not hold).
+//!   load), country, region and currency codes, bidder codes, and the *names* of Secret
+//!   Stores and their keys (never their values, which the settings do not hold).
+//!
+//! A bidder's endpoint is shown as its scheme, host and port (user info is refused at load);
+//! its path and query, which may carry an account key, read `/[redacted]`.
 //!
 //! Every other string is free text the operator wrote, and appears as [`REDACTED`]: today the
 //! `[response_headers]` values (their names are shown). The service never reads a Secret
@@ -21,8 +24,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs, PartnerVendor,
-    Publisher, Resolve, Script, Settings, Signing,
+    Admin, Auction, Bidder, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs,
+    PartnerVendor, Publisher, Resolve, Script, Settings, Signing,
 };
 
 use crate::VERSION;
@@ -39,8 +42,11 @@ pub enum Shape {
     OriginUrl,
     /// The name of a Secret Store or of a key in one (letters, digits, `-`, `_`, `.`).
     SecretName,
-    /// A country or region code: two upper-case letters, or `US-` and two.
+    /// A country or region code: two upper-case letters, or `US-` and two; or a currency
+    /// code: three upper-case letters.
     Code,
+    /// A bidder code: 1 to 32 of `A-Z a-z 0-9 _ -`.
+    BidderCode,
 }
 
 /// One JSON object of settings, whose methods are the rule above.
@@ -87,6 +93,29 @@ impl SettingsView<'_> {
         self.object.insert(key.to_owned(), Value::from(REDACTED));
     }
 
+    /// A list of nested sections, one per item.
+    pub fn sections<T>(
+        &mut self,
+        key: &str,
+        items: impl IntoIterator<Item = T>,
+        fill: impl Fn(&mut SettingsView<'_>, T),
+    ) {
+        let list = items
+            .into_iter()
+            .map(|item| {
+                let mut object = Map::new();
+                fill(
+                    &mut SettingsView {
+                        object: &mut object,
+                    },
+                    item,
+                );
+                Value::Object(object)
+            })
+            .collect();
+        self.object.insert(key.to_owned(), Value::Array(list));
+    }
+
     /// A nested section.
     pub fn section(&mut self, key: &str, fill: impl FnOnce(&mut SettingsView<'_>)) {
         let mut object = Map::new();
@@ -111,6 +140,7 @@ pub fn settings_json(settings: &Settings) -> String {
         logging,
         delivery,
         consent,
+        auction,
         response_headers,
     } = settings;
     let mut object = Map::new();
@@ -143,6 +173,7 @@ pub fn settings_json(settings: &Settings) -> String {
             v.flag("early_hints", *early_hints);
         });
         view.section("consent", |v| consent_view(v, consent));
+        view.section("auction", |v| auction_view(v, auction));
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
             for header in response_headers.iter() {
@@ -280,6 +311,55 @@ fn consent_view(v: &mut SettingsView<'_>, consent: &Consent) {
     });
 }
 
+fn auction_view(v: &mut SettingsView<'_>, auction: &Auction) {
+    let Auction {
+        enabled,
+        timeout_ms,
+        margin_ms,
+        price_granularity,
+        currency,
+        bidders,
+    } = auction;
+    v.flag("enabled", *enabled);
+    v.number("timeout_ms", *timeout_ms);
+    v.number("margin_ms", *margin_ms);
+    v.word("price_granularity", price_granularity.as_str());
+    v.shaped("currency", currency, Shape::Code);
+    v.sections("bidders", bidders.iter(), bidder_view);
+}
+
+fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
+    let Bidder {
+        code,
+        // Its path and query may carry an account key: only the parts below are shown.
+        endpoint: _,
+        scheme,
+        // Derived from the endpoint, like the authority shown.
+        address: _,
+        tls_host: _,
+        authority,
+        path_and_query,
+        vendor_id,
+        timeout_ms,
+        signed,
+        rendering,
+    } = bidder;
+    v.shaped("code", code, Shape::BidderCode);
+    let origin = format!("{}://{authority}", scheme.as_str());
+    let endpoint = match &**path_and_query {
+        "/" => origin,
+        _ => format!("{origin}/{REDACTED}"),
+    };
+    // Validated at load: scheme, host and port, no user info; the rest is the word above.
+    v.shaped("endpoint", &endpoint, Shape::OriginUrl);
+    if let Some(id) = vendor_id {
+        v.number("vendor_id", u32::from(*id));
+    }
+    v.number("timeout_ms", *timeout_ms);
+    v.flag("signed", *signed);
+    v.word("rendering", rendering.as_str());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +441,42 @@ mod tests {
         assert_eq!(
             v["settings"]["response_headers"],
             serde_json::json!({ "x-token": REDACTED })
+        );
+    }
+
+    /// A bidder's endpoint shows its scheme, host and port; its path and query do not show.
+    #[test]
+    fn a_bidders_path_and_query_are_redacted() {
+        let bidders = "[{ code = \"fast\", endpoint = \"https://bids.example:8443/rtb?key=do-not-show-me\", \
+                       vendor_id = 1001 }, { code = \"root\", endpoint = \"http://127.0.0.1:8080\" }]";
+        let env = [("TRUSTED_SERVER__AUCTION__BIDDERS", bidders)];
+        let settings = trusted_server_settings::load(MINIMAL, env).unwrap();
+        let text = settings_json(&settings);
+        assert!(!text.contains("do-not-show-me"), "{text}");
+        assert!(!text.contains("rtb"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let a = &v["settings"]["auction"];
+        assert_eq!(a["currency"], "USD");
+        assert_eq!(a["price_granularity"], "medium");
+        assert_eq!(
+            a["bidders"],
+            serde_json::json!([
+                {
+                    "code": "fast",
+                    "endpoint": format!("https://bids.example:8443/{REDACTED}"),
+                    "vendor_id": 1001,
+                    "timeout_ms": 1000,
+                    "signed": false,
+                    "rendering": "first-party",
+                },
+                {
+                    "code": "root",
+                    "endpoint": "http://127.0.0.1:8080",
+                    "timeout_ms": 1000,
+                    "signed": false,
+                    "rendering": "first-party",
+                },
+            ])
         );
     }
 
