@@ -20,6 +20,8 @@
 
 mod bids;
 mod consent;
+mod outcome;
+mod outgoing;
 mod price;
 mod request;
 
@@ -30,6 +32,8 @@ pub use bids::{
 pub use consent::{
     BidderConsent, PURPOSES_EDGE_ID, PURPOSE_TAKE_PART, SPECIAL_FEATURE_PRECISE_GEO,
 };
+pub use outcome::{code, granularity_of, respond, Outcome};
+pub use outgoing::{bidder_request, truncated, ConsentStrings, Edge, Geo};
 pub use price::{CustomGranularity, Granularity, PriceRange};
 pub use request::{
     read as read_request, BidRequest, Imp, Media, RequestError, MAX_BIDDERS, MAX_BODY_BYTES,
