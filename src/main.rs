@@ -23,7 +23,8 @@
 //! withdrawn, and `Server-Timing`). Settings were validated at build time
 //! and are embedded as a `static` (`kit::generated`).
 #![warn(missing_docs)]
-// One call into the ABI, in `body::downstream::origin_has_more_ready`; nothing else.
+// Calls into the ABI in two places only: `body::downstream::origin_has_more_ready` and
+// `kit::ready::first_ready`.
 #![deny(unsafe_code)]
 
 mod endpoints;
@@ -43,7 +44,7 @@ use trusted_server_core::{
 use endpoints::{
     admin, consent as consent_endpoint, discovery, edge_id, first_party as fp, health, script,
 };
-use flows::{first_party_proxy, publisher_proxy};
+use flows::{auction, first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
 use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
@@ -71,6 +72,7 @@ use Handler::{Answer, Decided, Flow};
 static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(GET,  Exact("/_ts/health"),                      "health",            Answer(|_, s| health::respond(s))),
     line(GET,  Exact("/_ts/ec"),                          "edge-id",           Decided(|r, s, d| edge_id::respond(&r, s, d))),
+    line(Any,  Exact(auction::PATH),                      "auction",           Flow(auction::run)),
     line(GET,  Exact("/_ts/consent"),                     "consent",           Decided(|_, s, d| consent_endpoint::respond(s, d))),
     line(GET,  Exact("/.well-known/trusted-server.json"), "discovery",         Answer(|_, s| discovery::well_known(s))),
     line(POST, Exact("/verify-signature"),                "verify-signature",  Answer(discovery::verify)),
@@ -135,10 +137,8 @@ fn main() {
 }
 
 /// Sends an answer made whole, stamped as every response is.
-fn send(mut response: Response, access: &mut Access) {
-    leaving::stamp(&mut response, access, None, &SETTINGS);
-    access.headers_sent(response.get_status().as_u16());
-    response.send_to_client();
+fn send(response: Response, access: &mut Access) {
+    leaving::send_whole(response, access, &SETTINGS);
 }
 
 #[cfg(test)]
@@ -151,6 +151,8 @@ mod tests {
             ("GET", "/_ts/health", "health"),
             ("GET", "/_ts/ec", "edge-id"),
             ("GET", "/_ts/consent", "consent"),
+            ("POST", "/_ts/openrtb2/auction", "auction"),
+            ("GET", "/_ts/openrtb2/auction", "auction"),
             ("GET", "/.well-known/trusted-server.json", "discovery"),
             ("POST", "/verify-signature", "verify-signature"),
             ("GET", "/first-party/sign", "first-party-sign"),

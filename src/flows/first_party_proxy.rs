@@ -102,10 +102,8 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
 }
 
 /// Sends a response the service made whole (stamped as every response is).
-fn send(mut response: Response, settings: &Settings, access: &mut Access) {
-    leaving::stamp(&mut response, access, None, settings);
-    access.headers_sent(response.get_status().as_u16());
-    response.send_to_client();
+fn send(response: Response, settings: &Settings, access: &mut Access) {
+    leaving::send_whole(response, access, settings);
 }
 
 /// What the partner gets of the client's request: its headers as the core filters them, with

@@ -15,3 +15,10 @@ pub fn stamp(response: &mut Response, access: &Access, cache: Option<&str>, sett
     crate::kit::edge_cookie::expire_withdrawn(response, access.expire_edge_id, settings);
     crate::kit::timing::add_server_timing(response, access, cache, settings);
 }
+
+/// Sends a response the service made whole: stamped, recorded in `access`, sent.
+pub fn send_whole(mut response: Response, access: &mut Access, settings: &Settings) {
+    stamp(&mut response, access, None, settings);
+    access.headers_sent(response.get_status().as_u16());
+    response.send_to_client();
+}

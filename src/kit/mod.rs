@@ -11,6 +11,7 @@ pub mod headers;
 pub mod leaving;
 pub mod limits;
 pub mod partner;
+pub mod ready;
 pub mod reply;
 pub mod secrets;
 pub mod signed_url;

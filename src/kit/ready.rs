@@ -1,0 +1,54 @@
+//! Waiting on several things at once, with a deadline: pending backend requests and response
+//! bodies still arriving. The fastly crate's own `select` waits without a deadline and only on
+//! pending requests, and its `async_io` (which has both) is crate-private; this is the ABI
+//! call under it, in one place.
+
+use std::time::Duration;
+
+use fastly::handle::{BodyHandle, PendingRequestHandle};
+
+/// Something the platform can say is ready.
+#[derive(Clone, Copy)]
+pub enum Waitable<'a> {
+    /// A request sent with `send_async`: ready when its response head (or its failure) is in.
+    Pending(&'a PendingRequestHandle),
+    /// A response body: ready when a read would return at once (bytes, its end, or an error).
+    Body(&'a BodyHandle),
+}
+
+impl Waitable<'_> {
+    #[allow(unsafe_code)]
+    fn raw(self) -> u32 {
+        match self {
+            Waitable::Pending(handle) => handle.as_u32(),
+            // SAFETY: the handle is only borrowed for the call that uses the number; `body`
+            // keeps owning (and closes) it.
+            #[allow(deprecated)]
+            Waitable::Body(body) => unsafe { body.as_u32() },
+        }
+    }
+}
+
+/// The index of the first of `items` that is ready, waiting at most `timeout` (at least 1 ms:
+/// the platform reads 0 as "no limit"); `None` when the time ran out, or when the platform
+/// refused to wait (an invalid handle), which the caller treats the same way: it stops
+/// waiting.
+pub fn first_ready(items: &[Waitable<'_>], timeout: Duration) -> Option<usize> {
+    if items.is_empty() {
+        return None;
+    }
+    let handles: Vec<u32> = items.iter().map(|w| w.raw()).collect();
+    let timeout_ms = u32::try_from(timeout.as_millis())
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let mut done = u32::MAX;
+    // SAFETY: `handles` is a live array of `handles.len()` handle numbers, each borrowed from
+    // an owner that outlives the call; `done` is a live `u32`.
+    #[allow(unsafe_code)]
+    let status = unsafe {
+        fastly_sys::fastly_async_io::select(handles.as_ptr(), handles.len(), timeout_ms, &mut done)
+    };
+    // `u32::MAX`: the wait timed out.
+    let index = usize::try_from(done).ok()?;
+    (status.is_ok() && index < items.len()).then_some(index)
+}

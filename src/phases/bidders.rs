@@ -1,0 +1,228 @@
+//! Asking the bidders: every request sent at once, then one loop that waits on whatever is
+//! still open (a response head, or a body still arriving) until the deadline. A bidder that
+//! has sent its headers and then stalls mid-body is waited for no longer than one that never
+//! answered: both are cut off at the deadline, and only they lose their bids.
+//!
+//! Each body is read as it arrives, at most `MAX_BIDDER_BODY_BYTES` (+1, to tell "too
+//! large"); nothing is decompressed (requests ask for `identity`), and a body shorter than
+//! its `Content-Length` is a failure, not an answer.
+
+use std::io::Read;
+use std::time::Instant;
+
+use fastly::handle::{BodyHandle, PendingRequestHandle, PollHandleResult};
+use fastly::{Request, Response};
+use trusted_server_core::auction::MAX_BIDDER_BODY_BYTES;
+
+use crate::kit::ready::{first_ready, Waitable};
+
+/// One bidder's request, ready to go: the request and the name of its backend.
+pub struct Call {
+    /// The request, its URL, headers and body final (and signed, if it is).
+    pub request: Request,
+    /// The dynamic backend it goes through.
+    pub backend: String,
+    /// When this bidder is cut off (its own timeout, never past the auction's deadline).
+    pub deadline: Instant,
+}
+
+/// What came back from one bidder.
+#[derive(Debug)]
+pub enum Collected {
+    /// A whole answer: its status and body, `ms` after the start.
+    Whole {
+        /// The status.
+        status: u16,
+        /// The body (at most `MAX_BIDDER_BODY_BYTES`).
+        body: Vec<u8>,
+        /// Milliseconds from the start.
+        ms: u64,
+    },
+    /// A body over the cap, or compressed, or cut short: refused without being read further.
+    Unreadable {
+        /// Why.
+        why: String,
+        /// Milliseconds from the start.
+        ms: u64,
+    },
+    /// The request could not be sent or answered (the platform's message).
+    Failed {
+        /// What the platform said.
+        why: String,
+        /// Milliseconds from the start.
+        ms: u64,
+    },
+    /// Nothing whole by its deadline, `ms` after the start.
+    Late {
+        /// Milliseconds from the start.
+        ms: u64,
+    },
+}
+
+enum State {
+    Waiting(PendingRequestHandle),
+    Reading {
+        status: u16,
+        body: BodyHandle,
+        read: Vec<u8>,
+        length: Option<usize>,
+    },
+    Done(Collected),
+}
+
+/// Sends every call at once and collects what comes back until each call's deadline; the
+/// results are in the order of `calls`.
+pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
+    let ms = || u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let deadlines: Vec<Instant> = calls.iter().map(|c| c.deadline).collect();
+    let mut states: Vec<State> = calls
+        .into_iter()
+        .map(|call| {
+            let (request, body) = call.request.into_handles();
+            let body = body.unwrap_or_else(BodyHandle::new);
+            match request.send_async(body, &call.backend) {
+                Ok(pending) => State::Waiting(pending),
+                Err(e) => State::Done(Collected::Failed {
+                    why: format!("{e:?}"),
+                    ms: ms(),
+                }),
+            }
+        })
+        .collect();
+    loop {
+        let now = Instant::now();
+        for (state, deadline) in states.iter_mut().zip(&deadlines) {
+            if !matches!(state, State::Done(_)) && *deadline <= now {
+                // Dropping the handles abandons the request: nothing more is read.
+                *state = State::Done(Collected::Late { ms: ms() });
+            }
+        }
+        let open: Vec<usize> = (0..states.len())
+            .filter(|&i| !matches!(states[i], State::Done(_)))
+            .collect();
+        let Some(next) = open.iter().map(|&i| deadlines[i]).min() else {
+            break;
+        };
+        let left = next.saturating_duration_since(now);
+        let waitables: Vec<Waitable<'_>> = (open.iter())
+            .map(|&i| match &states[i] {
+                State::Waiting(pending) => Waitable::Pending(pending),
+                State::Reading { body, .. } => Waitable::Body(body),
+                State::Done(_) => unreachable!("only open calls are waited on"),
+            })
+            .collect();
+        let Some(ready) = first_ready(&waitables, left) else {
+            // The earliest deadline came (the next turn cuts those calls off), or the platform
+            // would not wait: then every open call is cut off now.
+            if Instant::now() < next {
+                break;
+            }
+            continue;
+        };
+        let i = open[ready];
+        let state = std::mem::replace(&mut states[i], State::Done(Collected::Late { ms: 0 }));
+        states[i] = advance(state, ms);
+    }
+    (states.into_iter())
+        .map(|state| match state {
+            State::Done(collected) => collected,
+            State::Waiting(_) | State::Reading { .. } => Collected::Late { ms: ms() },
+        })
+        .collect()
+}
+
+/// One step of a call the platform said is ready.
+fn advance(state: State, ms: impl Fn() -> u64) -> State {
+    match state {
+        State::Waiting(pending) => match pending.poll() {
+            PollHandleResult::Pending(pending) => State::Waiting(pending),
+            PollHandleResult::Done(Err(e)) => State::Done(Collected::Failed {
+                why: format!("{e:?}"),
+                ms: ms(),
+            }),
+            PollHandleResult::Done(Ok((head, body))) => {
+                let response = Response::from_handles(head, body);
+                headed(response, ms)
+            }
+        },
+        State::Reading {
+            status,
+            mut body,
+            mut read,
+            length,
+        } => {
+            let mut chunk = [0u8; 16 * 1024];
+            match body.read(&mut chunk) {
+                Ok(0) => match length {
+                    Some(length) if length != read.len() => State::Done(Collected::Unreadable {
+                        why: format!("the body ended after {} of {length} bytes", read.len()),
+                        ms: ms(),
+                    }),
+                    _ => State::Done(Collected::Whole {
+                        status,
+                        body: read,
+                        ms: ms(),
+                    }),
+                },
+                Ok(n) if read.len() + n > MAX_BIDDER_BODY_BYTES => {
+                    State::Done(Collected::Unreadable {
+                        why: format!("the answer is over {MAX_BIDDER_BODY_BYTES} bytes"),
+                        ms: ms(),
+                    })
+                }
+                Ok(n) => {
+                    read.extend_from_slice(&chunk[..n]);
+                    State::Reading {
+                        status,
+                        body,
+                        read,
+                        length,
+                    }
+                }
+                Err(e) => State::Done(Collected::Failed {
+                    why: format!("reading the answer: {e}"),
+                    ms: ms(),
+                }),
+            }
+        }
+        done @ State::Done(_) => done,
+    }
+}
+
+/// A response whose head is in: a status without a body to read is done; otherwise its body
+/// is read if it can be.
+fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
+    let status = response.get_status().as_u16();
+    if status != 200 {
+        return State::Done(Collected::Whole {
+            status,
+            body: Vec::new(),
+            ms: ms(),
+        });
+    }
+    let coding = response
+        .get_header_str("content-encoding")
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
+    if let Some(coding) = coding {
+        return State::Done(Collected::Unreadable {
+            why: format!("a {coding:?}-encoded answer (asked for identity)"),
+            ms: ms(),
+        });
+    }
+    let length =
+        (response.get_header_str("content-length")).and_then(|l| l.trim().parse::<usize>().ok());
+    if length.is_some_and(|l| l > MAX_BIDDER_BODY_BYTES) {
+        return State::Done(Collected::Unreadable {
+            why: format!("the answer is over {MAX_BIDDER_BODY_BYTES} bytes"),
+            ms: ms(),
+        });
+    }
+    let body = response.take_body().into_handle();
+    State::Reading {
+        status,
+        body,
+        read: Vec::new(),
+        length,
+    }
+}
