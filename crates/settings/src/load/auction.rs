@@ -891,12 +891,14 @@ mod tests {
         }
     }
 
-    /// `trusted-server.toml` names no bidder yet; its commented example is a valid one.
+    /// `trusted-server.toml` names the demo's three bidders; its commented example is a
+    /// valid fourth.
     #[test]
     fn the_demo_files_commented_bidder_is_valid() {
         let demo = include_str!("../../../../trusted-server.toml");
         let a = load(demo, no_env()).unwrap().auction;
-        assert_eq!(a, Settings::DEFAULT.auction);
+        let codes: Vec<&str> = a.bidders.iter().map(|b| &*b.code).collect();
+        assert_eq!(codes, ["fast", "slow", "misbehave"]);
         let start = demo
             .find("# [[auction.bidders]]")
             .expect("an example bidder");
@@ -906,10 +908,10 @@ mod tests {
             .collect();
         let text = format!("{demo}\n{}\n", example.join("\n"));
         let a = load(&text, no_env()).unwrap().auction;
-        assert_eq!(a.bidders.len(), 1);
+        assert_eq!(a.bidders.len(), 4);
         assert_eq!(
-            (&*a.bidders[0].code, a.bidders[0].timeout_ms),
-            ("fast", 400)
+            (&*a.bidders[3].code, a.bidders[3].timeout_ms),
+            ("examplebidder", 400)
         );
     }
 }
