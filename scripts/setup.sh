@@ -2,8 +2,9 @@
 # Shared set-up for scripts/serve.sh, scripts/test.sh and scripts/benchmark.sh. Source it.
 # Installs only what is missing: the wasm32-wasip1 target, Viceroy (pinned; building it takes
 # ~14 minutes on 2 cores, so it is skipped when the right version is on PATH) and the Fastly CLI
-# from npm (into .tools/, not globally). `setup_all browser` also installs what the browser test
-# needs: Debian's chromium and playwright-core from npm (into .tools/).
+# from npm (into .tools/, not globally), and builds the demo page's Prebid.js bundle (js/prebid,
+# pinned npm packages). `setup_all browser` also installs what the browser test needs: Debian's
+# chromium and playwright-core from npm (into .tools/).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -109,6 +110,27 @@ ensure_browser() {
   fi
 }
 
+# For fixtures/site/auction.html: Prebid.js (core + prebidServerBidAdapter) from the pinned npm
+# packages in js/prebid, bundled by its pinned esbuild into fixtures/site/_gen/prebid.js
+# (gitignored), which the demo origin serves as /_gen/prebid.js. `npm ci` runs when the
+# packages are missing or the lockfile is newer than what was installed; the build runs when the
+# bundle is missing or older than the lockfile, the entry or the build script.
+PREBID_BUNDLE="$ROOT/fixtures/site/_gen/prebid.js"
+ensure_prebid_bundle() {
+  local dir="$ROOT/js/prebid" input
+  if [[ ! -f "$dir/node_modules/.package-lock.json" \
+    || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+    log "installing the pinned Prebid.js and esbuild into js/prebid (npm ci)"
+    npm ci --silent --no-audit --no-fund --prefix "$dir" >&2
+  fi
+  for input in "$dir/package-lock.json" "$dir/src/prebid.js" "$dir/build.mjs" ""; do
+    if [[ -z "$input" ]]; then return; fi
+    if [[ ! -f "$PREBID_BUNDLE" || "$input" -nt "$PREBID_BUNDLE" ]]; then break; fi
+  done
+  log "building the Prebid.js bundle (fixtures/site/_gen/prebid.js)"
+  node "$dir/build.mjs" "$PREBID_BUNDLE" >&2
+}
+
 # For scripts/verify_signature.py (the independent RFC 9421 verifier the signing tests use):
 # Python's `cryptography`, pinned, in a virtual environment under .tools/python, only when the
 # system Python cannot import it. The tests use .tools/python/bin/python3 when it exists.
@@ -129,6 +151,7 @@ setup_all() {
   ensure_viceroy
   ensure_fastly_cli
   ensure_python_cryptography
+  ensure_prebid_bundle
   local extra
   for extra in "$@"; do
     case "$extra" in
