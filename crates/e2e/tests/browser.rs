@@ -10,6 +10,12 @@
 //! to): it must render and run its script, and that script must not read the publisher's
 //! cookies nor get the reader's edge ID from `/_ts/ec`.
 //!
+//! Last, `tests/browser/auction.mjs` loads `fixtures/site/auction.html`: Prebid.js 11 (the
+//! pinned npm package's core and Prebid Server adapter, bundled by `scripts/setup.sh`'s
+//! `ensure_prebid_bundle` into `fixtures/site/_gen/prebid.js`) POSTs its OpenRTB request to the
+//! service's `/_ts/openrtb2/auction` on the first-party host, and both ad slots must render a
+//! winning bid from the demo bidders.
+//!
 //! The service rewrites origin URLs to the request's host, which is the Viceroy address the
 //! browser uses. `scripts/setup.sh` (`ensure_browser`, run by `scripts/test.sh`) installs the
 //! browser and playwright-core; when either is missing this test fails, it does not skip.
@@ -84,6 +90,18 @@ fn require_browser(root: &Path) {
     );
 }
 
+/// Panics when the demo page's Prebid.js bundle (built by `ensure_prebid_bundle` in
+/// `scripts/setup.sh`, which `scripts/test.sh` runs) is missing.
+fn require_prebid_bundle(root: &Path) {
+    let bundle = root.join("fixtures/site/_gen/prebid.js");
+    assert!(
+        bundle.is_file(),
+        "the auction page needs {}: run scripts/test.sh, whose set-up (ensure_prebid_bundle in \
+         scripts/setup.sh) builds it from js/prebid",
+        bundle.display()
+    );
+}
+
 /// Runs `cmd` in its own process group with stdout and stderr merged and echoed, for at most
 /// `limit`. Returns the exit code (`None` if it was killed or timed out) and the output.
 fn run_bounded(cmd: &mut Command, limit: Duration) -> (Option<i32>, String) {
@@ -149,6 +167,7 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     let started = Instant::now();
     let root = workspace_root();
     require_browser(&root);
+    require_prebid_bundle(&root);
     let dir = root.join("target/e2e-browser");
     std::fs::create_dir_all(&dir).expect("create target/e2e-browser");
 
@@ -229,5 +248,17 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     assert!(
         served >= 1,
         "the test partner served the creative {served} times"
+    );
+    let (code, output) = run_bounded(
+        Command::new("node")
+            .arg(root.join("tests/browser/auction.mjs"))
+            .arg(&base)
+            .env("TMPDIR", &tmp)
+            .current_dir(&root),
+        SCRIPT_TIMEOUT,
+    );
+    assert!(
+        code == Some(0),
+        "tests/browser/auction.mjs {base} exited with {code:?}:\n{output}"
     );
 }
