@@ -12,21 +12,24 @@
 //! its request's `tmax` how long it has.
 
 use std::io::Read;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
 use fastly::http::StatusCode;
 use fastly::{Backend, Request, Response};
 use trusted_server_core::auction::{
-    bidder_request, granularity_of, read_answer, read_request, respond, BidRequest, BidderConsent,
-    ConsentStrings, Edge, Geo, Outcome, MAX_BODY_BYTES,
+    bidder_request, first_party_creative, granularity_of, read_answer, read_request, respond,
+    BidRequest, BidderConsent, ConsentStrings, Edge, Geo, Outcome, MAX_BODY_BYTES,
 };
 use trusted_server_core::consent::Decision;
+use trusted_server_core::first_party::creative::Signer;
+use trusted_server_core::first_party::proxy::signer;
 use trusted_server_core::{client_authority, Settings};
-use trusted_server_settings::{Bidder, Scheme};
+use trusted_server_settings::{Bidder, Rendering, Scheme};
 
 use crate::kit::access::Access;
-use crate::kit::{leaving, partner, reply};
+use crate::kit::{leaving, partner, reply, signed_url};
 use crate::phases::bidders::{ask_all, Call, Collected};
 use crate::phases::identity;
 
@@ -209,11 +212,24 @@ fn auction(
     }
 
     let collected = ask_all(calls, start);
+    let mut signer: Option<Option<Rc<Signer>>> = None;
     for ((place, imps), got) in asked.into_iter().zip(collected) {
         let outcome = match got {
             Collected::Whole { status, body, ms } => {
                 match read_answer(status, &body, &imps, &a.currency) {
-                    Ok(answer) => Outcome::Answered { answer, ms },
+                    Ok(mut answer) => {
+                        let code = &outcomes[place].0;
+                        let first_party = (a.bidders.iter())
+                            .find(|b| b.code.eq_ignore_ascii_case(code))
+                            .is_some_and(|b| b.rendering == Rendering::FirstParty);
+                        let signer = signer.get_or_insert_with(|| creative_signer(settings));
+                        if let (true, Some(signer)) = (first_party, signer) {
+                            for bid in &mut answer.bids {
+                                first_party_creative(bid, signer);
+                            }
+                        }
+                        Outcome::Answered { answer, ms }
+                    }
                     Err(error) => Outcome::Refused { error, ms },
                 }
             }
@@ -235,6 +251,24 @@ fn auction(
         deadline_ms,
         &warnings,
     )
+}
+
+/// The signer of winning creatives' URLs (`rendering = "first-party"`): the first-party
+/// proxy's key and policy, good for `first_party.page_ttl_secs` (the page may show the ad a
+/// while). Without the key the creatives go as the bidders sent them, and the log says so.
+fn creative_signer(settings: &Settings) -> Option<Rc<Signer>> {
+    let fp = &settings.first_party;
+    let key = signed_url::read_key(fp).and_then(|key| Ok((key, signed_url::now()?)));
+    match key {
+        Ok((key, now)) => {
+            let expires = now + u64::from(fp.page_ttl_secs);
+            Some(Rc::new(signer(key, signed_url::policy(fp), expires)))
+        }
+        Err(e) => {
+            log::error!("auction creatives sent as the bidders wrote them: {e}");
+            None
+        }
+    }
 }
 
 /// The request to `bidder`, built whole: a fresh set of headers (none of the reader's), the

@@ -83,7 +83,7 @@ pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
             match request.send_async(body, &call.backend) {
                 Ok(pending) => State::Waiting(pending),
                 Err(e) => State::Done(Collected::Failed {
-                    why: format!("{e:?}"),
+                    why: e.to_string(),
                     ms: ms(),
                 }),
             }
@@ -137,7 +137,7 @@ fn advance(state: State, ms: impl Fn() -> u64) -> State {
         State::Waiting(pending) => match pending.poll() {
             PollHandleResult::Pending(pending) => State::Waiting(pending),
             PollHandleResult::Done(Err(e)) => State::Done(Collected::Failed {
-                why: format!("{e:?}"),
+                why: e.to_string(),
                 ms: ms(),
             }),
             PollHandleResult::Done(Ok((head, body))) => {

@@ -49,6 +49,10 @@ const ADOMAIN: &str = "demo-advertiser.example";
 /// The one creative image the demo partner serves (`fixtures/partner/banner.svg`, 300×250;
 /// as an SVG it scales to any banner size).
 const CREATIVE_IMAGE: &str = "https://cdn.demo-partner.example/banner.svg";
+/// The win beacon (`burl`): on the creative's own host, answered by [`win`].
+const WIN_URL: &str = "https://cdn.demo-partner.example/bidders/win";
+/// A transparent 1x1 GIF: what a win beacon answers, as ad servers' pixels do.
+const PIXEL: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 /// Where a creative's click goes (a partner URL the edge turns first-party).
 const CLICK_URL: &str = "https://ads.demo-partner.example/click";
 const JSON: &str = "application/json";
@@ -248,7 +252,7 @@ fn bid_for(bidder: Bidder, index: usize, imp: &Value) -> Option<Value> {
         "impid": impid,
         "price": price,
         "adomain": [ADOMAIN],
-        "burl": format!("https://ads.demo-partner.example/win?bidder={seat}&price=${{AUCTION_PRICE}}"),
+        "burl": format!("{WIN_URL}?bidder={seat}&price=${{AUCTION_PRICE}}"),
     });
     if let Some(banner) = imp.get("banner").filter(|b| b.is_object()) {
         let (w, h) = banner_size(banner);
@@ -347,6 +351,15 @@ pub async fn answer(recorder: &Recorder, head: &Parts, body: &[u8]) -> Reply {
     let name = &path[BASE_PATH.len()..];
     if name == "received" {
         return received(recorder, head);
+    }
+    if name == "win" {
+        // The browser fires it (an image); logged like every request, nothing to record.
+        return Reply::new(
+            200,
+            Some("image/gif"),
+            PIXEL.to_vec(),
+            "bidders=win".to_owned(),
+        );
     }
     recorder.record(name, head, body);
     let Some(bidder) = Bidder::from_name(name) else {
@@ -663,7 +676,7 @@ mod tests {
         assert_eq!(top["adomain"], json!(["demo-advertiser.example"]));
         assert_eq!(
             top["burl"],
-            "https://ads.demo-partner.example/win?bidder=fast&price=${AUCTION_PRICE}"
+            "https://cdn.demo-partner.example/bidders/win?bidder=fast&price=${AUCTION_PRICE}"
         );
         let adm = top["adm"].as_str().unwrap();
         assert!(adm.starts_with("<a href=\"https://ads.demo-partner.example/click?c=fast-top\">"));

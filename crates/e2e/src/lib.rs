@@ -77,6 +77,21 @@ pub fn build_and_start_demo_origin(
     .map_err(|e| format!("demo origin: {e}"))
 }
 
+/// The `TRUSTED_SERVER__AUCTION__BIDDERS` value for the demo origin at `origin`: the demo's
+/// three bidders (`fast`, TCF vendor 1; `slow`, vendor 755; `misbehave`, vendor 2) as
+/// `trusted-server.toml` names them on port 8080, here on the origin's own port.
+pub fn demo_bidders(origin: SocketAddr) -> String {
+    let bidder = |code: &str, vendor: u16| {
+        format!("{{ code = \"{code}\", endpoint = \"http://{origin}/bidders/{code}\", vendor_id = {vendor} }}")
+    };
+    format!(
+        "[{}, {}, {}]",
+        bidder("fast", 1),
+        bidder("slow", 755),
+        bidder("misbehave", 2)
+    )
+}
+
 /// A port that was free on 127.0.0.1 a moment ago.
 ///
 /// # Errors

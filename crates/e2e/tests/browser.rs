@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e::raw_origin::{RawOrigin, Step};
-use e2e::{build_and_start_demo_origin, build_service, start_viceroy, workspace_root};
+use e2e::{
+    build_and_start_demo_origin, build_service, start_demo_origin, start_viceroy, workspace_root,
+};
 
 /// The whole browser run, a backstop: the script has its own, shorter limits.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
@@ -175,6 +177,12 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
         build_and_start_demo_origin(&root, Some(&dir.join("demo-origin.log")))
             .unwrap_or_else(|e| panic!("{e}"));
     let partner = start_partner();
+    let (_cdn, cdn_addr) = start_demo_origin(
+        &e2e::target_dir(&root).join("release/demo-origin"),
+        &root.join("fixtures/partner"),
+        Some(&dir.join("demo-partner.log")),
+    )
+    .unwrap_or_else(|e| panic!("demo partner: {e}"));
     // The default settings otherwise (streaming on, Next.js rewriting on); any
     // TRUSTED_SERVER__* variable in the environment applies too.
     let wasm = build_service(
@@ -190,13 +198,19 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
                 "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
                 "origin.demo-publisher.example".to_owned(),
             ),
-            // The demo partner's creatives come from the scripted partner.
+            // The demo partner's creatives come from the scripted partner; the demo
+            // bidders' images and win beacons from the demo partner's files.
             (
                 "TRUSTED_SERVER__FIRST_PARTY__RESOLVE".to_owned(),
                 format!(
-                    "{{ \"ads.demo-partner.example\" = \"{}\" }}",
+                    "{{ \"ads.demo-partner.example\" = \"{}\", \"cdn.demo-partner.example\" = \"{cdn_addr}\" }}",
                     partner.addr()
                 ),
+            ),
+            // The demo bidders, on the demo origin's port.
+            (
+                "TRUSTED_SERVER__AUCTION__BIDDERS".to_owned(),
+                e2e::demo_bidders(origin_addr),
             ),
         ],
     )

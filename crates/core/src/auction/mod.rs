@@ -20,6 +20,7 @@
 
 mod bids;
 mod consent;
+mod creative;
 mod outcome;
 mod outgoing;
 mod price;
@@ -32,6 +33,7 @@ pub use bids::{
 pub use consent::{
     BidderConsent, PURPOSES_EDGE_ID, PURPOSE_TAKE_PART, SPECIAL_FEATURE_PRECISE_GEO,
 };
+pub use creative::first_party as first_party_creative;
 pub use outcome::{code, granularity_of, respond, Outcome};
 pub use outgoing::{bidder_request, truncated, ConsentStrings, Edge, Geo};
 pub use price::{CustomGranularity, Granularity, PriceRange};
