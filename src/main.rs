@@ -8,12 +8,12 @@
 //!   normalising server would read the path;
 //! * **flows** (`flows`): the orders of things: the publisher proxy (identity → hints →
 //!   cache → origin → response → body), the stale-while-revalidate refresh, the first-party
-//!   proxy;
+//!   proxy, the auction (its bidders asked at once until the deadline);
 //! * **endpoints** (`endpoints`), beside the flows: the service's own answers (health, the
 //!   script, the edge ID, discovery, admin, first-party sign and click), made whole without
 //!   the origin;
 //! * **phases** (`phases`): one platform job each (client, identity, hints, cache store,
-//!   origin, response, injection, body), never calling another phase's entry point;
+//!   origin, response, injection, body, the bidders), never calling another phase's entry point;
 //! * **kit** (`kit`): shared leaves (what `build.rs` generates, replies, the access line,
 //!   failures, timing, secrets, partner requests), importing none of the above.
 //!

@@ -20,7 +20,7 @@ use fastly::http::StatusCode;
 use fastly::{Backend, Request, Response};
 use trusted_server_core::auction::{
     bidder_request, first_party_creative, granularity_of, read_answer, read_request, respond,
-    BidRequest, BidderConsent, ConsentStrings, Edge, Geo, Outcome, MAX_BODY_BYTES,
+    BidRequest, BidderConsent, BidderError, ConsentStrings, Edge, Geo, Outcome, MAX_BODY_BYTES,
 };
 use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative::Signer;
@@ -177,13 +177,18 @@ fn auction(
             }
         }
     }
-    let key = partner::key(settings);
+    // The signing key only when a bidder is signed: a Secret Store read per auction otherwise.
+    let key = match a.bidders.iter().any(|b| b.signed) {
+        true => partner::key(settings),
+        false => partner::Key::Disabled,
+    };
     let mut outcomes: Vec<(String, Outcome)> = Vec::with_capacity(codes.len());
     let mut calls = Vec::new();
     // For each call: its place in `outcomes` and the impressions it was asked about.
     let mut asked = Vec::new();
     for code in codes {
-        let Some(bidder) = (a.bidders.iter()).find(|b| b.code.eq_ignore_ascii_case(code)) else {
+        // Exactly as written: Prebid.js's codes are case-sensitive.
+        let Some(bidder) = (a.bidders.iter()).find(|b| b.code == code) else {
             outcomes.push((code.to_owned(), Outcome::Unknown));
             continue;
         };
@@ -195,6 +200,11 @@ fn auction(
         let bidder_deadline = deadline.min(start + Duration::from_millis(bidder.timeout_ms.into()));
         let tmax = bidder_deadline.saturating_duration_since(Instant::now());
         let tmax_ms = u64::try_from(tmax.as_millis()).unwrap_or(u64::MAX);
+        if tmax_ms == 0 {
+            // No time left (a `tmax` at or below the margin): not worth a request.
+            outcomes.push((code.to_owned(), Outcome::TimedOut { ms: 0 }));
+            continue;
+        }
         let Some((body, imps)) = bidder_request(bid_request, code, &consent, &edge, tmax_ms) else {
             continue;
         };
@@ -220,7 +230,7 @@ fn auction(
                     Ok(mut answer) => {
                         let code = &outcomes[place].0;
                         let first_party = (a.bidders.iter())
-                            .find(|b| b.code.eq_ignore_ascii_case(code))
+                            .find(|b| b.code == *code)
                             .is_some_and(|b| b.rendering == Rendering::FirstParty);
                         let signer = signer.get_or_insert_with(|| creative_signer(settings));
                         if let (true, Some(signer)) = (first_party, signer) {
@@ -233,8 +243,12 @@ fn auction(
                     Err(error) => Outcome::Refused { error, ms },
                 }
             }
+            Collected::TooLarge { ms } => Outcome::Refused {
+                error: BidderError::TooLarge,
+                ms,
+            },
             Collected::Unreadable { why, ms } => Outcome::Refused {
-                error: trusted_server_core::auction::BidderError::NotOpenRtb(why),
+                error: BidderError::NotOpenRtb(why),
                 ms,
             },
             Collected::Failed { why, ms } => Outcome::Unreachable { why, ms },

@@ -38,7 +38,12 @@ pub enum Collected {
         /// Milliseconds from the start.
         ms: u64,
     },
-    /// A body over the cap, or compressed, or cut short: refused without being read further.
+    /// A body over `MAX_BIDDER_BODY_BYTES`: refused without being read further.
+    TooLarge {
+        /// Milliseconds from the start.
+        ms: u64,
+    },
+    /// A compressed body, or one cut short: refused.
     Unreadable {
         /// Why.
         why: String,
@@ -165,10 +170,7 @@ fn advance(state: State, ms: impl Fn() -> u64) -> State {
                     }),
                 },
                 Ok(n) if read.len() + n > MAX_BIDDER_BODY_BYTES => {
-                    State::Done(Collected::Unreadable {
-                        why: format!("the answer is over {MAX_BIDDER_BODY_BYTES} bytes"),
-                        ms: ms(),
-                    })
+                    State::Done(Collected::TooLarge { ms: ms() })
                 }
                 Ok(n) => {
                     read.extend_from_slice(&chunk[..n]);
@@ -213,10 +215,7 @@ fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
     let length =
         (response.get_header_str("content-length")).and_then(|l| l.trim().parse::<usize>().ok());
     if length.is_some_and(|l| l > MAX_BIDDER_BODY_BYTES) {
-        return State::Done(Collected::Unreadable {
-            why: format!("the answer is over {MAX_BIDDER_BODY_BYTES} bytes"),
-            ms: ms(),
-        });
+        return State::Done(Collected::TooLarge { ms: ms() });
     }
     let body = response.take_body().into_handle();
     State::Reading {

@@ -48,9 +48,11 @@ pub const BOMB_BYTES: usize = 50 * 1024 * 1024;
 const ADOMAIN: &str = "demo-advertiser.example";
 /// The one creative image the demo partner serves (`fixtures/partner/banner.svg`, 300×250;
 /// as an SVG it scales to any banner size).
-const CREATIVE_IMAGE: &str = "https://cdn.demo-partner.example/banner.svg";
-/// The win beacon (`burl`): on the creative's own host, answered by [`win`].
-const WIN_URL: &str = "https://cdn.demo-partner.example/bidders/win";
+/// Plain `http://`, as the demo partner's other creatives (`fixtures/partner`): locally the
+/// partner has no TLS, and the first-party proxy fetches these as written.
+const CREATIVE_IMAGE: &str = "http://cdn.demo-partner.example/banner.svg";
+/// The win beacon (`burl`): on the creative's own host, a 1x1 GIF.
+const WIN_URL: &str = "http://cdn.demo-partner.example/bidders/win";
 /// A transparent 1x1 GIF: what a win beacon answers, as ad servers' pixels do.
 const PIXEL: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 /// Where a creative's click goes (a partner URL the edge turns first-party).
@@ -676,11 +678,11 @@ mod tests {
         assert_eq!(top["adomain"], json!(["demo-advertiser.example"]));
         assert_eq!(
             top["burl"],
-            "https://cdn.demo-partner.example/bidders/win?bidder=fast&price=${AUCTION_PRICE}"
+            "http://cdn.demo-partner.example/bidders/win?bidder=fast&price=${AUCTION_PRICE}"
         );
         let adm = top["adm"].as_str().unwrap();
         assert!(adm.starts_with("<a href=\"https://ads.demo-partner.example/click?c=fast-top\">"));
-        assert!(adm.contains("src=\"https://cdn.demo-partner.example/banner.svg\""));
+        assert!(adm.contains("src=\"http://cdn.demo-partner.example/banner.svg\""));
         assert!(adm.contains("width=\"728\" height=\"90\""));
 
         let side = &bids[1];

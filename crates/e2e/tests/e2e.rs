@@ -18,6 +18,7 @@ use e2e::{
 use trusted_server_core::UrlRule;
 
 mod admin;
+mod auction;
 mod cache;
 mod consent;
 mod delivery;
@@ -174,6 +175,26 @@ fn main() {
         (
             "the script: another hash gets a 404; HEAD gets GET's headers",
             script_unknown_hash_and_head,
+        ),
+        (
+            "auction: Prebid.js's request gets bids in Prebid Server's shape; bidders get what the edge builds",
+            auction::prebid_request_gets_bids_in_prebid_servers_shape,
+        ),
+        (
+            "auction: a bidder stalling mid-body costs only its own bids, the answer leaves by the deadline",
+            auction::a_bidder_stalling_mid_body_costs_only_its_own_bids,
+        ),
+        (
+            "auction: hostile bidders each have their documented outcome, never a 5xx",
+            auction::hostile_bidders_each_have_their_documented_outcome,
+        ),
+        (
+            "auction: bad requests get their status, cross-site pages are refused",
+            auction::bad_requests_get_their_status,
+        ),
+        (
+            "auction: each bidder gets what its consent allows",
+            auction::each_bidder_gets_what_its_consent_allows,
         ),
         (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
@@ -582,6 +603,11 @@ fn set_up() -> Result<World, String> {
         (
             "TRUSTED_SERVER__CONSENT__PARTNER_VENDORS",
             "{ \"ads.demo-partner.example\" = 755 }".to_owned(),
+        ),
+        // The demo bidders, on the demo origin's port (see `auction`).
+        (
+            "TRUSTED_SERVER__AUCTION__BIDDERS",
+            e2e::demo_bidders(origin_addr),
         ),
         // A `[response_headers]` entry, which the service's own responses carry too.
         (

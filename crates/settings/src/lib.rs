@@ -545,7 +545,8 @@ impl PriceGranularity {
 #[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
 pub enum Rendering {
     /// `first-party` (the default): the creative's URLs become signed first-party URLs and it
-    /// renders in the sandbox proxied creatives get.
+    /// is written into the page's frame by Prebid.js (what it loads through the first-party
+    /// proxy is sandboxed there; the markup itself is not).
     FirstParty,
     /// `as-sent`: the markup is given to Prebid.js as the bidder sent it (with
     /// `${AUCTION_PRICE}` substituted), for creatives that build their URLs in running code.

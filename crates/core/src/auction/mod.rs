@@ -3,8 +3,7 @@
 //! An auction endpoint reads an OpenRTB request from Prebid.js, asks the configured bidders
 //! concurrently under a deadline, and answers with their bids and the targeting keys Prebid.js
 //! reads. Everything that needs no I/O lives here, so it is tested natively; the Fastly
-//! adapter only sends the requests and waits. The endpoint is not served yet: these are its
-//! first parts.
+//! adapter only sends the requests and waits (`src/flows/auction.rs`).
 //!
 //! * [`read_request`]: the bid request Prebid.js's `prebidServerBidAdapter` posts, read once
 //!   and bounded ([`MAX_BODY_BYTES`], [`MAX_IMPS`], …), with an error per status.

@@ -5,8 +5,10 @@
 //!   `price`, `adm`, `nurl`, `burl` (`${AUCTION_PRICE}` substituted by the bid's own price:
 //!   a first-price auction), `w`/`h`, `crid`, `adomain`, `dealid`, `mtype`, and
 //!   `ext.prebid` with its `type` and `targeting`: `hb_pb`, `hb_bidder`, `hb_size` on the
-//!   highest bid of each impression, the bidder's own `hb_pb_<code>`, `hb_bidder_<code>`,
-//!   `hb_size_<code>` (keys cut to 20 characters, as Prebid Server does) on every bid;
+//!   highest bid of each impression (unless the request's `ext.prebid.targeting` says
+//!   `includewinners: false`), the bidder's own `hb_pb_<code>`, `hb_bidder_<code>`,
+//!   `hb_size_<code>` (keys cut to 20 characters, as Prebid Server does) on every bid (unless
+//!   it says `includebidderkeys: false`, as Prebid.js 11 does);
 //! * `ext.responsetimemillis`: each bidder asked, the milliseconds until its answer (or until
 //!   the deadline, for one that had not answered);
 //! * `ext.errors`: each bidder that failed, timed out, was not asked, or is unknown, with
@@ -124,6 +126,18 @@ pub fn respond(
             }
         }
     }
+    let targeting = (request.json.get("ext"))
+        .and_then(|e| e.get("prebid"))
+        .and_then(|p| p.get("targeting"));
+    let flag = |name: &str| {
+        (targeting.and_then(|t| t.get(name)))
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    };
+    let keys = Keys {
+        winners: flag("includewinners"),
+        bidders: flag("includebidderkeys"),
+    };
     let mut won = Vec::new();
     let mut seatbid = Vec::new();
     let (mut times, mut errors, mut dropped) = (Map::new(), Map::new(), Map::new());
@@ -172,7 +186,7 @@ pub fn respond(
                         if winner {
                             won.push(bid.imp_id.clone());
                         }
-                        bid_json(bid, code, granularity, winner)
+                        bid_json(bid, code, granularity, winner, keys)
                     })
                     .collect();
                 seatbid.push(json!({ "seat": code, "bid": bids }));
@@ -202,7 +216,16 @@ pub fn respond(
     })
 }
 
-fn bid_json(bid: &Bid, code: &str, granularity: &Granularity, winner: bool) -> Value {
+/// Which targeting keys the request asked for.
+#[derive(Clone, Copy)]
+struct Keys {
+    /// `hb_pb`, `hb_bidder`, `hb_size` on each impression's highest bid.
+    winners: bool,
+    /// `hb_pb_<code>`, … on every bid.
+    bidders: bool,
+}
+
+fn bid_json(bid: &Bid, code: &str, granularity: &Granularity, winner: bool, keys: Keys) -> Value {
     let (w, h) = bid.size;
     let bucket = granularity.bucket(bid.price);
     let size = format!("{w}x{h}");
@@ -214,10 +237,12 @@ fn bid_json(bid: &Bid, code: &str, granularity: &Granularity, winner: bool) -> V
         }
         k
     };
-    targeting.insert(key("hb_pb"), json!(bucket));
-    targeting.insert(key("hb_bidder"), json!(code));
-    targeting.insert(key("hb_size"), json!(size));
-    if winner {
+    if keys.bidders {
+        targeting.insert(key("hb_pb"), json!(bucket));
+        targeting.insert(key("hb_bidder"), json!(code));
+        targeting.insert(key("hb_size"), json!(size));
+    }
+    if winner && keys.winners {
         targeting.insert("hb_pb".into(), json!(bucket));
         targeting.insert("hb_bidder".into(), json!(code));
         targeting.insert("hb_size".into(), json!(size));
@@ -394,6 +419,30 @@ mod tests {
         assert!(targeting.keys().all(|k| k.len() <= 20), "{targeting:?}");
         assert_eq!(targeting["hb_pb_longer-bidder-"], "9.00");
         assert_eq!(targeting["hb_pb"], "9.00");
+    }
+
+    #[test]
+    fn the_request_chooses_which_keys_it_gets() {
+        for (winners, bidders) in [(true, false), (false, true), (false, false)] {
+            let mut request = read_request(PAGE.as_bytes()).unwrap();
+            request.json["ext"]["prebid"]["targeting"]["includewinners"] = json!(winners);
+            request.json["ext"]["prebid"]["targeting"]["includebidderkeys"] = json!(bidders);
+            let only = answer(
+                r#"{"id": "o1", "impid": "a", "price": 1, "adm": "z", "w": 300, "h": 250}"#,
+                &request.imps,
+            );
+            let outcomes = vec![(
+                "fast".to_owned(),
+                Outcome::Answered {
+                    answer: only,
+                    ms: 1,
+                },
+            )];
+            let v = respond(&request, &outcomes, &Granularity::Medium, "USD", 10, &[]);
+            let t = &v["seatbid"][0]["bid"][0]["ext"]["prebid"]["targeting"];
+            assert_eq!(t.get("hb_pb").is_some(), winners, "{t}");
+            assert_eq!(t.get("hb_pb_fast").is_some(), bidders, "{t}");
+        }
     }
 
     #[test]

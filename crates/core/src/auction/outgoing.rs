@@ -10,7 +10,7 @@
 //! | `device.ua`, `device.ip`/`ipv6` | the edge | the reader's `User-Agent` and address; the address truncated (IPv4 to /24, IPv6 to /56) unless [`BidderConsent::precise_geo`] |
 //! | `device.geo` | the edge | country (alpha-3) and region; `lat`/`lon` only with [`BidderConsent::precise_geo`] |
 //! | `user.eids` | the edge | the edge ID as an EID whose source is the publisher's domain, only with [`BidderConsent::edge_id`]; without it every ID the page sent (`user.id`, `buyeruid`, `eids`, `ext.eids`) is removed too |
-//! | `regs`, `user.consent` | the edge | `regs.gdpr` from the rule of the reader's location; the TC string, US Privacy and GPP strings as the reader's cookies carried them; whatever the page wrote there is replaced |
+//! | `regs`, `user.consent` | the edge | `regs.gdpr` from the rule of the reader's location; the TC string, US Privacy and GPP strings as the reader's cookies carried them; whatever else the page wrote there is replaced, but its `regs.coppa` is kept |
 //! | `source.tid` | the edge | one per auction |
 //! | `tmax` | the edge | the time this bidder has left |
 //! | `cur` | the edge | the auction's one currency |
@@ -147,7 +147,8 @@ pub fn bidder_request(
     out.insert("device".into(), device(out.get("device"), consent, edge));
     let user = user(out.get("user"), consent, edge);
     out.insert("user".into(), user);
-    out.insert("regs".into(), regs(edge));
+    let coppa = out.get("regs").and_then(|r| r.get("coppa")).cloned();
+    out.insert("regs".into(), regs(edge, coppa));
     let mut source = match out.remove("source") {
         Some(Value::Object(source)) => source,
         _ => Map::new(),
@@ -276,8 +277,12 @@ fn user(page_user: Option<&Value>, consent: &BidderConsent, edge: &Edge<'_>) -> 
     Value::Object(user)
 }
 
-fn regs(edge: &Edge<'_>) -> Value {
+/// `regs` from the reader's cookies; the page's `coppa` flag is kept (it can only restrict).
+fn regs(edge: &Edge<'_>, coppa: Option<Value>) -> Value {
     let mut regs = Map::new();
+    if let Some(coppa) = coppa {
+        regs.insert("coppa".into(), coppa);
+    }
     regs.insert("gdpr".into(), json!(u8::from(edge.gdpr)));
     if let Some(usp) = edge.strings.us_privacy {
         regs.insert("us_privacy".into(), json!(usp));
@@ -306,7 +311,7 @@ mod tests {
         "site": {"page": "https://evil.example/x", "domain": "evil.example", "publisher": {"id": "p"}},
         "device": {"ua": "page-ua", "ip": "9.9.9.9", "w": 1280, "geo": {"lat": 1.0, "lon": 2.0}},
         "user": {"id": "u1", "buyeruid": "b1", "consent": "PAGE-TCF", "ext": {"eids": [{"source": "x.example", "uids": [{"id": "1"}]}]}},
-        "regs": {"gdpr": 0, "ext": {"us_privacy": "1---"}},
+        "regs": {"gdpr": 0, "coppa": 1, "ext": {"us_privacy": "1---"}},
         "source": {"tid": "page-tid", "ext": {"schain": {"ver": "1.0"}}},
         "imp": [
             {"id": "a", "banner": {"format": [{"w": 300, "h": 250}]},
@@ -391,7 +396,7 @@ mod tests {
         assert_eq!(v["source"]["ext"]["schain"]["ver"], "1.0");
         assert_eq!(
             v["regs"],
-            json!({"gdpr": 1, "gpp": "DBABMA~x", "gpp_sid": [2, 7]})
+            json!({"gdpr": 1, "coppa": 1, "gpp": "DBABMA~x", "gpp_sid": [2, 7]})
         );
         assert_eq!(v["user"]["consent"], "COOKIE-TCF");
         let eids = v["user"]["eids"].as_array().unwrap();
