@@ -318,7 +318,7 @@ fn outgoing(
 
 /// The dynamic backend of `bidder`, named after it, created once per instance. Its timeouts
 /// are the bidder's own (the auction's deadline cuts it off sooner when it must).
-fn backend(bidder: &Bidder, settings: &Settings) -> Result<String, String> {
+fn backend(bidder: &Bidder, settings: &Settings) -> Result<Backend, String> {
     let name = format!("bidder_{}", bidder.code);
     let timeout = Duration::from_millis(bidder.timeout_ms.into());
     let connect = timeout.min(Duration::from_millis(
@@ -335,7 +335,10 @@ fn backend(bidder: &Bidder, settings: &Settings) -> Result<String, String> {
             .check_certificate(&*bidder.tls_host);
     }
     match builder.finish() {
-        Ok(_) | Err(BackendCreationError::NameInUse) => Ok(name),
+        Ok(backend) => Ok(backend),
+        Err(BackendCreationError::NameInUse) => {
+            Backend::from_name(&name).map_err(|e| format!("backend {name}: {e}"))
+        }
         Err(e) => Err(format!(
             "cannot create a backend for {}: {e}",
             bidder.address

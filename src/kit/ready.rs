@@ -20,6 +20,8 @@ impl Waitable<'_> {
     #[allow(unsafe_code)]
     fn raw(self) -> u32 {
         match self {
+            // Deprecated for a future WASI target only (wasip2); this is wasip1's ABI.
+            #[allow(deprecated)]
             Waitable::Pending(handle) => handle.as_u32(),
             // SAFETY: the handle is only borrowed for the call that uses the number; `body`
             // keeps owning (and closes) it.

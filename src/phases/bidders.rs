@@ -11,7 +11,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use fastly::handle::{BodyHandle, PendingRequestHandle, PollHandleResult};
-use fastly::{Request, Response};
+use fastly::{Backend, Request, Response};
 use trusted_server_core::auction::MAX_BIDDER_BODY_BYTES;
 
 use crate::kit::ready::{first_ready, Waitable};
@@ -21,7 +21,7 @@ pub struct Call {
     /// The request, its URL, headers and body final (and signed, if it is).
     pub request: Request,
     /// The dynamic backend it goes through.
-    pub backend: String,
+    pub backend: Backend,
     /// When this bidder is cut off (its own timeout, never past the auction's deadline).
     pub deadline: Instant,
 }
@@ -85,7 +85,7 @@ pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
         .map(|call| {
             let (request, body) = call.request.into_handles();
             let body = body.unwrap_or_else(BodyHandle::new);
-            match request.send_async(body, &call.backend) {
+            match request.send_async_to_backend(body, &call.backend) {
                 Ok(pending) => State::Waiting(pending),
                 Err(e) => State::Done(Collected::Failed {
                     why: e.to_string(),
