@@ -24,6 +24,7 @@ use serde_json::{json, Map, Value};
 
 use super::consent::BidderConsent;
 use super::request::{BidRequest, Imp};
+use crate::consent::cookies;
 
 /// What the edge knows of the request, the same for every bidder.
 #[derive(Debug, Clone, Default)]
@@ -75,15 +76,12 @@ pub struct ConsentStrings<'a> {
 }
 
 impl<'a> ConsentStrings<'a> {
-    /// The first copy of each consent cookie in a raw `Cookie` header.
+    /// The first copy of each consent cookie in a raw `Cookie` header, read as the consent
+    /// decision reads cookies (`consent::cookies`).
     pub fn from_cookies(header: &'a str) -> Self {
         let mut strings = Self::default();
-        for pair in header.split(';') {
-            let Some((name, value)) = pair.split_once('=') else {
-                continue;
-            };
-            let value = value.trim();
-            let slot = match name.trim() {
+        for (name, value) in cookies(header) {
+            let slot = match name {
                 "euconsent-v2" => &mut strings.tcf,
                 "usprivacy" | "us_privacy" => &mut strings.us_privacy,
                 "__gpp" => &mut strings.gpp,
@@ -454,7 +452,7 @@ mod tests {
     #[test]
     fn consent_strings_are_the_first_copy_of_each_cookie() {
         let s = ConsentStrings::from_cookies(
-            "a=1; euconsent-v2=T1; usprivacy=1YNN; euconsent-v2=T2; __gpp=G; __gpp_sid=7; us_privacy=1NNN",
+            "a=1; euconsent-v2=\"T1\"; usprivacy=1YNN; euconsent-v2=T2; __gpp=G; __gpp_sid=7; us_privacy=1NNN",
         );
         assert_eq!(s.tcf, Some("T1"));
         assert_eq!(s.us_privacy, Some("1YNN"));

@@ -59,6 +59,7 @@ pub use gpp::{
     Gpp, GppSection, SectionBody, GPP_MAX_LEN, SECTION_TCF_EU, SECTION_USP, SECTION_US_NATIONAL,
 };
 pub use jurisdiction::{Jurisdiction, UsState};
+pub(crate) use signals::cookies;
 pub use signals::{Signals, CONSENT_COOKIES};
 pub use tcf::{
     Flags, PublisherRestriction, PublisherTc, RestrictionType, TcCore, TcString, VendorSet,

@@ -196,8 +196,10 @@ impl fmt::Debug for Signals {
     }
 }
 
-/// The `name=value` pairs of a `Cookie` header, every one of them.
-fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
+/// The `name=value` pairs of a `Cookie` header, every one of them (names trimmed, values
+/// trimmed and unquoted). The auction reads the consent strings it forwards with it too, so a
+/// bidder gets exactly the value the decision read.
+pub(crate) fn cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
     header.split(';').filter_map(|pair| {
         let (name, value) = pair.split_once('=')?;
         let value = value.trim();
