@@ -184,7 +184,8 @@ fn auction(
     };
     let mut outcomes: Vec<(String, Outcome)> = Vec::with_capacity(codes.len());
     let mut calls = Vec::new();
-    // For each call: its place in `outcomes` and the impressions it was asked about.
+    // For each call: its place in `outcomes`, the impressions it was asked about, and its
+    // bidder (whose settings say how its creatives are served).
     let mut asked = Vec::new();
     for code in codes {
         // Exactly as written: Prebid.js's codes are case-sensitive.
@@ -210,7 +211,7 @@ fn auction(
         };
         match outgoing(bidder, &body, &key, settings) {
             Ok(call) => {
-                asked.push((outcomes.len(), imps));
+                asked.push((outcomes.len(), imps, bidder));
                 outcomes.push((code.to_owned(), Outcome::TimedOut { ms: deadline_ms }));
                 calls.push(Call {
                     deadline: bidder_deadline,
@@ -223,19 +224,19 @@ fn auction(
 
     let collected = ask_all(calls, start);
     let mut signer: Option<Option<Rc<Signer>>> = None;
-    for ((place, imps), got) in asked.into_iter().zip(collected) {
+    for ((place, imps, bidder), got) in asked.into_iter().zip(collected) {
         let outcome = match got {
             Collected::Whole { status, body, ms } => {
                 match read_answer(status, &body, &imps, &a.currency) {
                     Ok(mut answer) => {
-                        let code = &outcomes[place].0;
-                        let first_party = (a.bidders.iter())
-                            .find(|b| b.code == *code)
-                            .is_some_and(|b| b.rendering == Rendering::FirstParty);
-                        let signer = signer.get_or_insert_with(|| creative_signer(settings));
-                        if let (true, Some(signer)) = (first_party, signer) {
-                            for bid in &mut answer.bids {
-                                first_party_creative(bid, signer);
+                        // The URL key is read once, and only for a first-party bidder's bids.
+                        let first_party = bidder.rendering == Rendering::FirstParty;
+                        if first_party && !answer.bids.is_empty() {
+                            let signer = signer.get_or_insert_with(|| creative_signer(settings));
+                            if let Some(signer) = signer {
+                                for bid in &mut answer.bids {
+                                    first_party_creative(bid, signer);
+                                }
                             }
                         }
                         Outcome::Answered { answer, ms }
