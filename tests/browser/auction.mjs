@@ -17,10 +17,10 @@
 // bundle (scripts/setup.sh, ensure_prebid_bundle, builds it). Exit 0 when everything held, 1 on
 // any problem, 2 on bad usage, 3 when Chromium or playwright-core is missing.
 // crates/e2e/tests/browser.rs runs it.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { CHROMIUM, launch, playwrightChromium } from './chromium.mjs'
+import { CHROMIUM, chromiumOrExit, launch } from './chromium.mjs'
 
 /** Longest wait for any one thing (the page load, the auction, the renders). */
 const STEP_TIMEOUT_MS = 20_000
@@ -36,17 +36,7 @@ if (!base || !/^https?:\/\/[^/]+$/.test(base)) {
   process.exit(2)
 }
 const host = new URL(base).host
-if (!existsSync(CHROMIUM)) {
-  console.error(`auction test: ${CHROMIUM} is missing`)
-  process.exit(3)
-}
-let chromium
-try {
-  chromium = playwrightChromium()
-} catch (e) {
-  console.error(`auction test: playwright-core not found: ${e.message}`)
-  process.exit(3)
-}
+const chromium = chromiumOrExit('auction test')
 
 const t0 = Date.now()
 const problems = []

@@ -1,6 +1,7 @@
 // The headless Chromium both browser scripts use: Debian's /usr/bin/chromium (or $CHROMIUM)
 // driven by playwright-core from .tools/ (scripts/setup.sh, ensure_browser). One place for the
 // flags, so the test and the capture probe see the app the same way.
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -35,4 +36,20 @@ export function launch(chromium, userDataDir, options = {}) {
     viewport: { width: 1280, height: 2000 },
     ...options,
   })
+}
+
+/** playwright-core's `chromium` for the test named `label`; when the browser or
+ * playwright-core is missing, says so and exits 3 (scripts/test.sh's set-up installs both). */
+export function chromiumOrExit(label) {
+  if (!existsSync(CHROMIUM)) {
+    console.error(`${label}: ${CHROMIUM} is missing; run scripts/test.sh (ensure_browser) or apt-get install chromium`)
+    process.exit(3)
+  }
+  try {
+    return playwrightChromium()
+  } catch (e) {
+    console.error(`${label}: playwright-core not found in ${path.join(ROOT, '.tools')}: ${e.message}`)
+    console.error('run scripts/test.sh (ensure_browser in scripts/setup.sh installs it)')
+    process.exit(3)
+  }
 }

@@ -11,10 +11,10 @@
 // (crates/e2e/tests/browser.rs serves it and points the service's `first_party.resolve` at
 // it). Exit 0 when everything held, 1 on any problem, 2 on bad usage, 3 when Chromium or
 // playwright-core is missing.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { CHROMIUM, launch, playwrightChromium } from './chromium.mjs'
+import { CHROMIUM, chromiumOrExit, launch } from './chromium.mjs'
 
 /** Longest wait for any one thing (a page load, the creative's report). */
 const STEP_TIMEOUT_MS = 20_000
@@ -27,17 +27,7 @@ if (!base || !/^https?:\/\/[^/]+$/.test(base) || !probe) {
   console.error('usage: node tests/browser/creative.mjs http://HOST:PORT PROBE_URL')
   process.exit(2)
 }
-if (!existsSync(CHROMIUM)) {
-  console.error(`creative test: ${CHROMIUM} is missing`)
-  process.exit(3)
-}
-let chromium
-try {
-  chromium = playwrightChromium()
-} catch (e) {
-  console.error(`creative test: playwright-core not found: ${e.message}`)
-  process.exit(3)
-}
+const chromium = chromiumOrExit('creative test')
 
 const problems = []
 const problem = (text) => {

@@ -11,13 +11,11 @@
 // 2 on bad usage, 3 when Chromium or playwright-core is missing. crates/e2e/tests/browser.rs
 // runs it. playwright-core is resolved from .tools/ (scripts/setup.sh, ensure_browser); the
 // browser is Debian's /usr/bin/chromium (or $CHROMIUM).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { CHROMIUM, launch, playwrightChromium } from './chromium.mjs'
+import { CHROMIUM, chromiumOrExit, launch } from './chromium.mjs'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ORIGIN_HOST = 'origin.demo-publisher.example'
 /** Longest wait for any one thing (a selector, a URL, a page load). */
 const STEP_TIMEOUT_MS = 20_000
@@ -35,18 +33,7 @@ if (!base || !/^https?:\/\/[^/]+$/.test(base)) {
 }
 const host = new URL(base).host
 
-if (!existsSync(CHROMIUM)) {
-  console.error(`browser test: ${CHROMIUM} is missing; run scripts/test.sh (ensure_browser) or apt-get install chromium`)
-  process.exit(3)
-}
-let chromium
-try {
-  chromium = playwrightChromium()
-} catch (e) {
-  console.error(`browser test: playwright-core not found in ${path.join(ROOT, '.tools')}: ${e.message}`)
-  console.error('run scripts/test.sh (ensure_browser in scripts/setup.sh installs it)')
-  process.exit(3)
-}
+const chromium = chromiumOrExit('browser test')
 
 const t0 = Date.now()
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`

@@ -227,52 +227,38 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).expect("create target/e2e-browser/tmp");
     let browsing = Instant::now();
-    let (code, output) = run_bounded(
-        Command::new("node")
-            .arg(root.join("tests/browser/nextjs.mjs"))
-            .arg(&base)
-            .env("TMPDIR", &tmp)
-            .current_dir(&root),
-        SCRIPT_TIMEOUT,
-    );
+    // Each script in turn, the service's address first; any exit but 0 fails the test.
+    let script = |name: &str, extra: &[&str]| {
+        let path = root.join("tests/browser").join(name);
+        let (code, output) = run_bounded(
+            Command::new("node")
+                .arg(&path)
+                .arg(&base)
+                .args(extra)
+                .env("TMPDIR", &tmp)
+                .current_dir(&root),
+            SCRIPT_TIMEOUT,
+        );
+        assert!(
+            code == Some(0),
+            "tests/browser/{name} {base} exited with {code:?}:\n{output}"
+        );
+    };
+    script("nextjs.mjs", &[]);
     println!(
         "browser test: set-up {:.1}s, browser {:.1}s (logs in {})",
         set_up.as_secs_f64(),
         browsing.elapsed().as_secs_f64(),
         dir.display()
     );
-    assert!(
-        code == Some(0),
-        "tests/browser/nextjs.mjs {base} exited with {code:?}:\n{output}"
-    );
-    let (code, output) = run_bounded(
-        Command::new("node")
-            .arg(root.join("tests/browser/creative.mjs"))
-            .arg(&base)
-            .arg("http://ads.demo-partner.example/probe.html")
-            .env("TMPDIR", &tmp)
-            .current_dir(&root),
-        SCRIPT_TIMEOUT,
-    );
-    assert!(
-        code == Some(0),
-        "tests/browser/creative.mjs {base} exited with {code:?}:\n{output}"
+    script(
+        "creative.mjs",
+        &["http://ads.demo-partner.example/probe.html"],
     );
     let served = partner.take_requests("/probe.html").len();
     assert!(
         served >= 1,
         "the test partner served the creative {served} times"
     );
-    let (code, output) = run_bounded(
-        Command::new("node")
-            .arg(root.join("tests/browser/auction.mjs"))
-            .arg(&base)
-            .env("TMPDIR", &tmp)
-            .current_dir(&root),
-        SCRIPT_TIMEOUT,
-    );
-    assert!(
-        code == Some(0),
-        "tests/browser/auction.mjs {base} exited with {code:?}:\n{output}"
-    );
+    script("auction.mjs", &[]);
 }
