@@ -42,7 +42,7 @@ fn html(markup: &str, signer: &Rc<Signer>) -> String {
     let shared = Rc::clone(signer);
     let sign: Signer = Box::new(move |url, use_| shared(url, use_));
     let html = Creative::Html(AsciiCompatibleEncoding::utf_8());
-    let mut rewriting = pipeline(Codec::Identity, html, sign, Vec::new());
+    let mut rewriting = pipeline(Codec::Identity, html, sign, None, Vec::new());
     let done = rewriting
         .push(markup.as_bytes())
         .and_then(|()| rewriting.finish());

@@ -8,7 +8,7 @@
 //! nor the SSRF policy, and the signer sees every URL before it is written: nothing here can
 //! make the service fetch what the signer refused.
 //!
-//! * HTML ([`Creative::Html`]): the values of `src`, `href` (not `<base>`'s), `xlink:href`,
+//! * HTML ([`Creative::Html`]): the values of `src`, `href`, `xlink:href`,
 //!   `poster`, `action`, `formaction`, `background`, `data` on `<object>`, each `srcset` and
 //!   `imagesrcset` candidate, a refresh `<meta>`'s `content` URL, and the `url(…)`s of inline
 //!   `style` attributes and `<style>` sheets. The signer is told each URL's [`UrlUse`]: a
@@ -18,6 +18,11 @@
 //!   escaped for its quotes; a value holding a reference this stage does not decode is left
 //!   exactly as it was.
 //! * CSS ([`Creative::Css`]): `url(…)` (quoted, unquoted, with escapes) and `@import "…"`.
+//!
+//! Relative URLs are resolved against the document's base (its first `<base href>`, else the
+//! creative's own address when the caller knows it) and offered absolute; the first
+//! `<base href>` is signed too, so that the signer's root-relative URLs resolve on the
+//! publisher's host (see `resolve` and `Signing::base`).
 //!
 //! Every other byte passes through unchanged, and the output does not depend on how the body
 //! is cut into chunks. Memory is bounded: an HTML token larger than 1 MiB makes the parser
@@ -31,6 +36,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 use lol_html::AsciiCompatibleEncoding;
+use url::Url;
 
 use crate::body::pipeline::BodyPipeline;
 use crate::body::stage::{BodyStage, Guard};
@@ -105,19 +111,26 @@ enum Rewriter {
 }
 
 impl CreativeStage {
-    /// A stage for `creative`, signing with `signer`.
-    pub(crate) fn new(creative: Creative, signer: Signer) -> Self {
-        Self::with_limits(creative, signer, html::MAX_PARSER_MEMORY, css::TOKEN_CAP)
+    /// A stage for `creative` at `address` (if known), signing with `signer`.
+    pub(crate) fn new(creative: Creative, signer: Signer, address: Option<Url>) -> Self {
+        Self::with_limits(
+            creative,
+            signer,
+            address,
+            html::MAX_PARSER_MEMORY,
+            css::TOKEN_CAP,
+        )
     }
 
     /// With other memory limits, for tests of what happens over them.
     pub(crate) fn with_limits(
         creative: Creative,
         signer: Signer,
+        address: Option<Url>,
         html_memory: usize,
         css_cap: usize,
     ) -> Self {
-        let signing = Rc::new(Signing::new(signer, creative.ascii_only()));
+        let signing = Rc::new(Signing::new(signer, creative.ascii_only(), address));
         let rewriter = match creative {
             Creative::Html(encoding) => Rewriter::Html(Box::new(CreativeHtml::new(
                 Rc::clone(&signing),
@@ -189,7 +202,10 @@ impl BodyStage for CreativeStages {
 }
 
 /// The pipeline for a creative's body: decode `codec`, rewrite as `creative` says with
-/// `signer`, re-encode, write to `sink`. The proxy route calls this for the bodies
+/// `signer`, re-encode, write to `sink`. `address` is where the creative was fetched from
+/// (the proxy's final target): its relative URLs, and its `<base href>`, resolve against it.
+/// Markup without an address (an auction's `adm`) passes `None`: its relative URLs stay as
+/// written unless it has an absolute `<base href>`. The proxy route calls this for the bodies
 /// [`Creative::for_content_type`] accepts and streams every other body unchanged; the
 /// finished pipeline's report says what was rewritten ([`CreativeOutcome`]). A body starting
 /// with a UTF-16 byte order mark passes through.
@@ -197,8 +213,9 @@ pub fn pipeline<W: Write>(
     codec: Codec,
     creative: Creative,
     signer: Signer,
+    address: Option<Url>,
     sink: W,
 ) -> BodyPipeline<W, CreativeStages> {
-    let stage = CreativeStage::new(creative, signer);
+    let stage = CreativeStage::new(creative, signer, address);
     BodyPipeline::new(codec, CreativeStages(utf16_guard(stage)), sink)
 }

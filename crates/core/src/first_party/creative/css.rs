@@ -105,6 +105,8 @@ pub(crate) struct CssRewriter {
     holding: bool,
     /// Whether the held value's first meaningful byte has been seen.
     started: bool,
+    /// How many bytes of the value so far spell the start of `data:` (`None`: they do not).
+    data_prefix: Option<u8>,
     cap: usize,
     degraded: Option<&'static str>,
 }
@@ -139,6 +141,7 @@ impl CssRewriter {
             held: Vec::new(),
             holding: false,
             started: false,
+            data_prefix: None,
             cap,
             degraded: None,
         }
@@ -383,10 +386,30 @@ impl CssRewriter {
     /// A byte of the URL's value: the first meaningful one says whether it can be absolute.
     fn value_byte(&mut self, b: u8, out: &mut Vec<u8>) {
         self.hold(b, out);
-        if self.holding && !self.started && b > b' ' {
+        if !self.holding {
+            return;
+        }
+        if !self.started {
+            if b <= b' ' {
+                return;
+            }
             self.started = true;
-            if !matches!(b, b'h' | b'H' | b'/' | b'\\') {
+            self.data_prefix = Some(0);
+            // With a base, a relative URL is resolved too; a fragment (`url(#gradient)`) never.
+            let may_resolve = self.signing.has_base() && b != b'#';
+            if !matches!(b, b'h' | b'H' | b'/' | b'\\') && !may_resolve {
                 self.release(out);
+                return;
+            }
+        }
+        // A `data:` URL is never offered: released as soon as it shows, so it is not held.
+        if let Some(n) = self.data_prefix {
+            if b.to_ascii_lowercase() != b"data:"[usize::from(n)] {
+                self.data_prefix = None;
+            } else if n == 4 {
+                self.release(out);
+            } else {
+                self.data_prefix = Some(n + 1);
             }
         }
     }

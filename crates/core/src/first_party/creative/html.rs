@@ -40,6 +40,8 @@ enum Value {
     Style,
     /// A `<meta http-equiv=refresh>`'s `content`.
     Refresh,
+    /// A `<base href>`: the base URL of what follows (the first one only).
+    Base,
 }
 
 /// What the bytes at an offset of the document are.
@@ -98,8 +100,8 @@ pub(crate) struct CreativeHtml {
 /// What the value of `name` on `<tag>` holds, if URLs.
 fn url_value(tag: &str, name: &str, refresh: bool) -> Option<Value> {
     Some(match name {
-        // `<base href>` sets how relative URLs resolve: a proxy URL there would break them.
-        "href" if tag == "base" => return None,
+        // `<base href>` sets how relative URLs resolve: see `Signing::base`.
+        "href" if tag == "base" => Value::Base,
         "href" | "xlink:href" if tag == "a" || tag == "area" => Value::Link,
         "src" | "href" | "xlink:href" | "poster" | "action" | "formaction" | "background" => {
             Value::Url
@@ -245,6 +247,7 @@ impl CreativeHtml {
         let new = match value {
             Value::Url => sign(&decoded),
             Value::Link => self.signing.sign(&decoded, UrlUse::Follow),
+            Value::Base => self.signing.base(&decoded),
             Value::Srcset => attrs::srcset(&decoded, &sign),
             Value::Refresh => attrs::refresh(&decoded, &sign),
             Value::Style => {

@@ -10,8 +10,18 @@
 //! (host case, IDNA, percent-encoding, dot segments) is left to the signer, which must parse
 //! the URL anyway to decide whether its host is allowed.
 //!
-//! Spellings that a browser resolves against the page's own URL (`https:host`, `http:/host`)
-//! are not offered: they stay as written, and the browser fetches them where it would have.
+//! Without a base (no creative address and no `<base href>`), spellings that a browser
+//! resolves against the page's own URL (`https:host`, `http:/host`) and relative URLs are not
+//! offered: they stay as written, and the browser fetches them where it would have.
+//!
+//! With a base ([`resolve`]: the creative's own address, or its first `<base href>`), a
+//! relative URL is resolved against it by the WHATWG parser (the `url` crate) and offered
+//! absolute: served under `/first-party/proxy?…`, it would otherwise resolve against the
+//! publisher's `/first-party/` path and break. An empty value and a fragment (`#x`) are not
+//! resolved: they are references to the document itself (an in-page anchor, an SVG
+//! `url(#gradient)`), which the browser never fetches.
+
+use url::Url;
 
 /// The absolute URL the browser requests for `value`, if `value` is an absolute or
 /// scheme-relative `http`/`https` URL; `None` for anything else (relative, `data:`, …).
@@ -45,9 +55,39 @@ pub(crate) fn absolute(value: &str) -> Option<String> {
     })
 }
 
+/// The absolute URL the browser requests for `value` in a document whose base URL is `base`:
+/// [`absolute`] when `value` is an absolute or scheme-relative http(s) URL, else `value`
+/// resolved against `base` when there is one and the result is http(s); `None` otherwise
+/// (no base, an empty value or a fragment, `data:`, `javascript:`, `mailto:`, …).
+pub(crate) fn resolve(value: &str, base: Option<&Url>) -> Option<String> {
+    if let Some(url) = absolute(value) {
+        return Some(url);
+    }
+    let base = base?;
+    let trimmed = value.trim_matches(|c: char| c <= ' ');
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return None;
+    }
+    let joined = base.join(trimmed).ok()?;
+    matches!(joined.scheme(), "http" | "https").then(|| joined.into())
+}
+
+/// The base URL a `<base href>` value gives a document at `address`: `href` resolved
+/// against the address (parsed alone without one), if the result is http(s). Browsers ignore
+/// a base that is not a URL, and one that is `data:` or `javascript:`; this stage also
+/// ignores any other scheme, since nothing it could offer resolves against one.
+pub(crate) fn base_href(href: &str, address: Option<&Url>) -> Option<Url> {
+    let trimmed = href.trim_matches(|c: char| c <= ' ');
+    let url = match address {
+        Some(address) => address.join(trimmed).ok()?,
+        None => Url::parse(trimmed).ok()?,
+    };
+    matches!(url.scheme(), "http" | "https").then_some(url)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::absolute;
+    use super::{absolute, base_href, resolve};
 
     #[test]
     fn absolute_and_scheme_relative_urls_are_offered_as_the_browser_requests_them() {
@@ -93,5 +133,47 @@ mod tests {
                 "{value:?}"
             );
         }
+    }
+
+    #[test]
+    fn relative_urls_resolve_against_the_base_as_the_whatwg_parser_does() {
+        let base = url::Url::parse("https://ads.test/c/d/page.html?q=1").unwrap();
+        let cases = [
+            ("a.png", Some("https://ads.test/c/d/a.png")),
+            ("../a.png", Some("https://ads.test/c/a.png")),
+            ("/a.png", Some("https://ads.test/a.png")),
+            ("?x=1", Some("https://ads.test/c/d/page.html?x=1")),
+            (" a b.png\n", Some("https://ads.test/c/d/a%20b.png")),
+            ("https:x.png", Some("https://ads.test/c/d/x.png")),
+            ("//cdn.test/x", Some("https://cdn.test/x")),
+            ("", None),
+            ("  ", None),
+            ("#top", None),
+            ("data:,x", None),
+            ("javascript:void(0)", None),
+            ("mailto:a@b.test", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(resolve(value, Some(&base)).as_deref(), want, "{value:?}");
+        }
+        assert_eq!(resolve("a.png", None), None);
+    }
+
+    #[test]
+    fn a_base_href_resolves_against_the_address_and_must_be_http() {
+        let address = url::Url::parse("https://ads.test/c/page.html").unwrap();
+        let got =
+            |href: &str, address: Option<&url::Url>| base_href(href, address).map(String::from);
+        assert_eq!(
+            got("x/", Some(&address)).as_deref(),
+            Some("https://ads.test/c/x/")
+        );
+        assert_eq!(
+            got("https://cdn.test/", None).as_deref(),
+            Some("https://cdn.test/")
+        );
+        assert_eq!(got("x/", None), None);
+        assert_eq!(got("data:,x", Some(&address)), None);
+        assert_eq!(got("javascript:x", None), None);
     }
 }

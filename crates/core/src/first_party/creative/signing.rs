@@ -1,9 +1,11 @@
 //! The injected signer, with the stage's bookkeeping around it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+use url::Url;
 
 use super::report::CreativeReport;
-use super::resolve::absolute;
+use super::resolve::{base_href, resolve};
 
 /// Turns an absolute target URL into its first-party URL for the given use, or `None` when
 /// the target is not allowed (the URL is then left as written). Injected by the caller, so
@@ -28,16 +30,33 @@ pub(crate) struct Signing {
     /// Whether a replacement must be ASCII: in a document that is not UTF-8, other bytes
     /// would be read as other characters.
     ascii_only: bool,
+    /// The creative's own address, if known: what a `<base href>` resolves against.
+    address: Option<Url>,
+    /// What relative URLs resolve against: the first `<base href>` once seen, else the
+    /// address.
+    base: RefCell<Option<Url>>,
+    /// Whether the first `<base href>` has been seen (later ones are ignored, as browsers do).
+    base_seen: Cell<bool>,
+    /// Whether the document's `<base href>` was refused by the signer and so left as written:
+    /// the signer's root-relative URLs would then resolve on the base's host, so nothing more
+    /// is signed in this document.
+    base_refused: Cell<bool>,
     rewritten: Cell<u64>,
     not_allowed: Cell<u64>,
     unreadable: Cell<u64>,
 }
 
 impl Signing {
-    pub(crate) fn new(signer: Signer, ascii_only: bool) -> Self {
+    /// Signing for a creative at `address` (`None` when it has none, as an auction's
+    /// markup): relative URLs resolve against it until a `<base href>` says otherwise.
+    pub(crate) fn new(signer: Signer, ascii_only: bool, address: Option<Url>) -> Self {
         Signing {
             signer,
             ascii_only,
+            base: RefCell::new(address.clone()),
+            address,
+            base_seen: Cell::new(false),
+            base_refused: Cell::new(false),
             rewritten: Cell::new(0),
             not_allowed: Cell::new(0),
             unreadable: Cell::new(0),
@@ -45,10 +64,38 @@ impl Signing {
     }
 
     /// The replacement for a URL written as `value` (already decoded from HTML or CSS), or
-    /// `None` to leave it as written: not absolute, or not allowed by the signer.
+    /// `None` to leave it as written: not absolute and no base to resolve it against, not
+    /// http(s), or not allowed by the signer.
     pub(crate) fn sign(&self, value: &str, use_: UrlUse) -> Option<String> {
-        let target = absolute(value)?;
-        if self.ascii_only && !target.is_ascii() {
+        let target = resolve(value, self.base.borrow().as_ref())?;
+        if self.base_refused.get() {
+            self.not_allowed.set(self.not_allowed.get() + 1);
+            return None;
+        }
+        self.offer(target, use_, value)
+    }
+
+    /// The replacement for the document's `<base href>` value (decoded), when it is the first
+    /// one: from here on relative URLs resolve against it. The base itself is signed as a URL
+    /// the creative loads, so that it points at the publisher's host and the signer's
+    /// root-relative URLs resolve there; refused, it stays as written and nothing more in the
+    /// document is signed (see `docs/first-party.md`, "Relative URLs and `<base>`"). `None`
+    /// for a later `<base>` (browsers ignore it) or one that is not an http(s) URL.
+    pub(crate) fn base(&self, href: &str) -> Option<String> {
+        if self.base_seen.replace(true) {
+            return None;
+        }
+        let url = base_href(href, self.address.as_ref())?;
+        let target = String::from(url.clone());
+        *self.base.borrow_mut() = Some(url);
+        let signed = self.offer(target, UrlUse::Load, href);
+        self.base_refused.set(signed.is_none());
+        signed
+    }
+
+    /// Offers an absolute `target` (written as `value`) to the signer, counting the answer.
+    fn offer(&self, target: String, use_: UrlUse, value: &str) -> Option<String> {
+        if self.ascii_only && !(target.is_ascii() && value.is_ascii()) {
             // The browser would percent-encode the query in the document's charset, not
             // UTF-8: the signer could not be given what the browser requests.
             self.unreadable();
@@ -64,6 +111,11 @@ impl Signing {
                 None
             }
         }
+    }
+
+    /// Whether relative URLs have something to resolve against (an address or a base).
+    pub(crate) fn has_base(&self) -> bool {
+        self.base.borrow().is_some()
     }
 
     /// Whether text in this document may hold only ASCII to be read here.

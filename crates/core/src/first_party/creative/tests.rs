@@ -27,7 +27,13 @@ fn html() -> Creative {
 
 /// The stage's output for `input` cut at `cuts`.
 fn run_cut(creative: Creative, input: &[u8], cuts: &[usize]) -> Vec<u8> {
-    let mut stage = CreativeStage::new(creative, signer());
+    run_at(creative, None, input, cuts)
+}
+
+/// [`run_cut`] for a creative at `address`.
+fn run_at(creative: Creative, address: Option<&str>, input: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let address = address.map(|a| url::Url::parse(a).unwrap());
+    let mut stage = CreativeStage::new(creative, signer(), address);
     let mut out = Vec::new();
     let mut at = 0;
     for &cut in cuts.iter().chain([input.len()].iter()) {
@@ -40,12 +46,18 @@ fn run_cut(creative: Creative, input: &[u8], cuts: &[usize]) -> Vec<u8> {
 
 /// The output, checked to be the same at every one- and two-cut split.
 fn every_split(creative: Creative, input: &str) -> String {
+    every_split_at(creative, None, input)
+}
+
+/// [`every_split`] for a creative at `address`.
+fn every_split_at(creative: Creative, address: Option<&str>, input: &str) -> String {
     let bytes = input.as_bytes();
-    let whole = run_cut(creative, bytes, &[]);
+    let whole = run_at(creative, address, bytes, &[]);
     for a in 0..=bytes.len() {
-        assert_eq!(run_cut(creative, bytes, &[a]), whole, "cut at {a}");
+        assert_eq!(run_at(creative, address, bytes, &[a]), whole, "cut at {a}");
         for b in (a..=bytes.len()).step_by(7) {
-            assert_eq!(run_cut(creative, bytes, &[a, b]), whole, "cuts at {a}, {b}");
+            let got = run_at(creative, address, bytes, &[a, b]);
+            assert_eq!(got, whole, "cuts at {a}, {b}");
         }
     }
     String::from_utf8(whole).unwrap()
@@ -61,9 +73,49 @@ fn html_attributes_and_sheets_are_rewritten_at_every_split() {
     let want = "<p class=x><img SRC = '/fp?u=a.png?x=1&amp;y=2&amp;s=1' alt=\"https://ads.test/no\">\
         <a href=\"/fc?u=b&amp;s=1\">b</a><img srcset=\"/fp?u=1.png&amp;s=1 1x,/fp?u=2.png&amp;s=1 2x\">\
         <style>a{background:url(/fp?u=c&s=1)}/* url(https://ads.test/d) */</style>\
-        <script>x='<img src=https://ads.test/e>'</script><base href=https://ads.test/f>\
+        <script>x='<img src=https://ads.test/e>'</script><base href=\"/fp?u=f&amp;s=1\">\
         <div style='background:url(\"/fp?u=g&amp;s=1\")'>é</div>";
     assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
+fn relative_urls_resolve_against_the_address_or_the_first_base() {
+    let page = Some("https://ads.test/c/d/page.html");
+    let input = "<img src=a.png><a href='../l?x=1'>l</a><img srcset=\"s.png 1x, /t.png 2x\">\
+        <a href=#top>t</a><img src=''><img src=data:,x><svg><rect fill=url(#g) /></svg>\
+        <style>a{b:url(i.png);c:url(#g);d:url( \"data:,x\")}</style><div style='e:url(j)'></div>";
+    let want = "<img src=\"/fp?u=c/d/a.png&amp;s=1\"><a href='/fc?u=c/l?x=1&amp;s=1'>l</a>\
+        <img srcset=\"/fp?u=c/d/s.png&amp;s=1 1x, /fp?u=t.png&amp;s=1 2x\">\
+        <a href=#top>t</a><img src=''><img src=data:,x><svg><rect fill=url(#g) /></svg>\
+        <style>a{b:url(/fp?u=c/d/i.png&s=1);c:url(#g);d:url( \"data:,x\")}</style>\
+        <div style='e:url(/fp?u=c/d/j&amp;s=1)'></div>";
+    assert_eq!(every_split_at(html(), page, input), want);
+    // Without an address, relative URLs stay as written.
+    assert_eq!(every_split(html(), input), input);
+    // The first `<base href>` (itself resolved against the address) wins; it is signed too.
+    let input = "<img src=a.png><base href=x/><base href=https://ads.test/no/><img src=b.png>";
+    let want = "<img src=\"/fp?u=c/d/a.png&amp;s=1\"><base href=\"/fp?u=c/d/x/&amp;s=1\">\
+        <base href=https://ads.test/no/><img src=\"/fp?u=c/d/x/b.png&amp;s=1\">";
+    assert_eq!(every_split_at(html(), page, input), want);
+    // An absolute base gives markup without an address (an auction's) something to resolve
+    // against.
+    let input = "<base href=https://ads.test/b/><img src=c.png>";
+    let want = "<base href=\"/fp?u=b/&amp;s=1\"><img src=\"/fp?u=b/c.png&amp;s=1\">";
+    assert_eq!(every_split(html(), input), want);
+    // A base the signer refuses stays, and then nothing is signed: the signer's root-relative
+    // URLs would resolve on the base's host.
+    let input = "<base href=https://other.test/><img src=c.png><img src=https://ads.test/x>";
+    assert_eq!(every_split_at(html(), page, input), input);
+}
+
+#[test]
+fn a_sheet_resolves_against_its_own_address() {
+    let input = "@import 'x.css';a{b:url(../i.png);c:url(data:image/png,AAAA);d:url(#f)}";
+    let want = "@import '/fp?u=s/x.css&s=1';a{b:url(/fp?u=i.png&s=1);c:url(data:image/png,AAAA);d:url(#f)}";
+    assert_eq!(
+        every_split_at(Creative::Css, Some("https://ads.test/s/a.css"), input),
+        want
+    );
 }
 
 #[test]
@@ -131,7 +183,7 @@ fn css_escapes_read_back_as_written() {
 /// holds no more than the cap.
 #[test]
 fn a_css_token_over_the_cap_passes_through() {
-    let signing = Rc::new(Signing::new(signer(), false));
+    let signing = Rc::new(Signing::new(signer(), false, None));
     let mut css = CssRewriter::with_cap(Rc::clone(&signing), 64);
     let long = format!(
         "url(https://ads.test/{}) url(https://ads.test/x)",
@@ -159,7 +211,7 @@ fn bad_urls_and_strings_pass_through_and_resynchronise() {
 
 #[test]
 fn the_report_counts_what_happened() {
-    let mut stage = CreativeStage::new(html(), signer());
+    let mut stage = CreativeStage::new(html(), signer(), None);
     let mut out = Vec::new();
     stage.write(
         b"<img src=https://ads.test/a><img src=https://b.test/a><img src=\"https://ads.test/&x;\">",
@@ -227,7 +279,7 @@ mod properties {
         cuts: &[usize],
         limits: (usize, usize),
     ) -> (Vec<u8>, Option<String>) {
-        let stage = CreativeStage::with_limits(creative, signer, limits.0, limits.1);
+        let stage = CreativeStage::with_limits(creative, signer, None, limits.0, limits.1);
         let mut stage = stage;
         let mut out = Vec::new();
         let mut at = 0;
