@@ -317,6 +317,10 @@ fn piece() -> impl Strategy<Value = Piece> {
             ("iframe", "src"),
             ("div", "background"),
             ("button", "formaction"),
+            ("img", "data-src"),
+            ("div", "data-bg"),
+            ("video", "src"),
+            ("track", "src"),
             // Not URL attributes here: must stay.
             ("div", "title"),
             ("embed", "data"),

@@ -8,7 +8,8 @@
 //! nor the SSRF policy, and the signer sees every URL before it is written: nothing here can
 //! make the service fetch what the signer refused.
 //!
-//! * HTML ([`Creative::Html`]): the values of `src`, `href`, `xlink:href`,
+//! * HTML ([`Creative::Html`]): the values of `src`, `href`, `xlink:href`, the lazy-loading
+//!   `data-src`, `data-lazy-src`, `data-background`, `data-bg`, `data-srcset`, `<a ping>`,
 //!   `poster`, `action`, `formaction`, `background`, `data` on `<object>`, each `srcset` and
 //!   `imagesrcset` candidate, a refresh `<meta>`'s `content` URL, and the `url(…)`s of inline
 //!   `style` attributes and `<style>` sheets. The signer is told each URL's [`UrlUse`]: a

@@ -1,6 +1,7 @@
 //! Where the URLs are in the attribute values that hold more than one URL or more than a URL:
-//! `srcset` (HTML's "parse a srcset attribute") and `<meta http-equiv=refresh content>`
-//! (HTML's "shared declarative refresh steps"). Both work on the value as the browser reads it
+//! `srcset` (HTML's "parse a srcset attribute"), `<meta http-equiv=refresh content>`
+//! (HTML's "shared declarative refresh steps") and `<a ping>` (a set of space-separated
+//! tokens). Both work on the value as the browser reads it
 //! (references decoded) and give back the value with each signed URL in place of its span.
 
 /// ASCII whitespace as HTML defines it.
@@ -77,6 +78,31 @@ pub(crate) fn srcset_urls(value: &str) -> Vec<(usize, usize)> {
 /// A `srcset` value with its URLs signed; `None` when none was.
 pub(crate) fn srcset(value: &str, sign: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     replace_spans(value, &srcset_urls(value), sign)
+}
+
+/// The URL spans of a `ping` value: its tokens separated by ASCII whitespace.
+pub(crate) fn ping_urls(value: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in value.char_indices() {
+        match (is_space(c), start) {
+            (true, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, value.len()));
+    }
+    spans
+}
+
+/// A `ping` value with its URLs signed; `None` when none was.
+pub(crate) fn ping(value: &str, sign: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    replace_spans(value, &ping_urls(value), sign)
 }
 
 /// The URL span of a refresh `content` value, if it has one.
@@ -170,6 +196,19 @@ mod tests {
         ];
         for (value, want) in cases {
             assert_eq!(urls(value, &srcset_urls(value)), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn ping_urls_are_the_space_separated_tokens() {
+        let cases: [(&str, &[&str]); 4] = [
+            ("https://a.test/p", &["https://a.test/p"]),
+            (" a\tb\n\x0cc  ", &["a", "b", "c"]),
+            ("a,b é", &["a,b", "é"]),
+            ("  ", &[]),
+        ];
+        for (value, want) in cases {
+            assert_eq!(urls(value, &ping_urls(value)), want, "{value:?}");
         }
     }
 

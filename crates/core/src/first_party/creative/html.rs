@@ -42,6 +42,8 @@ enum Value {
     Refresh,
     /// A `<base href>`: the base URL of what follows (the first one only).
     Base,
+    /// `<a ping>` / `<area ping>`: URLs separated by ASCII whitespace, each a beacon.
+    Ping,
 }
 
 /// What the bytes at an offset of the document are.
@@ -107,7 +109,12 @@ fn url_value(tag: &str, name: &str, refresh: bool) -> Option<Value> {
             Value::Url
         }
         "data" if tag == "object" => Value::Url,
-        "srcset" | "imagesrcset" => Value::Srcset,
+        // Lazy-loading conventions: a script copies these into `src`, `srcset` or a
+        // background when the element scrolls into view, so they are loads like those.
+        "data-src" | "data-lazy-src" | "data-background" | "data-bg" => Value::Url,
+        "srcset" | "imagesrcset" | "data-srcset" => Value::Srcset,
+        // Hyperlink auditing: the browser sends a beacon to each URL when the link is followed.
+        "ping" if tag == "a" || tag == "area" => Value::Ping,
         "style" => Value::Style,
         "content" if refresh => Value::Refresh,
         _ => return None,
@@ -249,6 +256,7 @@ impl CreativeHtml {
             Value::Link => self.signing.sign(&decoded, UrlUse::Follow),
             Value::Base => self.signing.base(&decoded),
             Value::Srcset => attrs::srcset(&decoded, &sign),
+            Value::Ping => attrs::ping(&decoded, &sign),
             Value::Refresh => attrs::refresh(&decoded, &sign),
             Value::Style => {
                 let mut css = CssRewriter::with_cap(Rc::clone(&self.signing), usize::MAX);

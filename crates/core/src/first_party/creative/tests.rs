@@ -109,6 +109,21 @@ fn relative_urls_resolve_against_the_address_or_the_first_base() {
 }
 
 #[test]
+fn lazy_loading_attributes_and_pings_are_loads() {
+    let input = "<img data-src=https://ads.test/a data-srcset='https://ads.test/b 2x'>\
+        <div data-bg=//ads.test/c data-background=https://ads.test/d data-lazy-src=https://ads.test/e>\
+        <a href=https://ads.test/l ping=' https://ads.test/p1\thttps://x.test/p2 https://ads.test/p3'>l</a>\
+        <video src=https://ads.test/v><source src=https://ads.test/s><track src=https://ads.test/t></video>\
+        <embed src=https://ads.test/m><input type=image src=https://ads.test/i><div ping=https://ads.test/n>";
+    let want = "<img data-src=\"/fp?u=a&amp;s=1\" data-srcset='/fp?u=b&amp;s=1 2x'>\
+        <div data-bg=\"/fp?u=c&amp;s=1\" data-background=\"/fp?u=d&amp;s=1\" data-lazy-src=\"/fp?u=e&amp;s=1\">\
+        <a href=\"/fc?u=l&amp;s=1\" ping=' /fp?u=p1&amp;s=1\thttps://x.test/p2 /fp?u=p3&amp;s=1'>l</a>\
+        <video src=\"/fp?u=v&amp;s=1\"><source src=\"/fp?u=s&amp;s=1\"><track src=\"/fp?u=t&amp;s=1\"></video>\
+        <embed src=\"/fp?u=m&amp;s=1\"><input type=image src=\"/fp?u=i&amp;s=1\"><div ping=https://ads.test/n>";
+    assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
 fn a_sheet_resolves_against_its_own_address() {
     let input = "@import 'x.css';a{b:url(../i.png);c:url(data:image/png,AAAA);d:url(#f)}";
     let want = "@import '/fp?u=s/x.css&s=1';a{b:url(/fp?u=i.png&s=1);c:url(data:image/png,AAAA);d:url(#f)}";
