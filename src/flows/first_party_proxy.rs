@@ -22,7 +22,7 @@ use fastly::{Backend, Request, Response};
 use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
-    body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
+    allow_font_cors, body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
     partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
@@ -175,6 +175,7 @@ fn relay_headers(
         }
     };
     apply_standard_headers(&mut headers, &settings.response_headers);
+    allow_font_cors(&mut headers, &last.path_and_query);
     confine(&mut headers);
     reply::replace_headers(&mut response, headers);
     Some(response)

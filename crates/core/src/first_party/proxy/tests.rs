@@ -288,6 +288,51 @@ fn the_sandbox_lets_a_creative_run_but_never_as_the_publisher() {
 }
 
 #[test]
+fn fonts_and_only_fonts_are_open_to_cors_without_credentials() {
+    let cases = [
+        (Some("font/woff2"), "/f", true),
+        (Some("Font/TTF; charset=x"), "/f", true),
+        (Some("application/font-woff"), "/f", true),
+        (Some("application/x-font-ttf"), "/f", true),
+        (Some("application/vnd.ms-fontobject"), "/f", true),
+        (Some("application/octet-stream"), "/a/F.WOFF2?v=1", true),
+        (None, "/a/f.otf#x", true),
+        (Some("binary/octet-stream"), "/a/f.ttf", true),
+        (Some("application/octet-stream"), "/a/f.png", false),
+        (Some("application/octet-stream"), "/a?f.woff", false),
+        (Some("text/html"), "/a/f.woff", false),
+        (Some("image/png"), "/f", false),
+    ];
+    for (content_type, path, font) in cases {
+        assert_eq!(is_font(content_type, path), font, "{content_type:?} {path}");
+        let mut headers: Vec<(HeaderName, HeaderValue)> = content_type
+            .map(|t| {
+                (
+                    HeaderName::from_static("content-type"),
+                    HeaderValue::from_str(t).unwrap(),
+                )
+            })
+            .into_iter()
+            .collect();
+        headers.push((
+            HeaderName::from_static("access-control-allow-origin"),
+            HeaderValue::from_static("https://x.test"),
+        ));
+        allow_font_cors(&mut headers, path);
+        let acao: Vec<_> = headers
+            .iter()
+            .filter(|(n, _)| n == "access-control-allow-origin")
+            .map(|(_, v)| v.to_str().unwrap())
+            .collect();
+        let want: &[&str] = if font { &["*"] } else { &["https://x.test"] };
+        assert_eq!(acao, want, "{content_type:?} {path}");
+        assert!(headers
+            .iter()
+            .all(|(n, _)| n != "access-control-allow-credentials"));
+    }
+}
+
+#[test]
 fn partner_headers_are_bounded() {
     let many: Vec<(&str, &str)> = (0..=MAX_RESPONSE_HEADERS).map(|_| ("x-a", "1")).collect();
     assert_eq!(
