@@ -380,7 +380,8 @@ fn piece() -> impl Strategy<Value = Piece> {
     let decoy = (url_text(), 0u8..4).prop_map(|(u, form)| {
         let text = match form {
             0 => format!("<!-- <img src=\"{u}\"> -->"),
-            1 => format!("<script>var s='<img src=\"{u}\">';url('{u}')</script>"),
+            // A URL inside a longer string, and one a script builds: not whole literals.
+            1 => format!("<script>var s='<img src=\"{u}\">';url('{u}' + x)</script>"),
             2 => format!("<textarea><img src=\"{u}\"></textarea>"),
             _ => format!("<p>see {} &amp; more</p>", u.replace('<', "")),
         };
@@ -392,7 +393,36 @@ fn piece() -> impl Strategy<Value = Piece> {
             sheet: None,
         }
     });
-    prop_oneof![3 => single, 1 => srcset, 1 => style_attr, 1 => refresh, 1 => style, 1 => decoy]
+    // A string literal that is a whole URL: signed when absolute and allowed (a value with
+    // spaces is not a URL literal to the stage).
+    let script = (url_text(), any::<bool>()).prop_map(|(u, json)| {
+        let whole = !u.contains(' ') && !u.starts_with(['/', 'i']) || u.starts_with("//");
+        let after = if whole { after(&u) } else { u.clone() };
+        let (input, output) = if json {
+            (
+                format!("<script type=application/json>{{\"u\":\"{u}\"}}</script>"),
+                format!("<script type=application/json>{{\"u\":\"{after}\"}}</script>"),
+            )
+        } else {
+            (
+                format!("<script>new Image().src = '{u}';</script>"),
+                format!("<script>new Image().src = '{after}';</script>"),
+            )
+        };
+        let attrs: Vec<(String, String, String)> = if json {
+            vec![("script".into(), "type".into(), "application/json".into())]
+        } else {
+            Vec::new()
+        };
+        Piece {
+            input,
+            output,
+            attrs_before: attrs.clone(),
+            attrs,
+            sheet: None,
+        }
+    });
+    prop_oneof![3 => single, 1 => srcset, 1 => style_attr, 1 => refresh, 1 => style, 1 => decoy, 1 => script]
 }
 
 fn creative_html() -> impl Strategy<Value = (String, String, Vec<Piece>)> {

@@ -19,6 +19,8 @@
 //!   escaped for its quotes; a value holding a reference this stage does not decode is left
 //!   exactly as it was.
 //! * CSS ([`Creative::Css`]): `url(…)` (quoted, unquoted, with escapes) and `@import "…"`.
+//! * Inline `<script>`s of JavaScript or JSON: string literals that are whole absolute URLs
+//!   (see `script`); a `clickTag`-like name makes the URL a link the reader follows.
 //!
 //! Relative URLs are resolved against the document's base (its first `<base href>`, else the
 //! creative's own address when the caller knows it) and offered absolute; the first
@@ -28,8 +30,8 @@
 //! Every other byte passes through unchanged, and the output does not depend on how the body
 //! is cut into chunks. Memory is bounded: an HTML token larger than 1 MiB makes the parser
 //! give up and the rest of the creative pass through; a CSS URL token larger than 16 KiB
-//! passes through. Both say so in the report ([`CreativeReport::degraded`]). Images and other
-//! bodies are not given to this stage at all ([`Creative::for_content_type`] says `None`).
+//! passes through; an inline script longer than 256 KiB passes through. Each says so in the
+//! report ([`CreativeReport::degraded`]). Images and other bodies are not given to this stage at all ([`Creative::for_content_type`] says `None`).
 //!
 //! Details and limits: `docs/first-party.md`, "Creative rewriting".
 
@@ -50,6 +52,7 @@ mod entities;
 mod html;
 mod report;
 mod resolve;
+mod script;
 mod signing;
 #[cfg(test)]
 mod tests;
@@ -120,6 +123,7 @@ impl CreativeStage {
             address,
             html::MAX_PARSER_MEMORY,
             css::TOKEN_CAP,
+            script::SCRIPT_CAP,
         )
     }
 
@@ -130,6 +134,7 @@ impl CreativeStage {
         address: Option<Url>,
         html_memory: usize,
         css_cap: usize,
+        script_cap: usize,
     ) -> Self {
         let signing = Rc::new(Signing::new(signer, creative.ascii_only(), address));
         let rewriter = match creative {
@@ -138,6 +143,7 @@ impl CreativeStage {
                 encoding,
                 html_memory,
                 css_cap,
+                script_cap,
             ))),
             Creative::Css => Rewriter::Css(CssRewriter::with_cap(Rc::clone(&signing), css_cap)),
         };

@@ -8,6 +8,10 @@
 //! returns, and are rewritten whole: an attribute value is never split. lol_html holds at
 //! most [`MAX_PARSER_MEMORY`] of one token; a larger one (a huge attribute) makes it give up,
 //! and from there the creative passes through unchanged, which the report says.
+//!
+//! An HTML `<script>` of JavaScript or JSON is held whole (up to [`script::SCRIPT_CAP`]) from
+//! its start tag to its end tag and its URL literals signed (`script`), so that a literal
+//! split across lol_html's text chunks is read whole.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,6 +22,7 @@ use lol_html::AsciiCompatibleEncoding;
 use super::attrs;
 use super::css::CssRewriter;
 use super::entities;
+use super::script;
 use super::signing::{Signing, UrlUse};
 use crate::stages::staging::{StagedParser, WRITE_SLICE};
 
@@ -57,6 +62,8 @@ enum Mark {
     },
     /// A `<style>` element's text starts.
     Sheet(usize),
+    /// A `<script>` element's text (JavaScript or JSON) starts.
+    Script(usize),
     /// Markup again (a `<style>`'s end tag).
     Markup(usize),
     /// Everything from here passes through (lol_html gave up).
@@ -67,7 +74,7 @@ impl Mark {
     fn at(self) -> usize {
         match self {
             Mark::Attribute { start, .. } => start,
-            Mark::Sheet(at) | Mark::Markup(at) | Mark::Raw(at) => at,
+            Mark::Sheet(at) | Mark::Script(at) | Mark::Markup(at) | Mark::Raw(at) => at,
         }
     }
 
@@ -86,6 +93,10 @@ type Staging = crate::stages::staging::Staging<Mark>;
 enum Mode {
     Markup,
     Sheet,
+    /// A script's text, held whole in `script` to be rewritten at its end tag.
+    Script,
+    /// The rest of a script over [`script::SCRIPT_CAP`], passed through.
+    ScriptRaw,
     Raw,
 }
 
@@ -94,6 +105,11 @@ pub(crate) struct CreativeHtml {
     parser: StagedParser<Mark>,
     signing: Rc<Signing>,
     css: CssRewriter,
+    /// The text of the script being read (mode `Script`).
+    script: Vec<u8>,
+    script_cap: usize,
+    /// Set when a script went over the cap.
+    script_degraded: Option<&'static str>,
     mode: Mode,
     /// The last byte passed on: the one before an attribute value, which says its quoting.
     prev: u8,
@@ -127,6 +143,7 @@ impl CreativeHtml {
         encoding: AsciiCompatibleEncoding,
         max_memory: usize,
         css_cap: usize,
+        script_cap: usize,
     ) -> Self {
         let parser = StagedParser::new(encoding, max_memory, Mark::Raw, |settings, staging| {
             let on_element = Rc::clone(staging);
@@ -142,6 +159,9 @@ impl CreativeHtml {
             parser,
             css: CssRewriter::with_cap(Rc::clone(&signing), css_cap),
             signing,
+            script: Vec::new(),
+            script_cap,
+            script_degraded: None,
             mode: Mode::Markup,
             prev: b' ',
         }
@@ -166,11 +186,17 @@ impl CreativeHtml {
         if self.mode == Mode::Sheet {
             self.css.finish(out);
         }
+        // A document that ends inside a script: its text as written.
+        out.append(&mut self.script);
         match self.parser.gave_up() {
             Some(error) => Some(format!(
                 "the HTML parser gave up ({error}); the rest passed through unrewritten"
             )),
-            None => self.css.degraded().map(str::to_owned),
+            None => self
+                .css
+                .degraded()
+                .or(self.script_degraded)
+                .map(str::to_owned),
         }
     }
 
@@ -206,15 +232,23 @@ impl CreativeHtml {
                 Mark::Attribute { .. } => {}
                 Mark::Sheet(_) if self.mode == Mode::Markup => self.mode = Mode::Sheet,
                 Mark::Sheet(_) => {}
+                Mark::Script(_) if self.mode == Mode::Markup => self.mode = Mode::Script,
+                Mark::Script(_) => {}
                 Mark::Markup(_) if self.mode == Mode::Sheet => {
                     self.css.finish(out);
                     self.mode = Mode::Markup;
                 }
+                Mark::Markup(_) if self.mode == Mode::Script => {
+                    self.end_script(out);
+                    self.mode = Mode::Markup;
+                }
+                Mark::Markup(_) if self.mode == Mode::ScriptRaw => self.mode = Mode::Markup,
                 Mark::Markup(_) => {}
                 Mark::Raw(_) => {
                     if self.mode == Mode::Sheet {
                         self.css.finish(out);
                     }
+                    out.append(&mut self.script);
                     self.mode = Mode::Raw;
                 }
             }
@@ -232,8 +266,31 @@ impl CreativeHtml {
         self.prev = last;
         match self.mode {
             Mode::Sheet => self.css.write(bytes, out),
-            Mode::Markup | Mode::Raw => out.extend_from_slice(bytes),
+            Mode::Script if self.script.len() + bytes.len() > self.script_cap => {
+                // Too long to hold: what is held and the rest pass through as written.
+                out.append(&mut self.script);
+                out.extend_from_slice(bytes);
+                self.script_degraded = Some(script::OVER_CAP);
+                self.mode = Mode::ScriptRaw;
+            }
+            Mode::Script => self.script.extend_from_slice(bytes),
+            Mode::Markup | Mode::ScriptRaw | Mode::Raw => out.extend_from_slice(bytes),
         }
+    }
+
+    /// A script's end tag: its text, with its URL literals signed, or as written.
+    fn end_script(&mut self, out: &mut Vec<u8>) {
+        let text = std::mem::take(&mut self.script);
+        let readable = std::str::from_utf8(&text)
+            .ok()
+            .filter(|s| !self.signing.ascii_only() || s.is_ascii());
+        let sign = |url: &str, use_: UrlUse| self.signing.sign(url, use_);
+        match readable.and_then(|t| script::rewrite(t, &sign)) {
+            Some(new) => out.extend_from_slice(new.as_bytes()),
+            None => out.extend_from_slice(&text),
+        }
+        self.script = text;
+        self.script.clear();
     }
 
     /// The new bytes for an attribute value written as `raw`, or `None` to keep it.
@@ -301,6 +358,24 @@ fn mark_element(el: &mut Element, staging: &Rc<RefCell<Staging>>) {
                     value,
                 });
             }
+        }
+    }
+    // An HTML `<script>` of JavaScript or JSON: its text is held and its literals read. In
+    // SVG a `<script>` holds character references, so it is left alone.
+    let script_type = el.get_attribute("type");
+    if tag == "script"
+        && el.namespace_uri() == HTML_NAMESPACE
+        && script::readable_type(script_type.as_deref())
+    {
+        let text_start = el.source_location().bytes().end;
+        let on_end = Rc::clone(staging);
+        if let Some(handlers) = el.end_tag_handlers() {
+            staging.borrow_mut().marks.push(Mark::Script(text_start));
+            handlers.push(Box::new(move |end: &mut EndTag| {
+                let at = end.source_location().bytes().start;
+                on_end.borrow_mut().marks.push(Mark::Markup(at));
+                Ok(())
+            }));
         }
     }
     // In SVG and MathML, `<style>` holds markup and character references, not raw CSS.

@@ -12,7 +12,7 @@ pub struct CreativeReport {
     /// not decoded here, invalid UTF-8, a NUL, non-ASCII in a document that is not UTF-8).
     pub unreadable: u64,
     /// Set when part of the creative passed through unrewritten to keep memory bounded (the
-    /// HTML parser gave up on a token over 1 MiB, or a CSS URL token was over 16 KiB), and
-    /// why. The output is still the creative, complete.
+    /// HTML parser gave up on a token over 1 MiB, a CSS URL token was over 16 KiB, or an
+    /// inline script over 256 KiB), and why. The output is still the creative, complete.
     pub degraded: Option<String>,
 }

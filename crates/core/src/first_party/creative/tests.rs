@@ -124,6 +124,36 @@ fn lazy_loading_attributes_and_pings_are_loads() {
 }
 
 #[test]
+fn script_literals_are_rewritten_at_every_split() {
+    let input = "<script>var clickTag = \"https://ads.test/l\"; var i = new Image();\
+        i.src = 'https://ads.test/p?x=1&y=2'; u = 'https://ads.test/q?id=' + id;</script>\
+        <script type=application/ld+json>{\"logo\":\"https:\\/\\/ads.test\\/g.png\"}</script>\
+        <script type=text/template><img src='https://ads.test/t'></script>\
+        <svg><script>'https://ads.test/v'</script></svg>";
+    let want = "<script>var clickTag = \"/fc?u=l&s=1\"; var i = new Image();\
+        i.src = '/fp?u=p?x=1&y=2&s=1'; u = 'https://ads.test/q?id=' + id;</script>\
+        <script type=application/ld+json>{\"logo\":\"\\/fp?u=g.png&s=1\"}</script>\
+        <script type=text/template><img src='https://ads.test/t'></script>\
+        <svg><script>'https://ads.test/v'</script></svg>";
+    assert_eq!(every_split(html(), input), want);
+}
+
+#[test]
+fn a_script_over_the_cap_passes_through() {
+    let body = format!("x='https://ads.test/a';/*{}*/", "z".repeat(300));
+    let input = format!("<script>{body}</script><script>y='https://ads.test/b'</script>");
+    let mut stage = CreativeStage::with_limits(html(), signer(), None, 1 << 20, 64, 100);
+    let mut out = Vec::new();
+    for chunk in input.as_bytes().chunks(7) {
+        stage.write(chunk, &mut out);
+    }
+    let report = stage.finish(&mut out);
+    let want = format!("<script>{body}</script><script>y='/fp?u=b&s=1'</script>");
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+    assert!(report.degraded.is_some());
+}
+
+#[test]
 fn a_sheet_resolves_against_its_own_address() {
     let input = "@import 'x.css';a{b:url(../i.png);c:url(data:image/png,AAAA);d:url(#f)}";
     let want = "@import '/fp?u=s/x.css&s=1';a{b:url(/fp?u=i.png&s=1);c:url(data:image/png,AAAA);d:url(#f)}";
@@ -257,7 +287,7 @@ mod properties {
     use super::*;
 
     /// Pieces CSS and HTML are made of, to be shuffled into hostile inputs.
-    const PIECES: [&str; 22] = [
+    const PIECES: [&str; 33] = [
         "url(",
         "URL( ",
         ")",
@@ -280,6 +310,17 @@ mod properties {
         "</style>",
         "<img src=",
         " style='b:url(",
+        "<script>",
+        "<script type=application/json>",
+        "</script>",
+        "`",
+        "${",
+        "}",
+        "+",
+        "clickTag=",
+        "\"https:\\/\\/ads.test\\/j\"",
+        "'https://ads.test/s'",
+        "//c\n",
     ];
 
     fn text() -> impl Strategy<Value = String> {
@@ -287,14 +328,20 @@ mod properties {
             .prop_map(|parts| parts.concat())
     }
 
+    /// Signs everything as a URL full of what could end a literal or a script.
+    fn hostile() -> Signer {
+        Box::new(|_, _| Some("/x?a='\"`${}\\</script><!--\n\u{2028}".to_owned()))
+    }
+
     fn run_limits(
         creative: Creative,
         signer: Signer,
         input: &[u8],
         cuts: &[usize],
-        limits: (usize, usize),
+        limits: (usize, usize, usize),
     ) -> (Vec<u8>, Option<String>) {
-        let stage = CreativeStage::with_limits(creative, signer, None, limits.0, limits.1);
+        let stage =
+            CreativeStage::with_limits(creative, signer, None, limits.0, limits.1, limits.2);
         let mut stage = stage;
         let mut out = Vec::new();
         let mut at = 0;
@@ -317,11 +364,12 @@ mod properties {
             input in text(),
             mut cuts in prop::collection::vec(0usize..400, 0..5),
             css_cap in 1usize..40,
+            script_cap in 1usize..200,
             html in any::<bool>(),
         ) {
             cuts.sort_unstable();
             let creative = if html { Creative::Html(lol_html::AsciiCompatibleEncoding::utf_8()) } else { Creative::Css };
-            let limits = (1024, css_cap);
+            let limits = (1024, css_cap, script_cap);
             let bytes = input.as_bytes();
             let (whole, degraded) = run_limits(creative, signer(), bytes, &[], limits);
             let (split, split_degraded) = run_limits(creative, signer(), bytes, &cuts, limits);
@@ -330,6 +378,25 @@ mod properties {
             let refuse: Signer = Box::new(|_, _| None);
             let (same, _) = run_limits(creative, refuse, bytes, &cuts, limits);
             prop_assert_eq!(same, bytes);
+            // A hostile signer cannot close a script (or open a tag) through a literal.
+            let closes = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_lowercase().matches("</script").count();
+            let (hostile, _) = run_limits(creative, hostile(), bytes, &cuts, limits);
+            prop_assert_eq!(closes(&hostile), closes(bytes));
+        }
+
+        /// Scripts of random pieces: the output is the same at any cuts and with the
+        /// default limits.
+        #[test]
+        fn scripts_do_not_depend_on_cuts(
+            input in text(),
+            mut cuts in prop::collection::vec(0usize..400, 0..6),
+        ) {
+            cuts.sort_unstable();
+            let input = format!("<script>{input}</script><p>");
+            let bytes = input.as_bytes();
+            let whole = run_cut(html(), bytes, &[]);
+            let cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            prop_assert_eq!(run_cut(html(), bytes, &cuts), whole);
         }
     }
 }
