@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
 use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
-use trusted_server_core::{BodyReport, Codec};
+use trusted_server_core::{Codec, BodyReport};
 use trusted_server_fuzz::{assert_split_invariant, show, split_input};
 
 const TYPES: [&str; 3] = [
@@ -25,30 +25,13 @@ fn signer(allow: bool, offered: &Rc<RefCell<Vec<String>>>) -> Signer {
     let offered = Rc::clone(offered);
     Box::new(move |target: &str, use_: UrlUse| {
         offered.borrow_mut().push(target.to_owned());
-        allow.then(|| {
-            format!(
-                "/fp?n={}&u={use_:?}&q=\"'<)\\{}",
-                target.len(),
-                &target[..1]
-            )
-        })
+        allow.then(|| format!("/fp?n={}&u={use_:?}&q=\"'<)\\{}", target.len(), &target[..1]))
     })
 }
 
-fn run(
-    creative: Creative,
-    allow: bool,
-    body: &[u8],
-    cuts: &[usize],
-) -> (Vec<u8>, BodyReport<CreativeOutcome>) {
+fn run(creative: Creative, allow: bool, body: &[u8], cuts: &[usize]) -> (Vec<u8>, BodyReport<CreativeOutcome>) {
     let offered = Rc::new(RefCell::new(Vec::new()));
-    let pipeline = creative::pipeline(
-        Codec::Identity,
-        creative,
-        signer(allow, &offered),
-        None,
-        Vec::new(),
-    );
+    let pipeline = creative::pipeline(Codec::Identity, creative, signer(allow, &offered), None, Vec::new());
     let result = ts_testkit::drive(
         pipeline,
         ts_testkit::pieces(body, cuts),

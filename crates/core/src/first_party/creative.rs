@@ -31,7 +31,8 @@
 //! is cut into chunks. Memory is bounded: an HTML token larger than 1 MiB makes the parser
 //! give up and the rest of the creative pass through; a CSS URL token larger than 16 KiB
 //! passes through; an inline script longer than 256 KiB passes through. Each says so in the
-//! report ([`CreativeReport::degraded`]). Images and other bodies are not given to this stage at all ([`Creative::for_content_type`] says `None`).
+//! report ([`CreativeReport::degraded`]). Images and other bodies are not given to this
+//! stage at all ([`Creative::for_content_type`] says `None`).
 //!
 //! Details and limits: `docs/first-party.md`, "Creative rewriting".
 
