@@ -98,11 +98,7 @@ pub fn run(
     ];
     let count = if quick { 31 } else { 101 };
     let mut out = Vec::new();
-    let len = || {
-        std::fs::metadata(log)
-            .map(|m| m.len())
-            .map_err(|e| format!("{}: {e}", log.display()))
-    };
+    let len = || log_len(log);
     for r in &requests {
         // Warm-up; for the cache hit, the first fills the entry. A request's access line is
         // written after its last byte has left, so wait for all three before marking the log.
@@ -132,6 +128,38 @@ pub fn run(
         });
     }
     Ok(out)
+}
+
+/// The length of `log` now: the mark after which [`access_times`] reads.
+///
+/// # Errors
+/// If the log cannot be read.
+pub fn log_len(log: &Path) -> Result<u64, String> {
+    std::fs::metadata(log)
+        .map(|m| m.len())
+        .map_err(|e| format!("{}: {e}", log.display()))
+}
+
+/// The guest milliseconds of the `count` access lines after byte `mark` of `log`, each of a
+/// `200` for `path` (waiting for them as [`run`] does); `name` names them in errors. Other
+/// lines, or another count, are an error.
+///
+/// # Errors
+/// As [`run`]'s reading of the lines.
+pub fn access_times(
+    log: &Path,
+    mark: u64,
+    name: &'static str,
+    path: &'static str,
+    count: usize,
+) -> Result<Vec<f64>, String> {
+    let request = Request {
+        name,
+        target: path.to_owned(),
+        path,
+        cache: None,
+    };
+    read_lines(log, mark, &request, count)
 }
 
 fn fetch(proxy: SocketAddr, r: &Request, cache: Option<&str>) -> Result<(), String> {

@@ -20,7 +20,10 @@
 //!    `--first-party-only` runs just this part;
 //! 6. **cache**: a cacheable page as a hit, a miss and straight from the origin ([`cache`]).
 //!    `--cache-only` runs just this part;
-//! 7. **guest CPU per request** (measured right after the output checks, before latency): a
+//! 7. **auctions**: the edge's overhead beyond the slowest bidder for 1, 3 and 8 bidders, the
+//!    deadline kept with a bidder that hangs, and the guest CPU per auction ([`auction`]).
+//!    `--auction-only` runs just this part;
+//! 8. **guest CPU per request** (measured right after the output checks, before latency): a
 //!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
 //!    from the guest's own access lines ([`guest_cpu`]).
 //!
@@ -33,6 +36,7 @@
 //! It prints a table, writes an SVG chart of the latency distributions, and ends with a
 //! `---RESULTS---` block of `key=value` lines.
 
+mod auction;
 mod cache;
 mod cases;
 mod chart;
@@ -69,6 +73,8 @@ pub struct Options {
     pub first_party_only: bool,
     /// `--cache-only`: only the cache cases.
     pub cache_only: bool,
+    /// `--auction-only`: only the auction cases.
+    pub auction_only: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -81,6 +87,7 @@ fn parse_args() -> Result<Options, String> {
         remote: None,
         first_party_only: false,
         cache_only: false,
+        auction_only: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -92,12 +99,13 @@ fn parse_args() -> Result<Options, String> {
             "--quick" => options.quick = true,
             "--first-party-only" => options.first_party_only = true,
             "--cache-only" => options.cache_only = true,
+            "--auction-only" => options.auction_only = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -146,6 +154,8 @@ pub struct Servers {
     pub partner: first_party::Partner,
     /// The Viceroy log of the streaming build's first process (its access lines).
     pub streaming_log: PathBuf,
+    /// The Viceroy log of the streaming build's second process.
+    pub streaming_log_2: PathBuf,
     _guards: Vec<ChildGuard>,
 }
 
@@ -157,11 +167,15 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
     let dir = root.join("target/bench");
     let partner = first_party::start_partner()?;
-    let resolve = [(
-        "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
-        first_party::resolve(partner.addr()),
-    )];
-    let pair = start_service_pair(&root, &dir, origin, &resolve)?;
+    let overrides = [
+        (
+            "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+            first_party::resolve(partner.addr()),
+        ),
+        // The auction cases' bidders, on the demo origin.
+        ("TRUSTED_SERVER__AUCTION__BIDDERS", auction::bidders(origin)),
+    ];
+    let pair = start_service_pair(&root, &dir, origin, &overrides)?;
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
     // The same modules again, each in a second process.
@@ -185,6 +199,8 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
         partner,
         // Where `start_service_pair` writes the first process's log.
         streaming_log: dir.join("viceroy-streaming.log"),
+        // Where `second` writes it.
+        streaming_log_2: dir.join("viceroy-streaming-2.log"),
         _guards: guards,
     })
 }
@@ -229,6 +245,13 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         cache::print(&c);
         return finish(options, started, &cache::results(&c));
     }
+    if options.auction_only {
+        let servers = start_servers(&options.out)?;
+        let a = run_auctions(&servers, options.quick)?;
+        drop(servers);
+        auction::print(&a);
+        return finish(options, started, &auction::results(&a));
+    }
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
     let root = workspace_root();
@@ -250,18 +273,30 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let load = load::run(&servers, options)?;
     let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
     let cached = cache::run(servers.origin, &servers.streaming, options.quick)?;
+    let auctions = run_auctions(&servers, options.quick)?;
     drop(servers);
     let mut results = report::results(&latency, &throughput, &load, &captures);
     results.extend(first_party::results(&fp));
     results.extend(cache::results(&cached));
     results.extend(guest_cpu::results(&guest));
+    results.extend(auction::results(&auctions));
     report::print_tables(&latency, &throughput, &load, &captures);
     first_party::print(&fp);
     cache::print(&cached);
+    auction::print(&auctions);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());
     finish(options, started, &results)
+}
+
+/// The auction cases on the streaming build's two processes.
+fn run_auctions(servers: &Servers, quick: bool) -> Result<auction::AuctionResult, String> {
+    let logs = [
+        servers.streaming_log.as_path(),
+        servers.streaming_log_2.as_path(),
+    ];
+    auction::run(servers.origin, &servers.streaming, &logs, quick)
 }
 
 /// The machine line, the time taken, `--compare` and `--save`, and the `---RESULTS---` block.
