@@ -80,15 +80,14 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     };
     let expires = now.saturating_add(u64::from(settings.first_party.page_ttl_secs));
     let sign = signer(key, policy, expires);
-    // The creative's own address (the last hop's): its relative URLs resolve against it.
-    let address = url::Url::parse(&last.url).ok();
     leaving::stamp(&mut response, access, None, settings);
     let partner_body = response.take_body();
     let streamed = body::stream::stream_through(
         response,
         partner_body,
         codec,
-        |sink| creative::pipeline(codec, creative, sign, address, sink),
+        // The creative's own address (the last hop's): its relative URLs resolve against it.
+        |sink| creative::pipeline(codec, creative, sign, Some(&last.url), sink),
         access,
     );
     match streamed.result {

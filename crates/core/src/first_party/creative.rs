@@ -221,9 +221,11 @@ pub fn pipeline<W: Write>(
     codec: Codec,
     creative: Creative,
     signer: Signer,
-    address: Option<Url>,
+    address: Option<&str>,
     sink: W,
 ) -> BodyPipeline<W, CreativeStages> {
+    // An address the WHATWG parser cannot read is as good as none.
+    let address = address.and_then(|a| Url::parse(a).ok());
     let stage = CreativeStage::new(creative, signer, address);
     BodyPipeline::new(codec, CreativeStages(utf16_guard(stage)), sink)
 }
