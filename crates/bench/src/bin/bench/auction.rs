@@ -214,7 +214,11 @@ pub fn check_auction(status: u16, body: &[u8], id: &str, n: usize) -> Result<(),
     let answer = answer_json(status, body, id)?;
     let want: Vec<String> = (1..=n).map(code).collect();
     if seats(&answer) != want {
-        return Err(format!("seats {:?}, expected {want:?}", seats(&answer)));
+        return Err(format!(
+            "seats {:?}, expected {want:?} (errors {})",
+            seats(&answer),
+            answer["ext"]["errors"]
+        ));
     }
     for (i, seat) in want.iter().enumerate() {
         let bid = one_bid(&answer, seat, price(i + 1))?;
@@ -243,7 +247,11 @@ pub fn check_auction(status: u16, body: &[u8], id: &str, n: usize) -> Result<(),
 pub fn check_deadline(status: u16, body: &[u8], id: &str) -> Result<f64, String> {
     let answer = answer_json(status, body, id)?;
     if seats(&answer) != ["b2"] {
-        return Err(format!("seats {:?}, expected [\"b2\"]", seats(&answer)));
+        return Err(format!(
+            "seats {:?}, expected [\"b2\"] (errors {})",
+            seats(&answer),
+            answer["ext"]["errors"]
+        ));
     }
     one_bid(&answer, "b2", price(2))?;
     let ext = &answer["ext"];
