@@ -11,6 +11,18 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 /** The browser executable. */
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium'
 
+/** The flags every browser script launches Chromium with. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
 /** playwright-core's `chromium`, resolved from .tools/; throws when it is not installed. */
 export function playwrightChromium() {
   const require = createRequire(path.join(ROOT, '.tools', 'package.json'))
@@ -23,16 +35,7 @@ export function launch(chromium, userDataDir, options = {}) {
   return chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 2000 },
     ...options,
   })

@@ -10,11 +10,19 @@
 //! to): it must render and run its script, and that script must not read the publisher's
 //! cookies nor get the reader's edge ID from `/_ts/ec`.
 //!
-//! Last, `tests/browser/auction.mjs` loads `fixtures/site/auction.html`: Prebid.js 11 (the
+//! Then `tests/browser/auction.mjs` loads `fixtures/site/auction.html`: Prebid.js 11 (the
 //! pinned npm package's core and Prebid Server adapter, bundled by `scripts/setup.sh`'s
 //! `ensure_prebid_bundle` into `fixtures/site/_gen/prebid.js`) POSTs its OpenRTB request to the
 //! service's `/_ts/openrtb2/auction` on the first-party host, and both ad slots must render a
 //! winning bid from the demo bidders.
+//!
+//! Last, `tests/browser/creatives.mjs` loads every creative of the corpus
+//! (`fixtures/creatives`, served by another demo origin that `creatives.demo-partner.example`
+//! and `img.demo-partner2.example` lead to) directly and through `/first-party/proxy`, records
+//! every request, and holds each creative to its manifest's expectation (first-party, escapes or
+//! breaks through the edge).
+//!
+//! `TS_BROWSER_SCRIPTS=creatives.mjs` (names, comma-separated) runs only those scripts.
 //!
 //! The service rewrites origin URLs to the request's host, which is the Viceroy address the
 //! browser uses. `scripts/setup.sh` (`ensure_browser`, run by `scripts/test.sh`) installs the
@@ -183,6 +191,14 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
         Some(&dir.join("demo-partner.log")),
     )
     .unwrap_or_else(|e| panic!("demo partner: {e}"));
+    // The creative corpus, under two partner names (and one name no setting allows, which
+    // only the browser resolves).
+    let (_corpus, corpus_addr) = start_demo_origin(
+        &e2e::target_dir(&root).join("release/demo-origin"),
+        &root.join("fixtures/creatives"),
+        Some(&dir.join("corpus-partner.log")),
+    )
+    .unwrap_or_else(|e| panic!("corpus partner: {e}"));
     // The default settings otherwise (streaming on, Next.js rewriting on); any
     // TRUSTED_SERVER__* variable in the environment applies too.
     let wasm = build_service(
@@ -199,13 +215,20 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
                 "origin.demo-publisher.example".to_owned(),
             ),
             // The demo partner's creatives come from the scripted partner; the demo
-            // bidders' images and win beacons from the demo partner's files.
+            // bidders' images and win beacons from the demo partner's files; the corpus
+            // from its own partner, under two names on two allowed domains.
             (
                 "TRUSTED_SERVER__FIRST_PARTY__RESOLVE".to_owned(),
                 format!(
-                    "{{ \"ads.demo-partner.example\" = \"{}\", \"cdn.demo-partner.example\" = \"{cdn_addr}\" }}",
+                    "{{ \"ads.demo-partner.example\" = \"{}\", \"cdn.demo-partner.example\" = \"{cdn_addr}\", \
+                     \"creatives.demo-partner.example\" = \"{corpus_addr}\", \
+                     \"img.demo-partner2.example\" = \"{corpus_addr}\" }}",
                     partner.addr()
                 ),
+            ),
+            (
+                "TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS".to_owned(),
+                r#"["demo-partner.example", "demo-partner2.example"]"#.to_owned(),
             ),
             // The demo bidders, on the demo origin's port.
             (
@@ -228,7 +251,17 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     std::fs::create_dir_all(&tmp).expect("create target/e2e-browser/tmp");
     let browsing = Instant::now();
     // Each script in turn, the service's address first; any exit but 0 fails the test.
+    // TS_BROWSER_SCRIPTS (names, comma-separated) runs only those.
+    let only = std::env::var("TS_BROWSER_SCRIPTS").ok();
+    let runs = |name: &str| {
+        only.as_deref()
+            .is_none_or(|list| list.split(',').any(|n| n.trim() == name))
+    };
     let script = |name: &str, extra: &[&str]| {
+        if !runs(name) {
+            println!("browser test: {name} skipped (TS_BROWSER_SCRIPTS)");
+            return;
+        }
         let path = root.join("tests/browser").join(name);
         let (code, output) = run_bounded(
             Command::new("node")
@@ -257,8 +290,9 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     );
     let served = partner.take_requests("/probe.html").len();
     assert!(
-        served >= 1,
+        !runs("creative.mjs") || served >= 1,
         "the test partner served the creative {served} times"
     );
     script("auction.mjs", &[]);
+    script("creatives.mjs", &[&corpus_addr.to_string()]);
 }

@@ -1,0 +1,291 @@
+// The creative corpus (fixtures/creatives, listed in its manifest.json) in headless Chromium:
+// each creative is loaded (a) directly from its partner URL and (b) through the edge's
+// first-party proxy (`/first-party/sign` gives the signed `/first-party/proxy?…` URL, loaded as
+// a page on the publisher's host). Every request of each load (subframes, popups after a click,
+// redirects; service workers blocked) is recorded and classified by host: the first-party host
+// (the service), a partner host (demo-partner.example, demo-partner2.example) or other. A
+// request through the edge that leaves the first-party host escapes, except the landing page a
+// `/first-party/click` redirects to (the advertiser's page, by design).
+//
+// (c), the markup as an auction `adm` written into a frame on a publisher page, is not done
+// here: the auction's own creative handling is what would be measured, and auction.mjs covers
+// the demo bidders' creative through it.
+//
+//   node tests/browser/creatives.mjs http://127.0.0.1:PORT 127.0.0.1:PARTNER_PORT
+//
+// BASE is the service under Viceroy; PARTNER is a demo origin serving fixtures/creatives, which
+// Chromium reaches for creatives.demo-partner.example, img.demo-partner2.example and
+// px.third-party.example (host resolver rules) and the service for the first two
+// (`first_party.resolve`, set by crates/e2e/tests/browser.rs).
+//
+// Prints one line per creative and a summary. Exit 1 when a creative does not render
+// directly, when one that renders directly does not render through the edge and the manifest
+// does not say `breaks`, or when the manifest's `edge` expectation no longer matches what the
+// run saw (either way: an improvement must be written into the manifest, and the line says
+// what to write); 2 on bad usage; 3 when Chromium or playwright-core is missing.
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { CHROMIUM, CHROMIUM_ARGS, chromiumOrExit } from './chromium.mjs'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const MANIFEST = path.join(ROOT, 'fixtures/creatives/manifest.json')
+/** The creatives' own host, and the other names that lead to the same test partner. */
+const CREATIVE_HOST = 'creatives.demo-partner.example'
+const PARTNER_NAMES = [CREATIVE_HOST, 'img.demo-partner2.example', 'px.third-party.example']
+const PARTNER_DOMAINS = ['demo-partner.example', 'demo-partner2.example']
+/** A page load. */
+const LOAD_TIMEOUT_MS = 10_000
+/** How long a creative may take to satisfy its checks. */
+const RENDER_TIMEOUT_MS = 4_000
+/** Quiet time after rendering (and after a click) for late requests: beacons, pings. */
+const SETTLE_MS = 500
+/** The whole run; the backstop in browser.rs is longer. */
+const TOTAL_TIMEOUT_MS = 200_000
+
+const base = process.argv[2]?.replace(/\/+$/, '')
+const partner = process.argv[3]
+if (!base || !/^https?:\/\/[^/]+$/.test(base) || !partner || !/^127\.0\.0\.1:\d+$/.test(partner)) {
+  console.error('usage: node tests/browser/creatives.mjs http://HOST:PORT 127.0.0.1:PARTNER_PORT')
+  process.exit(2)
+}
+const edgeHost = new URL(base).host
+const chromium = chromiumOrExit('creative corpus')
+const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'))
+const only = process.env.TS_CREATIVES ? new Set(process.env.TS_CREATIVES.split(',')) : null
+const creatives = manifest.creatives.filter((c) => !only || only.has(c.name))
+
+const problems = []
+const problem = (text) => {
+  problems.push(text)
+  console.log(`    PROBLEM ${text}`)
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** `first-party`, `partner`, `other`, or null for what makes no network request. */
+function hostClass(url) {
+  const u = new URL(url)
+  if (!/^https?:$/.test(u.protocol)) return null
+  if (u.host === edgeHost) return 'first-party'
+  if (PARTNER_DOMAINS.some((d) => u.hostname === d || u.hostname.endsWith(`.${d}`))) return 'partner'
+  return 'other'
+}
+
+/** The partner URL a request is for: the `tsurl` of a first-party proxy URL, else itself. */
+function target(url) {
+  const u = new URL(url)
+  if (u.host === edgeHost && u.pathname === '/first-party/proxy') return u.searchParams.get('tsurl') ?? url
+  return url
+}
+
+/** Whether `req` is the landing page (or a hop to it) that a `/first-party/click` led to. */
+function afterFirstPartyClick(req) {
+  let first = req
+  while (first.redirectedFrom()) first = first.redirectedFrom()
+  if (first === req) return false
+  const u = new URL(first.url())
+  return u.host === edgeHost && u.pathname === '/first-party/click'
+}
+
+/** One check (manifest `checks`), run in `frame`; true when it holds. */
+async function holds(page, frame, check, requests) {
+  const [kind, ...rest] = check.split(' ')
+  if (kind === 'frame') {
+    const el = await frame.$(rest[0])
+    const inner = await el?.contentFrame()
+    return inner ? holds(page, inner, rest.slice(1).join(' '), requests) : false
+  }
+  if (kind === 'req') {
+    return requests.some((r) => {
+      const u = new URL(target(r.url))
+      return PARTNER_NAMES.includes(u.hostname) && u.pathname === rest[0] && r.status !== null && r.status < 400
+    })
+  }
+  return frame.evaluate(
+    async ([kind, arg]) => {
+      const loads = (url) =>
+        new Promise((resolve) => {
+          const img = new Image()
+          img.onload = () => resolve(img.naturalWidth > 0)
+          img.onerror = () => resolve(false)
+          setTimeout(() => resolve(false), 3000)
+          img.src = url
+        })
+      const el = kind === 'font' || kind === 'marker' ? null : document.querySelector(arg)
+      switch (kind) {
+        case 'img':
+          return Boolean(el && el.complete && el.naturalWidth > 0)
+        case 'bg': {
+          const m = el && /url\("?(.*?)"?\)/.exec(getComputedStyle(el).backgroundImage)
+          return m ? loads(m[1]) : false
+        }
+        case 'poster':
+          return el?.poster ? loads(el.poster) : false
+        case 'font':
+          await document.fonts.ready
+          return [...document.fonts].some((f) => f.family.replace(/["']/g, '') === arg && f.status === 'loaded')
+        case 'marker':
+          return document.documentElement.getAttribute(`data-${arg}`) === 'ok'
+        default:
+          throw new Error(`unknown check ${kind}`)
+      }
+    },
+    [kind, rest.join(' ')],
+  )
+}
+
+/** Polls the creative's checks until all hold or the time is up; the ones that do not hold. */
+async function render(page, checks, requests) {
+  const deadline = Date.now() + RENDER_TIMEOUT_MS
+  let failing = checks
+  while (Date.now() < deadline) {
+    const now = []
+    for (const check of checks) {
+      // A navigation (refresh, redirect) destroys the context under an evaluate: not yet.
+      const ok = await holds(page, page.mainFrame(), check, requests).catch(() => false)
+      if (!ok) now.push(check)
+    }
+    failing = now
+    if (failing.length === 0) break
+    await sleep(200)
+  }
+  return failing
+}
+
+/** Loads `url` in a fresh context; what rendered and every request made. */
+async function load(browser, url, creative) {
+  const context = await browser.newContext({ serviceWorkers: 'block', viewport: { width: 1000, height: 800 } })
+  const requests = []
+  const entries = new Map()
+  context.on('request', (req) => {
+    const entry = { req, url: req.url(), method: req.method(), type: req.resourceType(), status: null, failure: null }
+    entries.set(req, entry)
+    requests.push(entry)
+  })
+  context.on('response', (res) => {
+    const entry = entries.get(res.request())
+    if (entry) entry.status = res.status()
+  })
+  context.on('requestfailed', (req) => {
+    const entry = entries.get(req)
+    if (entry) entry.failure = req.failure()?.errorText ?? 'failed'
+  })
+  const notes = []
+  try {
+    const page = await context.newPage()
+    page.on('pageerror', (err) => notes.push(`page error: ${String(err.message ?? err).split('\n')[0]}`))
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') notes.push(`console error: ${msg.text().split('\n')[0]}`)
+    })
+    try {
+      await page.goto(url, { waitUntil: 'load', timeout: LOAD_TIMEOUT_MS })
+    } catch (e) {
+      // A loader that navigates on (location.replace) interrupts the first navigation.
+      notes.push(`goto: ${e.message.split('\n')[0]}`)
+    }
+    const failing = await render(page, creative.checks, requests)
+    await sleep(SETTLE_MS)
+    if (failing.length === 0 && creative.click) {
+      try {
+        await page.click(creative.click, { timeout: 3000 })
+      } catch (e) {
+        notes.push(`click: ${e.message.split('\n')[0]}`)
+      }
+      await sleep(SETTLE_MS * 2)
+    }
+    return { rendered: failing.length === 0, failing, requests, notes }
+  } finally {
+    await Promise.race([context.close().catch(() => {}), sleep(5000)])
+  }
+}
+
+/** `host/path` of a URL, for the report. */
+const short = (url) => {
+  const u = new URL(url)
+  return `${u.host}${u.pathname}`
+}
+
+async function sign(url) {
+  const res = await fetch(`${base}/first-party/sign?url=${encodeURIComponent(url)}`)
+  if (!res.ok) throw new Error(`/first-party/sign answered ${res.status} for ${url}`)
+  return `${base}${(await res.json()).url}`
+}
+
+const t0 = Date.now()
+const rules = PARTNER_NAMES.map((h) => `MAP ${h} ${partner}`).join(',')
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [...CHROMIUM_ARGS, `--host-resolver-rules=${rules}`],
+  timeout: LOAD_TIMEOUT_MS,
+})
+const watchdog = setTimeout(() => {
+  console.log(`creative corpus: FAILED: over ${TOTAL_TIMEOUT_MS / 1000}s`)
+  process.exit(1)
+}, TOTAL_TIMEOUT_MS)
+
+const rows = []
+try {
+  console.log(`creative corpus: ${creatives.length} creatives, edge ${base}, partner ${partner}`)
+  for (const c of creatives) {
+    const direct = `http://${CREATIVE_HOST}/${c.path}`
+    // Both loads at once, each in its own context.
+    const [d, e] = await Promise.all([load(browser, direct, c), load(browser, await sign(direct), c)])
+    const escapes = []
+    const failed = []
+    for (const r of e.requests) {
+      const cls = hostClass(r.url)
+      if (cls === null) continue
+      if (cls !== 'first-party' && !afterFirstPartyClick(r.req)) escapes.push(`${cls} ${r.method} ${short(r.url)}`)
+      if (r.failure || (r.status !== null && r.status >= 400)) {
+        failed.push(`${r.status ?? r.failure} ${short(target(r.url))}`)
+      }
+    }
+    const seen = !e.rendered ? 'breaks' : escapes.length ? 'escapes' : 'first-party'
+    const expected = c.edge.split(':')[0].trim()
+    rows.push({ name: c.name, direct: d.rendered, edge: e.rendered, escapes: [...new Set(escapes)], seen, expected })
+    const yes = (b) => (b ? 'yes' : 'NO')
+    console.log(`  ${c.name}: renders directly ${yes(d.rendered)}, through the edge ${yes(e.rendered)}; ` +
+      `escapes: ${escapes.length ? [...new Set(escapes)].join(', ') : 'none'}`)
+    if (!d.rendered) console.log(`      direct: not holding: ${d.failing.join('; ')}; ${[...new Set(d.notes)].join('; ')}`)
+    if (!e.rendered) console.log(`      edge: not holding: ${e.failing.join('; ')}; ${[...new Set(e.notes)].join('; ')}`)
+    if (failed.length) console.log(`      edge: failed requests: ${[...new Set(failed)].join(', ')}`)
+    if (!d.rendered) problem(`${c.name} does not render directly (the fixture or its check is wrong)`)
+    else if (seen !== expected) {
+      const why = seen === 'breaks'
+        ? `renders directly but not through the edge (${e.failing.join('; ')})`
+        : seen === 'escapes'
+          ? `renders through the edge with escaping requests (${[...new Set(escapes)].join(', ')})`
+          : 'renders through the edge with every request first-party'
+      problem(`${c.name}: ${why}; the manifest says "${c.edge}": set its "edge" to ` +
+        `${seen === 'first-party' ? '"first-party"' : `"${seen}: <why>"`} in fixtures/creatives/manifest.json`)
+    }
+  }
+} catch (e) {
+  problem(`aborted: ${e.stack ?? e}`)
+} finally {
+  clearTimeout(watchdog)
+  await Promise.race([browser.close().catch(() => {}), sleep(10_000)])
+}
+
+const n = rows.length
+const count = (f) => rows.filter(f).length
+const pad = (s, w) => String(s).padEnd(w)
+const width = Math.max(8, ...rows.map((r) => r.name.length))
+console.log('')
+console.log(`  ${pad('creative', width)}  direct  edge  expected     escapes`)
+for (const r of rows) {
+  console.log(`  ${pad(r.name, width)}  ${pad(r.direct ? 'yes' : 'NO', 6)}  ${pad(r.edge ? 'yes' : 'NO', 4)}  ` +
+    `${pad(r.expected, 11)}  ${r.escapes.length ? r.escapes.join(', ') : '-'}`)
+}
+console.log('')
+console.log(`creative corpus: directly: ${count((r) => r.direct)}/${n} render; through the edge: ` +
+  `${count((r) => r.edge)}/${n} render, ${count((r) => r.edge && r.escapes.length === 0)}/${n} without escaping ` +
+  `(${count((r) => r.escapes.some((x) => x.startsWith('partner')))} reach a partner host, ` +
+  `${count((r) => r.escapes.some((x) => x.startsWith('other')))} another host); ` +
+  `${((Date.now() - t0) / 1000).toFixed(1)}s`)
+const code = problems.length === 0 && n === creatives.length ? 0 : 1
+console.log(code === 0
+  ? 'creative corpus: PASSED: every creative as the manifest expects'
+  : `creative corpus: FAILED with ${problems.length} problem(s)`)
+process.exit(code)
