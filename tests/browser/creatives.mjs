@@ -37,9 +37,11 @@ const PARTNER_DOMAINS = ['demo-partner.example', 'demo-partner2.example']
 /** A page load. */
 const LOAD_TIMEOUT_MS = 10_000
 /** How long a creative may take to satisfy its checks. */
-const RENDER_TIMEOUT_MS = 4_000
+const RENDER_TIMEOUT_MS = 6_000
 /** Quiet time after rendering (and after a click) for late requests: beacons, pings. */
 const SETTLE_MS = 500
+/** Creatives measured at once (each with two browser contexts). */
+const PARALLEL = 3
 /** The whole run; the backstop in browser.rs is longer. */
 const TOTAL_TIMEOUT_MS = 200_000
 
@@ -185,15 +187,19 @@ async function load(browser, url, creative) {
     }
     const failing = await render(page, creative.checks, requests)
     await sleep(SETTLE_MS)
+    let clicked = null
     if (failing.length === 0 && creative.click) {
+      const before = requests.length
       try {
         await page.click(creative.click, { timeout: 3000 })
       } catch (e) {
         notes.push(`click: ${e.message.split('\n')[0]}`)
       }
       await sleep(SETTLE_MS * 2)
+      // What the click asked for first: a navigation, a popup, a ping.
+      clicked = requests.slice(before).filter((r) => !r.req.redirectedFrom())
     }
-    return { rendered: failing.length === 0, failing, requests, notes }
+    return { rendered: failing.length === 0, failing, requests, notes, clicked }
   } finally {
     await Promise.race([context.close().catch(() => {}), sleep(5000)])
   }
@@ -227,10 +233,27 @@ const watchdog = setTimeout(() => {
 const rows = []
 try {
   console.log(`creative corpus: ${creatives.length} creatives, edge ${base}, partner ${partner}`)
-  for (const c of creatives) {
-    const direct = `http://${CREATIVE_HOST}/${c.path}`
-    // Both loads at once, each in its own context.
-    const [d, e] = await Promise.all([load(browser, direct, c), load(browser, await sign(direct), c)])
+  // PARALLEL creatives at a time, both loads of each at once, each load in its own context;
+  // reported in the manifest's order.
+  let free = PARALLEL
+  const waiting = []
+  const measure = async (c) => {
+    if (free === 0) await new Promise((r) => waiting.push(r))
+    free -= 1
+    try {
+      const direct = `http://${CREATIVE_HOST}/${c.path}`
+      const [d, e] = await Promise.all([load(browser, direct, c), load(browser, await sign(direct), c)])
+      return { d, e }
+    } finally {
+      free += 1
+      waiting.shift()?.()
+    }
+  }
+  const measured = creatives.map((c) => measure(c))
+  // Every promise is awaited below; none may reject unseen meanwhile.
+  for (const m of measured) m.catch(() => {})
+  for (const [i, c] of creatives.entries()) {
+    const { d, e } = await measured[i]
     const escapes = []
     const failed = []
     for (const r of e.requests) {
@@ -250,7 +273,9 @@ try {
     if (!d.rendered) console.log(`      direct: not holding: ${d.failing.join('; ')}; ${[...new Set(d.notes)].join('; ')}`)
     if (!e.rendered) console.log(`      edge: not holding: ${e.failing.join('; ')}; ${[...new Set(e.notes)].join('; ')}`)
     if (failed.length) console.log(`      edge: failed requests: ${[...new Set(failed)].join(', ')}`)
+    if (e.clicked) console.log(`      edge: the click requested ${e.clicked.map((r) => `${r.method} ${short(r.url)}`).join(', ') || 'nothing'}`)
     if (!d.rendered) problem(`${c.name} does not render directly (the fixture or its check is wrong)`)
+    else if (d.clicked?.length === 0) problem(`${c.name}: the click made no request directly`)
     else if (seen !== expected) {
       const why = seen === 'breaks'
         ? `renders directly but not through the edge (${e.failing.join('; ')})`
