@@ -78,7 +78,7 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(POST, Exact("/verify-signature"),                "verify-signature",  Answer(discovery::verify)),
     line(GET,  Exact(first_party::SIGN_PATH),             "first-party-sign",  Answer(|r, s| fp::sign(&r, s))),
     line(GET,  Exact(token::CLICK_PATH),                  "first-party-click", Answer(|r, s| fp::click(&r, s))),
-    line(GET,  Exact(token::PROXY_PATH),                  "first-party-proxy", Flow(first_party_proxy::run)),
+    line(BEACON, Exact(token::PROXY_PATH),                "first-party-proxy", Flow(first_party_proxy::run)),
     line(READ, Prefix(SCRIPT_PATH_PREFIX),                "script",            Answer(|r, s| script::respond(&r, s))),
     line(Any,  Prefix(ADMIN_PREFIX),                      "admin",             Answer(|r, s| admin::respond(&r, s))),
     line(Any,  Prefix(first_party::PREFIX),               "first-party-other", Answer(|r, s| fp::other(&r, s))),
@@ -90,6 +90,8 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
 const GET: Methods = Only(&["GET"]);
 /// `POST` only.
 const POST: Methods = Only(&["POST"]);
+/// `GET`, and `POST` for beacons.
+const BEACON: Methods = Only(&["GET", "POST"]);
 /// `GET` and `HEAD`.
 const READ: Methods = Only(&["GET", "HEAD"]);
 
@@ -160,7 +162,8 @@ mod tests {
             ("GET", "/first-party/proxy", "first-party-proxy"),
             ("HEAD", "/static/tsjs=0123456789abcdef.js", "script"),
             ("DELETE", "/_ts/admin/purge", "admin"),
-            ("POST", "/first-party/proxy", "first-party-other"),
+            ("POST", "/first-party/proxy", "first-party-proxy"),
+            ("PUT", "/first-party/proxy", "first-party-other"),
             ("GET", "/_ts%2Fadmin", "reserved"),
             ("POST", "/_ts/health", "proxy"),
             ("GET", "/news/a.html", "proxy"),

@@ -7,6 +7,12 @@
 //! sandbox every relayed response is confined to are the core's decisions
 //! (`first_party::proxy`).
 //!
+//! `POST` to the same signed URL is a beacon (`<a ping>`, `navigator.sendBeacon`, a tracker's
+//! `fetch` with a body), which a creative fires at URLs the creative stage signed: its body, at
+//! most [`BEACON_MAX_BYTES`] (`413` past it), goes to the partner with its `Content-Type` in one
+//! `POST`; a redirect answering it is relayed, not followed (a browser ignores a beacon's
+//! answer, and re-sending a body elsewhere is not the proxy's to decide).
+//!
 //! Outcomes: `403` with the one body for any verification failure (reason at `info`); `503`
 //! when the key cannot be read; `502` when a partner cannot be reached, answers with too many
 //! headers, redirects somewhere the policy refuses, or redirects more than four times (the
@@ -14,6 +20,7 @@
 //! mid-way is abandoned: the client sees an incomplete transfer, never a clean end.
 
 use std::cell::OnceCell;
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
@@ -43,7 +50,7 @@ const REPORT_NAME: &str = "first_party_partner";
 /// The flow: verify, fetch, relay the headers, stream the body. Everything it learns goes
 /// into `access`. The reader's consent `decision` says whether each partner host may receive
 /// the edge ID.
-pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
+pub fn run(mut request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let Verified {
         target,
         key,
@@ -53,12 +60,17 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
         Ok(verified) => verified,
         Err(answer) => return send(*answer, settings, access),
     };
+    let beacon = match beacon(&mut request) {
+        Ok(beacon) => beacon,
+        Err(status) => return send(reply::error(status, settings), settings, access),
+    };
     let headers = partner_headers(&request, decision, settings);
     let client_version = request.get_version();
     let asked = Ask {
         headers: &headers,
         policy: &policy,
         decision,
+        beacon: beacon.as_ref(),
     };
     let Some((response, last)) = ask_partner(target, &asked, settings, access) else {
         return;
@@ -99,6 +111,33 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
             &backend_info(&last, &settings.first_party),
             access,
         ),
+    }
+}
+
+/// Most bytes of a beacon's body relayed: browsers cap `sendBeacon` at 64 KiB too.
+pub const BEACON_MAX_BYTES: usize = 64 * 1024;
+
+/// What a `POST` beacon sends on: its body and `Content-Type`.
+struct Beacon {
+    body: Vec<u8>,
+    content_type: Option<HeaderValue>,
+}
+
+/// The beacon a `POST` carries (`None` for a `GET`): its body, at most [`BEACON_MAX_BYTES`];
+/// `413` past it, `400` when it cannot be read.
+fn beacon(request: &mut Request) -> Result<Option<Beacon>, StatusCode> {
+    if request.get_method_str() != "POST" {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    let cap = u64::try_from(BEACON_MAX_BYTES).unwrap_or(u64::MAX) + 1;
+    match request.take_body().take(cap).read_to_end(&mut body) {
+        Ok(_) if body.len() <= BEACON_MAX_BYTES => Ok(Some(Beacon {
+            body,
+            content_type: request.get_header("content-type").cloned(),
+        })),
+        Ok(_) => Err(StatusCode::PAYLOAD_TOO_LARGE),
+        Err(_) => Err(StatusCode::BAD_REQUEST),
     }
 }
 
@@ -204,12 +243,15 @@ struct Ask<'a> {
     policy: &'a TargetPolicy,
     /// The reader's consent decision: which partner hosts get the edge ID.
     decision: &'a Decision<'a>,
+    /// A `POST` beacon's body, sent with the first hop; `None` for a `GET`.
+    beacon: Option<&'a Beacon>,
 }
 
 /// Fetches `target`, following redirects the core allows, and returns the final response
 /// (headers only: the body streams afterwards) and the target that gave it. Each hop is a
 /// fresh `GET` with the same headers, its `Host` the target's authority, signed last (with one
-/// key for all hops, read at the first); the edge ID (`X-TS-EC`) goes only to a host the
+/// key for all hops, read at the first), or for a beacon one `POST` with its body, whose answer
+/// is final even when it redirects; the edge ID (`X-TS-EC`) goes only to a host the
 /// consent decision allows (`Decision::partner_at`, by `consent.partner_vendors`).
 fn fetch(
     target: Target,
@@ -220,6 +262,7 @@ fn fetch(
         headers,
         policy,
         decision,
+        beacon,
     } = *ask;
     let fp = &settings.first_party;
     let mut current = target;
@@ -230,7 +273,16 @@ fn fetch(
         let info = backend_info(&current, fp);
         let fail = |f: OriginFailure| (f, backend_info(&current, fp));
         let backend = backend(&current, &info.address, settings).map_err(fail)?;
-        let mut request = Request::get(&current.url);
+        let mut request = match beacon {
+            Some(beacon) => {
+                let mut post = Request::post(&current.url).with_body(beacon.body.clone());
+                if let Some(content_type) = &beacon.content_type {
+                    post.set_header("content-type", content_type);
+                }
+                post
+            }
+            None => Request::get(&current.url),
+        };
         let allowed = decision
             .partner_at(&current.host, &settings.consent)
             .allowed;
@@ -258,6 +310,9 @@ fn fetch(
         let location = response
             .get_header("location")
             .and_then(|v| v.to_str().ok());
+        if beacon.is_some() {
+            return Ok((response, current));
+        }
         match next_hop(status, location, &current.url, followed, policy) {
             Ok(Hop::Final) => return Ok((response, current)),
             Ok(Hop::Follow(next)) => {

@@ -204,6 +204,11 @@ async function load(browser, url, creative) {
       // What the click asked for first: a navigation, a popup, a ping.
       clicked = requests.slice(before).filter((r) => !r.req.redirectedFrom())
     }
+    // Beacons and pings must arrive, not only be fired: a request for each PATH at the partner
+    // (through the proxy or not) answered below 400.
+    for (const path of creative.delivers ?? []) {
+      if (!(await holds(page, page.mainFrame(), `req ${path}`, requests))) failing.push(`delivers ${path}`)
+    }
     return { rendered: failing.length === 0, failing, requests, notes, clicked }
   } finally {
     await Promise.race([context.close().catch(() => {}), sleep(5000)])

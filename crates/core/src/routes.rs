@@ -276,7 +276,8 @@ mod tests {
             Route::FirstPartyClick,
         ),
         line(
-            GET,
+            // `POST` for the beacons a creative fires at its signed URLs.
+            Only(&["GET", "POST"]),
             Exact(crate::first_party::token::PROXY_PATH),
             "first-party-proxy",
             Route::FirstPartyProxy,
@@ -415,6 +416,10 @@ mod tests {
             Route::classify("GET", "/first-party/proxy"),
             Route::FirstPartyProxy
         );
+        assert_eq!(
+            Route::classify("POST", "/first-party/proxy"),
+            Route::FirstPartyProxy
+        );
         // The rest of the namespace is the service's, never the origin's.
         for (method, path) in [
             ("POST", "/first-party/sign"),
@@ -422,7 +427,7 @@ mod tests {
             ("GET", "/first-party/sign/"),
             ("GET", "/first-party/clicks"),
             ("HEAD", "/first-party/proxy"),
-            ("POST", "/first-party/proxy"),
+            ("PUT", "/first-party/proxy"),
             ("GET", "/first-party/proxy/"),
             ("GET", "/first-party/"),
         ] {
