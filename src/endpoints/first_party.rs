@@ -45,7 +45,8 @@ pub fn sign(request: &Request, settings: &Settings) -> Response {
     )
 }
 
-/// Any other request under `/first-party/`: `405` (with `Allow: GET`) for another method on
+/// Any other request under `/first-party/`: `405` (with `Allow: GET`, or `GET, POST` on the
+/// proxy) for another method on
 /// one of its paths, `404` for a path that does not exist. Never proxied: a signed URL's query
 /// must not reach the origin.
 pub fn other(request: &Request, settings: &Settings) -> Response {
@@ -59,7 +60,13 @@ pub fn other(request: &Request, settings: &Settings) -> Response {
     };
     let mut response = reply::json(status, body.to_owned(), "no-store", settings);
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        response.set_header("allow", "GET");
+        // The proxy also takes the beacons a creative fires (`POST`).
+        let allow = if request.get_path() == token::PROXY_PATH {
+            "GET, POST"
+        } else {
+            "GET"
+        };
+        response.set_header("allow", allow);
     }
     if request.get_method_str() == "HEAD" {
         response.set_body(Vec::<u8>::new());

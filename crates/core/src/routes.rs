@@ -485,7 +485,7 @@ mod tests {
             ("GET", "//first-party/proxy", Route::FirstPartyProxy),
             ("GET", "/first-party//click", Route::FirstPartyClick),
             ("GET", "/%66irst-party/sign", Route::FirstPartySign),
-            ("POST", "//first-party/proxy", Route::FirstPartyOther),
+            ("PUT", "//first-party/proxy", Route::FirstPartyOther),
             ("GET", "///_ts/health", Route::Health),
             ("GET", "//_ts/ec", Route::EdgeId),
             ("GET", "//.well-known/trusted-server.json", Route::Discovery),

@@ -228,16 +228,17 @@ pub fn click_redirects_to_the_signed_target(w: &World) -> Outcome {
 
 /// `403` with the one body, whatever is wrong.
 /// The rest of `/first-party/` is the service's: another method on a route is `405` with
-/// `Allow: GET`, an unknown path `404`, both the service's JSON (the origin's pages are HTML),
-/// so a signed URL's query never reaches the origin.
+/// its `Allow` (`GET`, and `POST` too on the proxy, for beacons), an unknown path `404`, both
+/// the service's JSON (the origin's pages are HTML), so a signed URL's query never reaches the
+/// origin.
 pub fn the_namespace_is_never_proxied(w: &World) -> Outcome {
     let query = "?tsurl=https%3A%2F%2Fads.demo-partner.example%2F&tsexp=1&tstoken=x";
-    for (method, path, status) in [
-        ("POST", format!("{PROXY_PATH}{query}"), 405),
-        ("HEAD", format!("{CLICK_PATH}{query}"), 405),
-        ("POST", "/first-party/sign?url=x".to_owned(), 405),
-        ("GET", format!("/first-party/nope{query}"), 404),
-        ("GET", "/first-party/".to_owned(), 404),
+    for (method, path, status, allow) in [
+        ("PUT", format!("{PROXY_PATH}{query}"), 405, "GET, POST"),
+        ("HEAD", format!("{CLICK_PATH}{query}"), 405, "GET"),
+        ("POST", "/first-party/sign?url=x".to_owned(), 405, "GET"),
+        ("GET", format!("/first-party/nope{query}"), 404, ""),
+        ("GET", "/first-party/".to_owned(), 404, ""),
     ] {
         let r = e2e::request(w.streaming, method, &path, &[], TIMEOUT)
             .map_err(|e| format!("{method} {path}: {e}"))?;
@@ -246,7 +247,7 @@ pub fn the_namespace_is_never_proxied(w: &World) -> Outcome {
             r.status == status
                 && body_ok
                 && r.header("content-type") == Some("application/json")
-                && (status != 405 || r.header("allow") == Some("GET")),
+                && (status != 405 || r.header("allow") == Some(allow)),
             || {
                 format!(
                     "{method} {path}: {} {:?} allow {:?}: {}",

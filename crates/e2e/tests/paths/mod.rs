@@ -142,7 +142,7 @@ pub fn spellings_of_service_paths_never_reach_the_origin(w: &World) -> Outcome {
             "",
         ),
         (
-            "POST",
+            "PUT",
             format!("//first-party/proxy?{signed}"),
             &auth,
             405,
