@@ -518,6 +518,10 @@ fn main() {
             first_party::proxy::hops_signed_and_edge_id,
         ),
         (
+            "first-party proxy: a POST is a beacon: relayed once, signed, bounded, never followed",
+            first_party::proxy::beacons_relayed,
+        ),
+        (
             "first-party proxy: without its key a 503 that says why; the key never shows",
             first_party::proxy::missing_key_and_the_key_never_shows,
         ),

@@ -118,6 +118,10 @@ pub fn install(p: &RawOrigin) {
         redirect("http://169.254.169.254/latest/meta-data/"),
     );
     p.script("/loop", redirect("/loop"));
+    p.script(
+        "/px/beacon",
+        vec![Step::Write(response("204 No Content", &[], b""))],
+    );
     // Headers a browser acts on, on a creative (rewritten), an image (streamed) and a `300`
     // (a redirect status the proxy does not follow, which a browser would).
     p.script(
@@ -177,6 +181,74 @@ const ACTING: [(&str, &str); 14] = [
     ("content-security-policy", "default-src *; report-uri https://evil.example/csp"),
     ("x-content-type-options", "none"),
 ];
+
+/// `POST` to a signed URL is a beacon (`<a ping>`, `sendBeacon`): relayed to the partner once,
+/// with its body's type and length, signed, without the client's cookies; its answer relayed,
+/// a redirect not followed; over 64 KiB a `413` and nothing sent; a tampered token the one
+/// `403` and nothing sent.
+pub fn beacons_relayed(w: &World) -> Outcome {
+    install(&w.partner);
+    for path in ["/px/beacon", "/img.png", "/redirect-allowed"] {
+        w.partner.take_requests(path);
+    }
+    let body = b"{\"event\":\"impression\"}";
+    let beacon = format!("http://{ADS}/px/beacon");
+    let post = |path: &str, body: &[u8]| {
+        let headers = [
+            ("content-type", "text/plain;charset=UTF-8"),
+            ("cookie", "session=reader-secret"),
+        ];
+        e2e::send(w.streaming, "POST", path, &headers, body, crate::TIMEOUT)
+            .map_err(|e| format!("POST {path}: {e}"))
+    };
+    let r = post(&proxy_path(w, &beacon, 60)?, body)?;
+    check(r.status == 204, || {
+        format!("beacon: status {} {}", r.status, text(&r.body))
+    })?;
+    let heads = w.partner.take_requests("/px/beacon");
+    check(heads.len() == 1, || {
+        format!("the partner got {} beacons", heads.len())
+    })?;
+    let head = text(&heads[0]).to_ascii_lowercase();
+    check(
+        head.starts_with("post /px/beacon ")
+            && head.contains("\r\ncontent-type: text/plain;charset=utf-8\r\n")
+            && head.contains(&format!("\r\ncontent-length: {}\r\n", body.len()))
+            && head.contains("\r\nsignature: ")
+            && !head.contains("reader-secret"),
+        || format!("what the partner got:\n{head}"),
+    )?;
+    // A redirect answering a beacon comes back; nothing is sent on.
+    let r = post(
+        &proxy_path(w, &format!("http://{ADS}/redirect-allowed"), 60)?,
+        body,
+    )?;
+    let followed = w.partner.take_requests("/img.png");
+    check(r.status == 302 && followed.is_empty(), || {
+        format!(
+            "beacon answered by a redirect: status {}, {} requests sent on",
+            r.status,
+            followed.len()
+        )
+    })?;
+    w.partner.take_requests("/redirect-allowed");
+    // Over the cap, and with a tampered token: refused, nothing sent.
+    let r = post(&proxy_path(w, &beacon, 60)?, &vec![b'x'; 64 * 1024 + 1])?;
+    check(r.status == 413, || {
+        format!("65537 bytes: status {}", r.status)
+    })?;
+    let tampered = proxy_path(w, &beacon, 60)?.replace("beacon", "beacon2");
+    let r = post(&tampered, body)?;
+    check(
+        r.status == 403 && r.body == FORBIDDEN_BODY.as_bytes(),
+        || format!("tampered: status {} {}", r.status, text(&r.body)),
+    )?;
+    let sent =
+        w.partner.take_requests("/px/beacon").len() + w.partner.take_requests("/px/beacon2").len();
+    check(sent == 0, || {
+        format!("{sent} refused beacons reached the partner")
+    })
+}
 
 /// The proxy path for `target`, signed with the development key, good for `ttl` seconds.
 pub fn proxy_path(w: &World, target: &str, ttl: u64) -> Result<String, String> {
