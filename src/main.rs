@@ -90,8 +90,8 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
 const GET: Methods = Only(&["GET"]);
 /// `POST` only.
 const POST: Methods = Only(&["POST"]);
-/// `GET`, and `POST` for beacons.
-const BEACON: Methods = Only(&["GET", "POST"]);
+/// The first-party proxy's: `GET`, and `POST` for beacons.
+const BEACON: Methods = Only(token::PROXY_METHODS);
 /// `GET` and `HEAD`.
 const READ: Methods = Only(&["GET", "HEAD"]);
 

@@ -60,11 +60,10 @@ pub fn other(request: &Request, settings: &Settings) -> Response {
     };
     let mut response = reply::json(status, body.to_owned(), "no-store", settings);
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        // The proxy also takes the beacons a creative fires (`POST`).
         let allow = if request.get_path() == token::PROXY_PATH {
-            "GET, POST"
+            token::PROXY_METHODS.join(", ")
         } else {
-            "GET"
+            "GET".to_owned()
         };
         response.set_header("allow", allow);
     }

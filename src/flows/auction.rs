@@ -11,7 +11,6 @@
 //! `auction.timeout_ms`; each bidder is also cut off at its own `timeout_ms`, and is told in
 //! its request's `tmax` how long it has.
 
-use std::io::Read;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +28,7 @@ use trusted_server_core::{client_authority, Settings};
 use trusted_server_settings::{Bidder, Rendering, Scheme};
 
 use crate::kit::access::Access;
-use crate::kit::{leaving, partner, reply, signed_url};
+use crate::kit::{leaving, partner, reply, request_body, signed_url};
 use crate::phases::bidders::{ask_all, Call, Collected};
 use crate::phases::identity;
 
@@ -55,10 +54,14 @@ fn answer(mut request: Request, settings: &Settings, decision: &Decision) -> Res
     if let Err(why) = same_origin(&request, &host) {
         return refusal(StatusCode::FORBIDDEN, &why, settings);
     }
-    let body = match bounded_body(&mut request) {
+    let body = match request_body::bounded(&mut request, MAX_BODY_BYTES) {
         Ok(body) => body,
         Err(status) => {
-            let why = format!("the body is over {MAX_BODY_BYTES} bytes");
+            let why = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                format!("the body is over {MAX_BODY_BYTES} bytes")
+            } else {
+                "the body could not be read".to_owned()
+            };
             return refusal(status, &why, settings);
         }
     };
@@ -113,18 +116,6 @@ fn same_origin(request: &Request, host: &str) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The request body, at most [`MAX_BODY_BYTES`]; 413 past it (nothing more is read).
-fn bounded_body(request: &mut Request) -> Result<Vec<u8>, StatusCode> {
-    let mut body = Vec::new();
-    let cap = u64::try_from(MAX_BODY_BYTES).unwrap_or(u64::MAX) + 1;
-    let read = request.take_body().take(cap).read_to_end(&mut body);
-    match read {
-        Ok(_) if body.len() <= MAX_BODY_BYTES => Ok(body),
-        Ok(_) => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Err(_) => Err(StatusCode::BAD_REQUEST),
-    }
 }
 
 /// Runs the auction for a read request and puts the answer together.

@@ -20,7 +20,6 @@
 //! mid-way is abandoned: the client sees an incomplete transfer, never a clean end.
 
 use std::cell::OnceCell;
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
@@ -40,7 +39,7 @@ use trusted_server_settings::FirstParty;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, BackendInfo, Failure, OriginFailure, Phase};
 use crate::kit::signed_url::{verify_signed, Verified};
-use crate::kit::{leaving, partner, reply};
+use crate::kit::{leaving, partner, reply, request_body};
 use crate::phases::response::header_text;
 use crate::phases::{body, identity, origin};
 
@@ -123,22 +122,16 @@ struct Beacon {
     content_type: Option<HeaderValue>,
 }
 
-/// The beacon a `POST` carries (`None` for a `GET`): its body, at most [`BEACON_MAX_BYTES`];
-/// `413` past it, `400` when it cannot be read.
+/// The beacon a `POST` carries (`None` for a `GET`): its body, at most [`BEACON_MAX_BYTES`]
+/// (`413` past it, `400` when it cannot be read), and its `Content-Type`.
 fn beacon(request: &mut Request) -> Result<Option<Beacon>, StatusCode> {
     if request.get_method_str() != "POST" {
         return Ok(None);
     }
-    let mut body = Vec::new();
-    let cap = u64::try_from(BEACON_MAX_BYTES).unwrap_or(u64::MAX) + 1;
-    match request.take_body().take(cap).read_to_end(&mut body) {
-        Ok(_) if body.len() <= BEACON_MAX_BYTES => Ok(Some(Beacon {
-            body,
-            content_type: request.get_header("content-type").cloned(),
-        })),
-        Ok(_) => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Err(_) => Err(StatusCode::BAD_REQUEST),
-    }
+    Ok(Some(Beacon {
+        body: request_body::bounded(request, BEACON_MAX_BYTES)?,
+        content_type: request.get_header("content-type").cloned(),
+    }))
 }
 
 /// Sends a response the service made whole (stamped as every response is).

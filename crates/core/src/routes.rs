@@ -276,8 +276,7 @@ mod tests {
             Route::FirstPartyClick,
         ),
         line(
-            // `POST` for the beacons a creative fires at its signed URLs.
-            Only(&["GET", "POST"]),
+            Only(crate::first_party::token::PROXY_METHODS),
             Exact(crate::first_party::token::PROXY_PATH),
             "first-party-proxy",
             Route::FirstPartyProxy,

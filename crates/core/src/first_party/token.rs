@@ -21,6 +21,9 @@ use base64::Engine as _;
 
 /// The route that fetches a signed target and streams it back.
 pub const PROXY_PATH: &str = "/first-party/proxy";
+/// The methods [`PROXY_PATH`] serves: `GET`, and `POST` for the beacons a creative fires at
+/// its signed URLs. The route tables and the `405`'s `Allow` all read this.
+pub const PROXY_METHODS: &[&str] = &["GET", "POST"];
 /// The route that redirects to a signed target.
 pub const CLICK_PATH: &str = "/first-party/click";
 /// The target URL parameter.

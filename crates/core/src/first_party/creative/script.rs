@@ -82,7 +82,8 @@ pub(crate) fn is_link_name(name: &str) -> bool {
 /// `text` with its URL literals signed by `sign`; `None` when nothing was signed.
 pub(crate) fn rewrite(text: &str, sign: &dyn Fn(&str, UrlUse) -> Option<String>) -> Option<String> {
     let literals = literals(text);
-    let mut out = String::with_capacity(text.len() + 64);
+    // Allocated at the first signed literal: most scripts have none.
+    let mut out = String::new();
     let mut at = 0;
     let mut changed = false;
     for lit in literals {
@@ -95,6 +96,9 @@ pub(crate) fn rewrite(text: &str, sign: &dyn Fn(&str, UrlUse) -> Option<String>)
             UrlUse::Load
         };
         if let Some(url) = sign(&value.url, use_) {
+            if !changed {
+                out.reserve(text.len() + 64);
+            }
             out.push_str(&text[at..lit.start + 1]);
             out.push_str(&escape(&url, lit.quote, value.slashes, value.amp));
             at = lit.end - 1;
