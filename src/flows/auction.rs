@@ -30,7 +30,7 @@ use trusted_server_settings::{Bidder, Rendering, Scheme};
 use crate::kit::access::Access;
 use crate::kit::{leaving, partner, reply, request_body, signed_url};
 use crate::phases::bidders::{ask_all, Call, Collected};
-use crate::phases::identity;
+use crate::phases::{client, identity};
 
 /// The path Prebid.js's `s2sConfig.endpoint` points at.
 pub const PATH: &str = "/_ts/openrtb2/auction";
@@ -127,6 +127,8 @@ fn auction(
     decision: &Decision,
 ) -> serde_json::Value {
     let start = Instant::now();
+    // The page's scheme: Prebid.js writes the markup into a frame of the page that asked.
+    let page_scheme = client::scheme(request);
     let a = &settings.auction;
     let deadline_ms = match bid_request.tmax_ms {
         Some(tmax) => tmax
@@ -226,7 +228,7 @@ fn auction(
                             let signer = signer.get_or_insert_with(|| creative_signer(settings));
                             if let Some(signer) = signer {
                                 for bid in &mut answer.bids {
-                                    first_party_creative(bid, signer);
+                                    first_party_creative(bid, signer, page_scheme);
                                 }
                             }
                         }

@@ -28,7 +28,7 @@ use fastly::{Backend, Request, Response};
 use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative;
 use trusted_server_core::first_party::proxy::{
-    allow_font_cors, body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
+    allow_cors, body_plan, client_response_headers, confine, next_hop, partner_fetch_passes,
     partner_request_headers, signer, Hop, ProxyBody,
 };
 use trusted_server_core::first_party::{Target, TargetPolicy};
@@ -41,7 +41,7 @@ use crate::kit::failure::{self, BackendInfo, Failure, OriginFailure, Phase};
 use crate::kit::signed_url::{verify_signed, Verified};
 use crate::kit::{leaving, partner, reply, request_body};
 use crate::phases::response::header_text;
-use crate::phases::{body, identity, origin};
+use crate::phases::{body, client, identity, origin};
 
 /// The name reports give every partner backend (each backend's own name carries the host).
 const REPORT_NAME: &str = "first_party_partner";
@@ -65,6 +65,7 @@ pub fn run(mut request: Request, settings: &Settings, decision: &Decision, acces
     };
     let headers = partner_headers(&request, decision, settings);
     let client_version = request.get_version();
+    let page_scheme = client::scheme(&request);
     let asked = Ask {
         headers: &headers,
         policy: &policy,
@@ -98,7 +99,13 @@ pub fn run(mut request: Request, settings: &Settings, decision: &Decision, acces
         partner_body,
         codec,
         // The creative's own address (the last hop's): its relative URLs resolve against it.
-        |sink| creative::pipeline(codec, creative, sign, Some(&last.url), sink),
+        |sink| {
+            let placement = creative::Placement {
+                address: Some(&last.url),
+                page_scheme,
+            };
+            creative::pipeline(codec, creative, sign, placement, sink)
+        },
         access,
     );
     match streamed.result {
@@ -206,7 +213,7 @@ fn relay_headers(
         }
     };
     apply_standard_headers(&mut headers, &settings.response_headers);
-    allow_font_cors(&mut headers, &last.path_and_query);
+    allow_cors(&mut headers);
     confine(&mut headers);
     reply::replace_headers(&mut response, headers);
     Some(response)

@@ -3,6 +3,7 @@
 use fastly::Request;
 use trusted_server_core::publisher::navigation::is_page_navigation;
 use trusted_server_core::{client_authority, Settings, UrlRule};
+use trusted_server_settings::Scheme;
 
 /// The client side of one request.
 pub struct Client {
@@ -42,11 +43,7 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
         .and_then(|v| v.to_str().ok())
         .or(url_authority.as_deref());
     let authority = client_authority(host, &settings.publisher.domain);
-    let scheme = if request.get_tls_protocol_bytes().is_some() {
-        "https"
-    } else {
-        "http"
-    };
+    let scheme = scheme(request).as_str();
     let p = &settings.publisher;
     let rule = UrlRule::for_origin(&p.origin_host_name, p.origin_port, scheme, &authority);
     Client {
@@ -56,6 +53,16 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
         rule,
         version: request.get_version(),
         navigation: is_navigation(request),
+    }
+}
+
+/// The scheme the client used: `https` when it came over TLS. The platform's observation,
+/// never a client header.
+pub fn scheme(request: &Request) -> Scheme {
+    if request.get_tls_protocol_bytes().is_some() {
+        Scheme::Https
+    } else {
+        Scheme::Http
     }
 }
 

@@ -15,12 +15,21 @@ use std::rc::Rc;
 use html5ever::tendril::TendrilSink;
 use markup5ever_rcdom::{Handle, NodeData, RcDom};
 use proptest::prelude::*;
-use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
+use trusted_server_core::first_party::creative::{
+    self, Creative, CreativeOutcome, Placement, Signer, UrlUse,
+};
 use trusted_server_core::{BodyReport, Codec};
+use trusted_server_settings::Scheme;
 
 #[allow(unused_imports)] // the shared helpers this file does not need
 mod support;
 use support::{decode, encode};
+
+/// Markup without an address (as an auction's), shown in an https page.
+const NO_ADDRESS: Placement<'static> = Placement {
+    address: None,
+    page_scheme: Scheme::Https,
+};
 
 /// The page the creative is served in: what its relative URLs resolve against.
 const BASE: &str = "https://www.publisher.test/first-party/proxy?tsurl=x";
@@ -87,7 +96,7 @@ fn run(
         &cuts.iter().map(|&c| (c % 65536) as u16).collect::<Vec<_>>(),
         encoded.len(),
     );
-    let pipeline = creative::pipeline(codec, creative, signer(&offered), None, Vec::new());
+    let pipeline = creative::pipeline(codec, creative, signer(&offered), NO_ADDRESS, Vec::new());
     let (out, report) = ts_testkit::drive(
         pipeline,
         ts_testkit::pieces(&encoded, &cuts),
@@ -529,7 +538,7 @@ proptest! {
             recorder.borrow_mut().push(t.to_owned());
             None
         });
-        let pipeline = creative::pipeline(Codec::Identity, html(), refuse, None, Vec::new());
+        let pipeline = creative::pipeline(Codec::Identity, html(), refuse, NO_ADDRESS, Vec::new());
         let cuts = ts_testkit::cut_points(
             &cuts.iter().map(|&c| (c % 65536) as u16).collect::<Vec<_>>(),
             input.len(),
@@ -601,7 +610,7 @@ fn any_signed_url_is_escaped_so_the_browser_reads_it_exactly() {
         <div style=\"background:url(https://a.test/x)\"></div>\
         <div style=\"background:url('https://a.test/x')\"></div>\
         <style>a{background:url(https://a.test/x)}b{background:url(\"https://a.test/x\")}</style>";
-    let pipeline = creative::pipeline(Codec::Identity, html(), hostile, None, Vec::new());
+    let pipeline = creative::pipeline(Codec::Identity, html(), hostile, NO_ADDRESS, Vec::new());
     let (out, report) = ts_testkit::drive(
         pipeline,
         [input.as_bytes()],

@@ -16,15 +16,18 @@ use lol_html::AsciiCompatibleEncoding;
 
 use super::bids::{with_auction_price, Bid, MediaType};
 use crate::content::Codec;
-use crate::first_party::creative::{pipeline, Creative, Signer, UrlUse};
+use crate::first_party::creative::{pipeline, Creative, Placement, Signer, UrlUse};
+use trusted_server_settings::Scheme;
 
-/// `bid` with its price filled in and its URLs first-party by `signer`.
-pub fn first_party(bid: &mut Bid, signer: &Rc<Signer>) {
+/// `bid` with its price filled in and its URLs first-party by `signer`, for a page of
+/// `page_scheme` (the auction request's: Prebid.js writes the markup into a frame of that
+/// page, so a scheme-relative URL takes it).
+pub fn first_party(bid: &mut Bid, signer: &Rc<Signer>, page_scheme: Scheme) {
     let price = bid.price;
     if let Some(adm) = bid.adm.take() {
         let priced = with_auction_price(&adm, price);
         bid.adm = Some(match bid.media {
-            MediaType::Banner => html(&priced, signer),
+            MediaType::Banner => html(&priced, signer, page_scheme),
             _ => priced,
         });
     }
@@ -38,11 +41,15 @@ pub fn first_party(bid: &mut Bid, signer: &Rc<Signer>) {
 
 /// `markup` through the creative stage; on the stage's failure (which it reports rather than
 /// panics), the markup as it was.
-fn html(markup: &str, signer: &Rc<Signer>) -> String {
+fn html(markup: &str, signer: &Rc<Signer>, page_scheme: Scheme) -> String {
     let shared = Rc::clone(signer);
     let sign: Signer = Box::new(move |url, use_| shared(url, use_));
     let html = Creative::Html(AsciiCompatibleEncoding::utf_8());
-    let mut rewriting = pipeline(Codec::Identity, html, sign, None, Vec::new());
+    let placement = Placement {
+        address: None,
+        page_scheme,
+    };
+    let mut rewriting = pipeline(Codec::Identity, html, sign, placement, Vec::new());
     let done = rewriting
         .push(markup.as_bytes())
         .and_then(|()| rewriting.finish());
@@ -91,7 +98,7 @@ mod tests {
             MediaType::Banner,
             r#"<a href="https://ads.partner.example/c"><img src="https://cdn.partner.example/a.png?p=${AUCTION_PRICE}"></a><img src="https://elsewhere.example/x.png">"#,
         );
-        first_party(&mut b, &signer());
+        first_party(&mut b, &signer(), Scheme::Https);
         let adm = b.adm.unwrap();
         assert!(
             adm.contains(r#"href="/first-party/click?u=https://ads.partner.example/c""#),
@@ -114,7 +121,7 @@ mod tests {
             MediaType::Native,
             r#"{"native":{"link":{"url":"https://ads.partner.example/c?p=${AUCTION_PRICE}"}}}"#,
         );
-        first_party(&mut b, &signer());
+        first_party(&mut b, &signer(), Scheme::Https);
         assert_eq!(
             b.adm.as_deref(),
             Some(r#"{"native":{"link":{"url":"https://ads.partner.example/c?p=1.25"}}}"#)

@@ -21,6 +21,8 @@
 //! * CSS ([`Creative::Css`]): `url(…)` (quoted, unquoted, with escapes) and `@import "…"`.
 //! * Inline `<script>`s of JavaScript or JSON: string literals that are whole absolute URLs
 //!   (see `script`); a `clickTag`-like name makes the URL a link the reader follows.
+//! * JavaScript and JSON bodies ([`Creative::Script`]: an external script, a fetched config):
+//!   the same literals, the body held whole up to 256 KiB (see `script_body`).
 //!
 //! Relative URLs are resolved against the document's base (its first `<base href>`, else the
 //! creative's own address when the caller knows it) and offered absolute; the first
@@ -30,9 +32,9 @@
 //! Every other byte passes through unchanged, and the output does not depend on how the body
 //! is cut into chunks. Memory is bounded: an HTML token larger than 1 MiB makes the parser
 //! give up and the rest of the creative pass through; a CSS URL token larger than 16 KiB
-//! passes through; an inline script longer than 256 KiB passes through. Each says so in the
-//! report ([`CreativeReport::degraded`]). Images and other bodies are not given to this
-//! stage at all ([`Creative::for_content_type`] says `None`).
+//! passes through; an inline script, or a script or JSON body, longer than 256 KiB passes
+//! through. Each says so in the report ([`CreativeReport::degraded`]). Images and other
+//! bodies are not given to this stage at all ([`Creative::for_content_type`] says `None`).
 //!
 //! Details and limits: `docs/first-party.md`, "Creative rewriting".
 
@@ -40,6 +42,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 use lol_html::AsciiCompatibleEncoding;
+use trusted_server_settings::Scheme;
 use url::Url;
 
 use crate::body::pipeline::BodyPipeline;
@@ -54,6 +57,7 @@ mod html;
 mod report;
 mod resolve;
 mod script;
+mod script_body;
 mod signing;
 #[cfg(test)]
 mod tests;
@@ -63,6 +67,7 @@ pub use signing::{Signer, UrlUse};
 
 use css::CssRewriter;
 use html::CreativeHtml;
+use script_body::ScriptBody;
 use signing::Signing;
 
 /// Which rewriting a creative's body gets.
@@ -72,17 +77,26 @@ pub enum Creative {
     Html(AsciiCompatibleEncoding),
     /// A style sheet (`text/css`).
     Css,
+    /// JavaScript or JSON in UTF-8 (an external script, a config the creative fetches).
+    Script,
 }
 
 impl Creative {
     /// The rewriting for a creative of `content_type`, or `None` when its body must stream
-    /// unchanged: images, scripts, fonts and anything else that is not HTML or CSS, and HTML
-    /// or CSS in a charset where bytes cannot be rewritten safely (Shift_JIS, UTF-16, …).
+    /// unchanged: images, fonts and anything else that is not HTML, CSS, JavaScript or JSON,
+    /// HTML or CSS in a charset where bytes cannot be rewritten safely (Shift_JIS, UTF-16,
+    /// …), and JavaScript or JSON labelled with a charset other than UTF-8.
     pub fn for_content_type(content_type: Option<&str>) -> Option<Creative> {
         let mime = content_type
             .and_then(|c| c.split(';').next())
             .map(str::trim)
             .unwrap_or("");
+        // `readable_type` reads a `<script type>`, where none or `module` means JavaScript;
+        // as a `Content-Type` neither names one.
+        let script_type = !mime.is_empty() && !mime.eq_ignore_ascii_case("module");
+        if script_type && script::readable_type(Some(mime)) {
+            return utf8_labelled(content_type).then_some(Creative::Script);
+        }
         match BodyPlan::decide(200, content_type, None, false) {
             BodyPlan::Rewrite {
                 rewrite: Rewrite::Html(encoding),
@@ -99,9 +113,26 @@ impl Creative {
     fn ascii_only(self) -> bool {
         match self {
             Creative::Html(encoding) => encoding != AsciiCompatibleEncoding::utf_8(),
-            Creative::Css => false,
+            Creative::Css | Creative::Script => false,
         }
     }
+}
+
+/// Whether a `Content-Type` names no charset, or UTF-8 (or its subset US-ASCII).
+fn utf8_labelled(content_type: Option<&str>) -> bool {
+    let params = content_type.and_then(|c| c.split_once(';')).map(|(_, p)| p);
+    params.into_iter().flat_map(|p| p.split(';')).all(|param| {
+        let Some((name, value)) = param.split_once('=') else {
+            return true;
+        };
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            return true;
+        }
+        let value = value.trim().trim_matches('"');
+        ["utf-8", "utf8", "us-ascii"]
+            .iter()
+            .any(|c| value.eq_ignore_ascii_case(c))
+    })
 }
 
 /// The body stage: HTML or CSS, with the report at the end.
@@ -113,15 +144,23 @@ pub(crate) struct CreativeStage {
 enum Rewriter {
     Html(Box<CreativeHtml>),
     Css(CssRewriter),
+    Script(ScriptBody),
 }
 
 impl CreativeStage {
-    /// A stage for `creative` at `address` (if known), signing with `signer`.
-    pub(crate) fn new(creative: Creative, signer: Signer, address: Option<Url>) -> Self {
+    /// A stage for `creative` at `address` (if known) shown in a page of `page_scheme`,
+    /// signing with `signer`.
+    pub(crate) fn new(
+        creative: Creative,
+        signer: Signer,
+        address: Option<Url>,
+        page_scheme: Scheme,
+    ) -> Self {
         Self::with_limits(
             creative,
             signer,
             address,
+            page_scheme,
             html::MAX_PARSER_MEMORY,
             css::TOKEN_CAP,
             script::SCRIPT_CAP,
@@ -133,11 +172,17 @@ impl CreativeStage {
         creative: Creative,
         signer: Signer,
         address: Option<Url>,
+        page_scheme: Scheme,
         html_memory: usize,
         css_cap: usize,
         script_cap: usize,
     ) -> Self {
-        let signing = Rc::new(Signing::new(signer, creative.ascii_only(), address));
+        let signing = Rc::new(Signing::new(
+            signer,
+            creative.ascii_only(),
+            address,
+            page_scheme,
+        ));
         let rewriter = match creative {
             Creative::Html(encoding) => Rewriter::Html(Box::new(CreativeHtml::new(
                 Rc::clone(&signing),
@@ -147,6 +192,9 @@ impl CreativeStage {
                 script_cap,
             ))),
             Creative::Css => Rewriter::Css(CssRewriter::with_cap(Rc::clone(&signing), css_cap)),
+            Creative::Script => {
+                Rewriter::Script(ScriptBody::with_cap(Rc::clone(&signing), script_cap))
+            }
         };
         CreativeStage { rewriter, signing }
     }
@@ -159,6 +207,7 @@ impl BodyStage for CreativeStage {
         match &mut self.rewriter {
             Rewriter::Html(html) => html.write(input, out),
             Rewriter::Css(css) => css.write(input, out),
+            Rewriter::Script(script) => script.write(input, out),
         }
     }
 
@@ -169,6 +218,7 @@ impl BodyStage for CreativeStage {
                 css.finish(out);
                 css.degraded().map(str::to_owned)
             }
+            Rewriter::Script(mut script) => script.finish(out).map(str::to_owned),
         };
         self.signing.report(degraded)
     }
@@ -209,11 +259,23 @@ impl BodyStage for CreativeStages {
     }
 }
 
+/// Where a creative is shown, which decides what the browser makes of its URLs.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement<'a> {
+    /// Where the creative was fetched from (the proxy's final target): its relative URLs,
+    /// scheme-relative ones and its `<base href>` resolve against it, as when the partner
+    /// serves it directly. Markup without an address (an auction's `adm`) has `None`: its
+    /// relative URLs stay as written unless it has an absolute `<base href>`. An address the
+    /// WHATWG parser cannot read is as good as none.
+    pub address: Option<&'a str>,
+    /// The scheme of the publisher's page the creative is shown in (the scheme of the
+    /// client's request): without an address, a scheme-relative URL (`//host/x`) takes it,
+    /// as the browser does in a frame of that page.
+    pub page_scheme: Scheme,
+}
+
 /// The pipeline for a creative's body: decode `codec`, rewrite as `creative` says with
-/// `signer`, re-encode, write to `sink`. `address` is where the creative was fetched from
-/// (the proxy's final target): its relative URLs, and its `<base href>`, resolve against it.
-/// Markup without an address (an auction's `adm`) passes `None`: its relative URLs stay as
-/// written unless it has an absolute `<base href>`. The proxy route calls this for the bodies
+/// `signer`, re-encode, write to `sink`, resolving URLs for `placement`. The proxy route calls this for the bodies
 /// [`Creative::for_content_type`] accepts and streams every other body unchanged; the
 /// finished pipeline's report says what was rewritten ([`CreativeOutcome`]). A body starting
 /// with a UTF-16 byte order mark passes through.
@@ -221,11 +283,10 @@ pub fn pipeline<W: Write>(
     codec: Codec,
     creative: Creative,
     signer: Signer,
-    address: Option<&str>,
+    placement: Placement<'_>,
     sink: W,
 ) -> BodyPipeline<W, CreativeStages> {
-    // An address the WHATWG parser cannot read is as good as none.
-    let address = address.and_then(|a| Url::parse(a).ok());
-    let stage = CreativeStage::new(creative, signer, address);
+    let address = placement.address.and_then(|a| Url::parse(a).ok());
+    let stage = CreativeStage::new(creative, signer, address, placement.page_scheme);
     BodyPipeline::new(codec, CreativeStages(utf16_guard(stage)), sink)
 }

@@ -11,8 +11,8 @@
 //!   of what describes the body and its caching (no cookies, no CORS, nothing that makes the
 //!   browser go, fetch or report anywhere, nothing that acts on the publisher's whole
 //!   origin), bounded;
-//! * [`allow_font_cors`]: `Access-Control-Allow-Origin: *` on fonts, which a sandboxed
-//!   creative fetches in CORS mode from an opaque origin;
+//! * [`allow_cors`]: `Access-Control-Allow-Origin: *` on what it relays, which a sandboxed
+//!   creative fetches in CORS mode from an opaque origin (fonts, `fetch()`);
 //! * [`confine`]: what every proxied response gets last: `nosniff` and a sandboxing
 //!   `Content-Security-Policy`, so partner content never runs as the publisher;
 //! * [`body_plan`]: whether the body is rewritten by the creative stage or streamed unchanged;
@@ -300,58 +300,25 @@ pub fn confine(headers: &mut Vec<(HeaderName, HeaderValue)>) {
     ));
 }
 
-/// Content types that are fonts whatever the URL says.
-const FONT_TYPES: [&str; 4] = [
-    "font/",
-    "application/font-",
-    "application/x-font-",
-    "application/vnd.ms-fontobject",
-];
-
-/// Types that say nothing about the body: then the target's extension decides.
-const GENERIC_TYPES: [&str; 2] = ["application/octet-stream", "binary/octet-stream"];
-
-/// Extensions of font files, for a font served with a generic type.
-const FONT_EXTENSIONS: [&str; 5] = [".woff", ".woff2", ".ttf", ".otf", ".eot"];
-
-/// Whether a response with this `Content-Type` for a target with this path (and query) is a
-/// font: a font type, or a generic or missing type on a path ending in a font extension.
-pub fn is_font(content_type: Option<&str>, path_and_query: &str) -> bool {
-    let mime = content_type
-        .and_then(|c| c.split(';').next())
-        .map(|m| m.trim().to_ascii_lowercase())
-        .unwrap_or_default();
-    if FONT_TYPES.iter().any(|t| mime.starts_with(t)) {
-        return true;
-    }
-    if !(mime.is_empty() || GENERIC_TYPES.contains(&mime.as_str())) {
-        return false;
-    }
-    let path = path_and_query
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    FONT_EXTENSIONS.iter().any(|e| path.ends_with(e))
-}
-
-/// Lets a sandboxed creative use a font the proxy relays: `Access-Control-Allow-Origin: *`
-/// (replacing any other) when the response is a font ([`is_font`]). A font is always
-/// fetched in CORS mode, and a sandboxed frame's origin is opaque (`Origin: null`), so
-/// without this header the browser discards every proxied font. `*` admits no credentials:
-/// the browser then neither sends cookies with a cross-origin request nor lets a script read
-/// a response made with them, and the proxy never forwards the reader's cookies to the
-/// partner anyway ([`partner_request_headers`]). Call it on the final header list, before
-/// [`confine`].
-pub fn allow_font_cors(headers: &mut Vec<(HeaderName, HeaderValue)>, path_and_query: &str) {
-    let content_type = headers
-        .iter()
-        .find(|(n, _)| n == "content-type")
-        .and_then(|(_, v)| v.to_str().ok());
-    if !is_font(content_type, path_and_query) {
-        return;
-    }
-    headers.retain(|(n, _)| n != "access-control-allow-origin");
+/// Lets a sandboxed creative read what the proxy relays: `Access-Control-Allow-Origin: *` on
+/// every proxied response (replacing one from `[response_headers]`, and dropping any
+/// `Access-Control-Allow-Credentials`). A proxied creative runs in an opaque origin (the
+/// sandbox has no `allow-same-origin`), so every request it makes in CORS mode is
+/// cross-origin to the proxy even though the URL is first-party: a font, a `fetch()` of a
+/// config or a VAST document, an image or script with `crossorigin`. Without this header the
+/// browser discards each of them, and the creative that rendered when served directly breaks.
+///
+/// `*` admits no credentials, which is what keeps it safe against another site's page: the
+/// browser sends no cookie with a cross-origin CORS request unless the page asks for
+/// credentials, and then refuses to let it read a response that says `*`. So whatever a
+/// script can read is what an anonymous request gets: the proxy forwards no edge ID without
+/// the reader's cookie ([`partner_request_headers`]), and the partner answers what anyone
+/// could fetch from it directly. The partner's own CORS headers never reach the client
+/// ([`client_response_headers`]). Call it on the final header list, before [`confine`].
+pub fn allow_cors(headers: &mut Vec<(HeaderName, HeaderValue)>) {
+    headers.retain(|(n, _)| {
+        n != "access-control-allow-origin" && n != "access-control-allow-credentials"
+    });
     headers.push((
         HeaderName::from_static("access-control-allow-origin"),
         HeaderValue::from_static("*"),
@@ -396,6 +363,7 @@ impl ProxyBody {
                 let stage = match creative {
                     Creative::Html(_) => "html",
                     Creative::Css => "css",
+                    Creative::Script => "script",
                 };
                 format!(
                     "first-party-proxy:rewrite:{stage}+{}",

@@ -5,8 +5,10 @@
 //! relative. The browser's first steps are applied here so that the signer is offered what
 //! the browser would request: leading and trailing C0 controls and spaces are stripped, ASCII
 //! tabs and newlines removed anywhere, `\` counts as `/` in the leading slashes (the WHATWG URL
-//! parser does that for `http` and `https`), and a scheme-relative URL gets `https:`, the
-//! scheme of the publisher's page the creative is served in. Everything after the slashes
+//! parser does that for `http` and `https`), and a scheme-relative URL gets the scheme of the
+//! document it is read in: its base's (the creative's own address or `<base href>`), as when
+//! the partner serves it directly, else the publisher's page's (an auction's markup, written
+//! into a frame of the page). Everything after the slashes
 //! (host case, IDNA, percent-encoding, dot segments) is left to the signer, which must parse
 //! the URL anyway to decide whether its host is allowed.
 //!
@@ -24,8 +26,9 @@
 use url::Url;
 
 /// The absolute URL the browser requests for `value`, if `value` is an absolute or
-/// scheme-relative `http`/`https` URL; `None` for anything else (relative, `data:`, …).
-pub(crate) fn absolute(value: &str) -> Option<String> {
+/// scheme-relative `http`/`https` URL (which gets `scheme`, the document's); `None` for
+/// anything else (relative, `data:`, …).
+pub(crate) fn absolute(value: &str, scheme: &str) -> Option<String> {
     let trimmed = value.trim_matches(|c: char| c <= ' ');
     let clean: String = trimmed
         .chars()
@@ -49,18 +52,20 @@ pub(crate) fn absolute(value: &str) -> Option<String> {
         return None;
     }
     Some(if after_scheme == 0 {
-        format!("https:{clean}")
+        format!("{scheme}:{clean}")
     } else {
         clean
     })
 }
 
-/// The absolute URL the browser requests for `value` in a document whose base URL is `base`:
-/// [`absolute`] when `value` is an absolute or scheme-relative http(s) URL, else `value`
-/// resolved against `base` when there is one and the result is http(s); `None` otherwise
-/// (no base, an empty value or a fragment, `data:`, `javascript:`, `mailto:`, …).
-pub(crate) fn resolve(value: &str, base: Option<&Url>) -> Option<String> {
-    if let Some(url) = absolute(value) {
+/// The absolute URL the browser requests for `value` in a document whose base URL is `base`,
+/// shown in a page whose scheme is `page_scheme`: [`absolute`] when `value` is an absolute or
+/// scheme-relative http(s) URL (scheme-relative taking the base's scheme, or the page's
+/// without a base), else `value` resolved against `base` when there is one and the result is
+/// http(s); `None` otherwise (no base, an empty value or a fragment, `data:`, `javascript:`,
+/// `mailto:`, …).
+pub(crate) fn resolve(value: &str, base: Option<&Url>, page_scheme: &str) -> Option<String> {
+    if let Some(url) = absolute(value, base.map_or(page_scheme, Url::scheme)) {
         return Some(url);
     }
     let base = base?;
@@ -73,14 +78,15 @@ pub(crate) fn resolve(value: &str, base: Option<&Url>) -> Option<String> {
 }
 
 /// The base URL a `<base href>` value gives a document at `address`: `href` resolved
-/// against the address (parsed alone without one), if the result is http(s). Browsers ignore
+/// against the address (without one, only an absolute or scheme-relative URL, the latter
+/// taking `page_scheme`), if the result is http(s). Browsers ignore
 /// a base that is not a URL, and one that is `data:` or `javascript:`; this stage also
 /// ignores any other scheme, since nothing it could offer resolves against one.
-pub(crate) fn base_href(href: &str, address: Option<&Url>) -> Option<Url> {
+pub(crate) fn base_href(href: &str, address: Option<&Url>, page_scheme: &str) -> Option<Url> {
     let trimmed = href.trim_matches(|c: char| c <= ' ');
     let url = match address {
         Some(address) => address.join(trimmed).ok()?,
-        None => Url::parse(trimmed).ok()?,
+        None => Url::parse(&absolute(trimmed, page_scheme)?).ok()?,
     };
     matches!(url.scheme(), "http" | "https").then_some(url)
 }
@@ -110,8 +116,17 @@ mod tests {
             ("é//a", None),
         ];
         for (value, want) in cases {
-            assert_eq!(absolute(value).as_deref(), want, "{value:?}");
+            assert_eq!(absolute(value, "https").as_deref(), want, "{value:?}");
         }
+        // A scheme-relative URL takes the document's scheme; an absolute one keeps its own.
+        assert_eq!(
+            absolute("//a.test/x", "http").as_deref(),
+            Some("http://a.test/x")
+        );
+        assert_eq!(
+            absolute("https://a.test/x", "http").as_deref(),
+            Some("https://a.test/x")
+        );
     }
 
     /// The `url` crate (the WHATWG parser) is the independent reading: whatever is offered
@@ -126,7 +141,7 @@ mod tests {
             "http:\\\\a.test/\tq",
             "\n//a.test/\r\nx",
         ] {
-            let offered = absolute(value).unwrap();
+            let offered = absolute(value, base.scheme()).unwrap();
             assert_eq!(
                 url::Url::parse(&offered).unwrap(),
                 base.join(value).unwrap(),
@@ -154,16 +169,30 @@ mod tests {
             ("mailto:a@b.test", None),
         ];
         for (value, want) in cases {
-            assert_eq!(resolve(value, Some(&base)).as_deref(), want, "{value:?}");
+            // The page is http: with a base, the base's scheme is what counts.
+            assert_eq!(
+                resolve(value, Some(&base), "http").as_deref(),
+                want,
+                "{value:?}"
+            );
         }
-        assert_eq!(resolve("a.png", None), None);
+        assert_eq!(resolve("a.png", None, "https"), None);
+        // Without a base (an auction's markup in a frame of the page), the page's scheme.
+        for page in ["http", "https"] {
+            let page_url = url::Url::parse(&format!("{page}://www.publisher.test/a")).unwrap();
+            assert_eq!(
+                resolve("//cdn.test/x", None, page).as_deref(),
+                Some(page_url.join("//cdn.test/x").unwrap().as_str())
+            );
+        }
     }
 
     #[test]
     fn a_base_href_resolves_against_the_address_and_must_be_http() {
         let address = url::Url::parse("https://ads.test/c/page.html").unwrap();
-        let got =
-            |href: &str, address: Option<&url::Url>| base_href(href, address).map(String::from);
+        let got = |href: &str, address: Option<&url::Url>| {
+            base_href(href, address, "http").map(String::from)
+        };
         assert_eq!(
             got("x/", Some(&address)).as_deref(),
             Some("https://ads.test/c/x/")
@@ -173,6 +202,14 @@ mod tests {
             Some("https://cdn.test/")
         );
         assert_eq!(got("x/", None), None);
+        assert_eq!(
+            got("//cdn.test/", None).as_deref(),
+            Some("http://cdn.test/")
+        );
+        assert_eq!(
+            got("//cdn.test/", Some(&address)).as_deref(),
+            Some("https://cdn.test/")
+        );
         assert_eq!(got("data:,x", Some(&address)), None);
         assert_eq!(got("javascript:x", None), None);
     }

@@ -2,6 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 
+use trusted_server_settings::Scheme;
 use url::Url;
 
 use super::report::CreativeReport;
@@ -32,6 +33,9 @@ pub(crate) struct Signing {
     ascii_only: bool,
     /// The creative's own address, if known: what a `<base href>` resolves against.
     address: Option<Url>,
+    /// The scheme of the publisher's page that shows the creative: what a scheme-relative
+    /// URL takes when the document has no base.
+    page_scheme: Scheme,
     /// What relative URLs resolve against: the first `<base href>` once seen, else the
     /// address.
     base: RefCell<Option<Url>>,
@@ -48,13 +52,20 @@ pub(crate) struct Signing {
 
 impl Signing {
     /// Signing for a creative at `address` (`None` when it has none, as an auction's
-    /// markup): relative URLs resolve against it until a `<base href>` says otherwise.
-    pub(crate) fn new(signer: Signer, ascii_only: bool, address: Option<Url>) -> Self {
+    /// markup) shown in a page of `page_scheme`: relative URLs resolve against the address
+    /// until a `<base href>` says otherwise.
+    pub(crate) fn new(
+        signer: Signer,
+        ascii_only: bool,
+        address: Option<Url>,
+        page_scheme: Scheme,
+    ) -> Self {
         Signing {
             signer,
             ascii_only,
             base: RefCell::new(address.clone()),
             address,
+            page_scheme,
             base_seen: Cell::new(false),
             base_refused: Cell::new(false),
             rewritten: Cell::new(0),
@@ -67,7 +78,11 @@ impl Signing {
     /// `None` to leave it as written: not absolute and no base to resolve it against, not
     /// http(s), or not allowed by the signer.
     pub(crate) fn sign(&self, value: &str, use_: UrlUse) -> Option<String> {
-        let target = resolve(value, self.base.borrow().as_ref())?;
+        let target = resolve(
+            value,
+            self.base.borrow().as_ref(),
+            self.page_scheme.as_str(),
+        )?;
         if self.base_refused.get() {
             self.not_allowed.set(self.not_allowed.get() + 1);
             return None;
@@ -85,7 +100,7 @@ impl Signing {
         if self.base_seen.replace(true) {
             return None;
         }
-        let url = base_href(href, self.address.as_ref())?;
+        let url = base_href(href, self.address.as_ref(), self.page_scheme.as_str())?;
         let target = String::from(url.clone());
         *self.base.borrow_mut() = Some(url);
         let signed = self.offer(target, UrlUse::Load, href);

@@ -7,6 +7,7 @@ use super::css::{escape_string, escape_unquoted, unescape, CssRewriter};
 use super::signing::Signing;
 use super::{Creative, CreativeStage, Signer, UrlUse};
 use crate::body::stage::BodyStage;
+use trusted_server_settings::Scheme;
 
 /// Signs every `https://ads.test/…` target (as offered, not normalised) as `/fp?u=<target>`,
 /// or `/fc?u=<target>` for a link the reader follows.
@@ -33,7 +34,7 @@ fn run_cut(creative: Creative, input: &[u8], cuts: &[usize]) -> Vec<u8> {
 /// [`run_cut`] for a creative at `address`.
 fn run_at(creative: Creative, address: Option<&str>, input: &[u8], cuts: &[usize]) -> Vec<u8> {
     let address = address.map(|a| url::Url::parse(a).unwrap());
-    let mut stage = CreativeStage::new(creative, signer(), address);
+    let mut stage = CreativeStage::new(creative, signer(), address, Scheme::Https);
     let mut out = Vec::new();
     let mut at = 0;
     for &cut in cuts.iter().chain([input.len()].iter()) {
@@ -142,7 +143,8 @@ fn script_literals_are_rewritten_at_every_split() {
 fn a_script_over_the_cap_passes_through() {
     let body = format!("x='https://ads.test/a';/*{}*/", "z".repeat(300));
     let input = format!("<script>{body}</script><script>y='https://ads.test/b'</script>");
-    let mut stage = CreativeStage::with_limits(html(), signer(), None, 1 << 20, 64, 100);
+    let mut stage =
+        CreativeStage::with_limits(html(), signer(), None, Scheme::Https, 1 << 20, 64, 100);
     let mut out = Vec::new();
     for chunk in input.as_bytes().chunks(7) {
         stage.write(chunk, &mut out);
@@ -228,7 +230,7 @@ fn css_escapes_read_back_as_written() {
 /// holds no more than the cap.
 #[test]
 fn a_css_token_over_the_cap_passes_through() {
-    let signing = Rc::new(Signing::new(signer(), false, None));
+    let signing = Rc::new(Signing::new(signer(), false, None, Scheme::Https));
     let mut css = CssRewriter::with_cap(Rc::clone(&signing), 64);
     let long = format!(
         "url(https://ads.test/{}) url(https://ads.test/x)",
@@ -256,7 +258,7 @@ fn bad_urls_and_strings_pass_through_and_resynchronise() {
 
 #[test]
 fn the_report_counts_what_happened() {
-    let mut stage = CreativeStage::new(html(), signer(), None);
+    let mut stage = CreativeStage::new(html(), signer(), None, Scheme::Https);
     let mut out = Vec::new();
     stage.write(
         b"<img src=https://ads.test/a><img src=https://b.test/a><img src=\"https://ads.test/&x;\">",
@@ -279,6 +281,75 @@ fn a_document_that_is_not_utf8_gets_only_ascii() {
         out,
         b"<img src=\"https://ads.test/\xe9\"><img src=\"/fp?u=a&amp;s=1\">".to_vec()
     );
+}
+
+#[test]
+fn script_and_json_bodies_are_creatives_only_in_utf8() {
+    let cases = [
+        (Some("application/javascript"), Some(Creative::Script)),
+        (
+            Some("text/javascript; charset=UTF-8"),
+            Some(Creative::Script),
+        ),
+        (Some("application/json"), Some(Creative::Script)),
+        (
+            Some("application/vnd.ad+json; charset=\"utf-8\""),
+            Some(Creative::Script),
+        ),
+        (
+            Some("application/json; charset=us-ascii"),
+            Some(Creative::Script),
+        ),
+        (Some("text/javascript; charset=iso-8859-1"), None),
+        (Some("application/json; charset=utf-16"), None),
+        (Some("module"), None),
+        (Some("image/png"), None),
+        (Some("text/plain"), None),
+        (None, None),
+    ];
+    for (content_type, want) in cases {
+        assert_eq!(
+            Creative::for_content_type(content_type),
+            want,
+            "{content_type:?}"
+        );
+    }
+}
+
+#[test]
+fn a_script_or_json_body_has_its_whole_url_literals_signed_at_every_split() {
+    let js = "var img = new Image(); img.src = 'https://ads.test/a.png';\n\
+              var clickTag = \"https://ads.test/land\"; var u = 'https://ads.test/?' + id;";
+    assert_eq!(
+        every_split(Creative::Script, js),
+        "var img = new Image(); img.src = '/fp?u=a.png&s=1';\n\
+         var clickTag = \"/fc?u=land&s=1\"; var u = 'https://ads.test/?' + id;"
+    );
+    let json = r#"{"img":"https:\/\/ads.test\/b.svg","other":"https://elsewhere.test/x"}"#;
+    assert_eq!(
+        every_split(Creative::Script, json),
+        r#"{"img":"\/fp?u=b.svg&s=1","other":"https://elsewhere.test/x"}"#
+    );
+}
+
+#[test]
+fn a_script_body_over_the_cap_or_not_utf8_passes_through_and_says_so() {
+    let body = "x = 'https://ads.test/a.png';".as_bytes();
+    let (out, degraded) =
+        properties::run_limits(Creative::Script, signer(), body, &[5], (1024, 64, 10));
+    assert_eq!(out, body);
+    assert_eq!(degraded.as_deref(), Some(super::script_body::OVER_CAP));
+    let mut latin1 = b"x = 'https://ads.test/a.png'; // caf".to_vec();
+    latin1.push(0xe9);
+    let (out, degraded) = properties::run_limits(
+        Creative::Script,
+        signer(),
+        &latin1,
+        &[7],
+        (1024, 64, 1 << 20),
+    );
+    assert_eq!(out, latin1);
+    assert_eq!(degraded, None);
 }
 
 mod properties {
@@ -333,15 +404,22 @@ mod properties {
         Box::new(|_, _| Some("/x?a='\"`${}\\</script><!--\n\u{2028}".to_owned()))
     }
 
-    fn run_limits(
+    pub(super) fn run_limits(
         creative: Creative,
         signer: Signer,
         input: &[u8],
         cuts: &[usize],
         limits: (usize, usize, usize),
     ) -> (Vec<u8>, Option<String>) {
-        let stage =
-            CreativeStage::with_limits(creative, signer, None, limits.0, limits.1, limits.2);
+        let stage = CreativeStage::with_limits(
+            creative,
+            signer,
+            None,
+            Scheme::Https,
+            limits.0,
+            limits.1,
+            limits.2,
+        );
         let mut stage = stage;
         let mut out = Vec::new();
         let mut at = 0;
@@ -365,10 +443,14 @@ mod properties {
             mut cuts in prop::collection::vec(0usize..400, 0..5),
             css_cap in 1usize..40,
             script_cap in 1usize..200,
-            html in any::<bool>(),
+            kind in 0u8..3,
         ) {
             cuts.sort_unstable();
-            let creative = if html { Creative::Html(lol_html::AsciiCompatibleEncoding::utf_8()) } else { Creative::Css };
+            let creative = match kind {
+                0 => Creative::Html(lol_html::AsciiCompatibleEncoding::utf_8()),
+                1 => Creative::Css,
+                _ => Creative::Script,
+            };
             let limits = (1024, css_cap, script_cap);
             let bytes = input.as_bytes();
             let (whole, degraded) = run_limits(creative, signer(), bytes, &[], limits);
