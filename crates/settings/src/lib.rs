@@ -621,6 +621,96 @@ pub struct Auction {
     pub currency: Text,
     /// `auction.bidders`: the demand partners, in the order written (default none).
     pub bidders: Cow<'static, [Bidder]>,
+    /// `auction.navigation`: start an auction for the slots of a page as the page is asked
+    /// for, and write its bids before `</body>` (default `true`; it does nothing until
+    /// `auction.slots` names a slot). `false`: slots are asked for only by the page's own
+    /// Prebid.js, through the auction endpoint.
+    pub navigation: bool,
+    /// `auction.navigation_timeout_ms`: the `tmax` of a navigation's auction, from which
+    /// `auction.margin_ms` is kept like any request's (default 500, or `auction.timeout_ms`
+    /// when smaller; 10 to `auction.timeout_ms`). The page streams meanwhile; only its last
+    /// bytes (from `</body>`) wait for the bids.
+    pub navigation_timeout_ms: u32,
+    /// `auction.bots`: `User-Agent` substrings, compared ignoring ASCII case, whose requests
+    /// start no navigation auction (default [`Auction::DEFAULT_BOTS`]).
+    pub bots: Cow<'static, [Text]>,
+    /// `auction.slots`: the ad slots known at the edge, in the order written (default none).
+    pub slots: Cow<'static, [Slot]>,
+}
+
+impl Auction {
+    /// The default `auction.bots`: the crawlers of the search engines, social networks, SEO
+    /// tools and AI companies that identify themselves, ad-quality crawlers, and headless or
+    /// audit browsers. None of them is a reader an ad could be shown to.
+    pub const DEFAULT_BOTS: [Text; 26] = [
+        Cow::Borrowed("Googlebot"),
+        Cow::Borrowed("Google-InspectionTool"),
+        Cow::Borrowed("AdsBot-Google"),
+        Cow::Borrowed("Mediapartners-Google"),
+        Cow::Borrowed("bingbot"),
+        Cow::Borrowed("Applebot"),
+        Cow::Borrowed("DuckDuckBot"),
+        Cow::Borrowed("YandexBot"),
+        Cow::Borrowed("Baiduspider"),
+        Cow::Borrowed("Slurp"),
+        Cow::Borrowed("facebookexternalhit"),
+        Cow::Borrowed("Twitterbot"),
+        Cow::Borrowed("LinkedInBot"),
+        Cow::Borrowed("Slackbot"),
+        Cow::Borrowed("Discordbot"),
+        Cow::Borrowed("AhrefsBot"),
+        Cow::Borrowed("SemrushBot"),
+        Cow::Borrowed("MJ12bot"),
+        Cow::Borrowed("DotBot"),
+        Cow::Borrowed("PetalBot"),
+        Cow::Borrowed("GPTBot"),
+        Cow::Borrowed("ClaudeBot"),
+        Cow::Borrowed("CCBot"),
+        Cow::Borrowed("Bytespider"),
+        Cow::Borrowed("HeadlessChrome"),
+        Cow::Borrowed("Chrome-Lighthouse"),
+    ];
+}
+
+/// A width and height in CSS pixels: one size an ad slot takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Size {
+    /// Width, 1 to 10000.
+    pub w: u32,
+    /// Height, 1 to 10000.
+    pub h: u32,
+}
+
+/// One bidder of a slot: its code and the params the page would give it in Prebid.js.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct SlotBidder {
+    /// The code of an `[[auction.bidders]]` entry, exactly as written there.
+    pub code: Text,
+    /// Its params (`imp[].ext.prebid.bidder.<code>`), as the text of a JSON object: the
+    /// TOML table written, converted once at load (a constant cannot hold a JSON value).
+    pub params: Text,
+}
+
+/// One `[[auction.slots]]` entry: an ad slot the edge knows, the shape of a Prebid.js ad
+/// unit. A page whose path matches one of its `paths` gets its bids without asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Slot {
+    /// `id`: the id of the page's element the ad goes in, also the impression's `imp.id`
+    /// (the ad unit code): 1 to 64 of `A-Z a-z 0-9 _ - . :`, unique.
+    pub id: Text,
+    /// `paths`: the pages it is on. Each is an exact path (`/ads.html`) or a prefix ending in
+    /// `*` (`/news/*`, `/*`); matched against the path alone, without the query.
+    pub paths: Cow<'static, [Text]>,
+    /// `sizes`: the banner sizes it takes, in the order written (at least one).
+    pub sizes: Cow<'static, [Size]>,
+    /// `bidders`: who is asked for it, with their params, in the order written.
+    pub bidders: Cow<'static, [SlotBidder]>,
+    /// `floor`: the lowest price accepted, in millionths of `auction.currency` (CPM), 0 for
+    /// none (default). Written as a number of the currency's units (`0.5`).
+    pub floor_micros: u32,
 }
 
 /// All settings of the service.
@@ -729,6 +819,10 @@ impl Settings {
             price_granularity: PriceGranularity::Medium,
             currency: Cow::Borrowed("USD"),
             bidders: Cow::Borrowed(&[]),
+            navigation: true,
+            navigation_timeout_ms: 500,
+            bots: Cow::Borrowed(&Auction::DEFAULT_BOTS),
+            slots: Cow::Borrowed(&[]),
         },
         response_headers: Cow::Borrowed(&[]),
     };

@@ -77,6 +77,16 @@ timeout_ms = 900
 margin_ms = 70
 price_granularity = "high"
 currency = "EUR"
+navigation = false
+navigation_timeout_ms = 400
+bots = ["MyCrawler"]
+
+[[auction.slots]]
+id = "ad-top"
+paths = ["/ads.html", "/news/*"]
+sizes = [[728, 90], [970, 250]]
+bidders = { fast = { placement = 1, name = "a\"b" }, Slow_2 = {} }
+floor = 0.5
 
 [[auction.bidders]]
 code = "fast"

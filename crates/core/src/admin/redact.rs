@@ -14,7 +14,9 @@
 //! its path and query, which may carry an account key, read `/[redacted]`.
 //!
 //! Every other string is free text the operator wrote, and appears as [`REDACTED`]: today the
-//! `[response_headers]` values (their names are shown). The service never reads a Secret
+//! `[response_headers]` values (their names are shown) and an ad slot's bidder params (its
+//! bidder codes are shown). Ad slots' element ids and path patterns, and `auction.bots`
+//! entries, are shown by their validated shapes. The service never reads a Secret
 //! Store for this answer, so no secret value can reach it.
 //!
 //! **By design, not by list.** [`SettingsView`] has no method that prints an arbitrary string:
@@ -25,7 +27,7 @@
 use serde_json::{Map, Value};
 use trusted_server_settings::{
     Admin, Auction, Bidder, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs,
-    PartnerVendor, Publisher, Resolve, Script, Settings, Signing,
+    PartnerVendor, Publisher, Resolve, Script, Settings, Signing, Size, Slot, SlotBidder,
 };
 
 use crate::VERSION;
@@ -47,6 +49,14 @@ pub enum Shape {
     Code,
     /// A bidder code: 1 to 32 of `A-Z a-z 0-9 _ -`.
     BidderCode,
+    /// An ad slot's element id: 1 to 64 of `A-Z a-z 0-9 _ - . :`, the id the page's own
+    /// markup carries.
+    ElementId,
+    /// An ad slot's path pattern: a public page path (`/news/*`); a query is refused at load.
+    PathPattern,
+    /// An `auction.bots` entry: a `User-Agent` substring, 1 to 64 printable ASCII
+    /// characters, a name crawlers announce themselves by.
+    UserAgentToken,
 }
 
 /// One JSON object of settings, whose methods are the rule above.
@@ -319,6 +329,10 @@ fn auction_view(v: &mut SettingsView<'_>, auction: &Auction) {
         price_granularity,
         currency,
         bidders,
+        navigation,
+        navigation_timeout_ms,
+        bots,
+        slots,
     } = auction;
     v.flag("enabled", *enabled);
     v.number("timeout_ms", *timeout_ms);
@@ -326,6 +340,33 @@ fn auction_view(v: &mut SettingsView<'_>, auction: &Auction) {
     v.word("price_granularity", price_granularity.as_str());
     v.shaped("currency", currency, Shape::Code);
     v.sections("bidders", bidders.iter(), bidder_view);
+    v.flag("navigation", *navigation);
+    v.number("navigation_timeout_ms", *navigation_timeout_ms);
+    v.shaped_list("bots", bots, Shape::UserAgentToken);
+    v.sections("slots", slots.iter(), slot_view);
+}
+
+fn slot_view(v: &mut SettingsView<'_>, slot: &Slot) {
+    let Slot {
+        id,
+        paths,
+        sizes,
+        bidders,
+        floor_micros,
+    } = slot;
+    v.shaped("id", id, Shape::ElementId);
+    v.shaped_list("paths", paths, Shape::PathPattern);
+    v.sections("sizes", sizes.iter(), |v, Size { w, h }| {
+        v.number("w", *w);
+        v.number("h", *h);
+    });
+    // A bidder's params may carry an account key: only the codes are shown.
+    v.section("bidders", |v| {
+        for SlotBidder { code, params: _ } in bidders.iter() {
+            v.redacted(code);
+        }
+    });
+    v.number("floor_micros", *floor_micros);
 }
 
 fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
@@ -442,6 +483,37 @@ mod tests {
             v["settings"]["response_headers"],
             serde_json::json!({ "x-token": REDACTED })
         );
+    }
+
+    /// An ad slot shows its id, paths, sizes, floor and bidder codes; its params do not show.
+    #[test]
+    fn a_slots_bidder_params_are_redacted() {
+        let env = [
+            (
+                "TRUSTED_SERVER__AUCTION__BIDDERS",
+                "[{ code = \"fast\", endpoint = \"https://bids.example/\" }]",
+            ),
+            (
+                "TRUSTED_SERVER__AUCTION__SLOTS",
+                "[{ id = \"ad-top\", paths = [\"/news/*\"], sizes = [[728, 90]], floor = 0.5, \
+                 bidders = { fast = { account = \"do-not-show-me\" } } }]",
+            ),
+        ];
+        let settings = trusted_server_settings::load(MINIMAL, env).unwrap();
+        let text = settings_json(&settings);
+        assert!(!text.contains("do-not-show-me"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["settings"]["auction"]["slots"],
+            serde_json::json!([{
+                "id": "ad-top",
+                "paths": ["/news/*"],
+                "sizes": [{"w": 728, "h": 90}],
+                "bidders": {"fast": REDACTED},
+                "floor_micros": 500_000,
+            }])
+        );
+        assert_eq!(v["settings"]["auction"]["bots"][0], "Googlebot");
     }
 
     /// A bidder's endpoint shows its scheme, host and port; its path and query do not show.

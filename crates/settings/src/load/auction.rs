@@ -15,7 +15,9 @@ use toml::{Table, Value};
 use super::publisher::split_authority;
 use super::values::{shown, Composite, Flag, Int, Named, OneOf};
 use super::{origin_of, Context, LoadError, Origin, Section};
-use crate::{Auction, Bidder, PriceGranularity, Rendering, Scheme, Settings};
+use crate::{Auction, Bidder, PriceGranularity, Rendering, Scheme, Settings, Text};
+
+mod slots;
 
 /// The most bidders an auction may name (the core's `MAX_BIDDERS`).
 const MAX_BIDDERS: usize = 32;
@@ -35,6 +37,12 @@ pub(super) struct AuctionFile {
     /// An array of tables: `[[auction.bidders]]` in the file, a TOML array of inline tables
     /// in `TRUSTED_SERVER__AUCTION__BIDDERS`.
     bidders: Option<Composite>,
+    navigation: Option<Flag>,
+    navigation_timeout_ms: Option<Int<MIN_TIMEOUT_MS, 10_000>>,
+    /// An array of strings.
+    bots: Option<Composite>,
+    /// An array of tables, as `bidders`.
+    slots: Option<Composite>,
 }
 
 impl Named for PriceGranularity {
@@ -52,13 +60,31 @@ impl Section for AuctionFile {
     fn validate(self, cx: &mut Context<'_>) -> Result<Auction, LoadError> {
         let d = Settings::DEFAULT.auction;
         let timeout_ms = self.timeout_ms.map_or(d.timeout_ms, |i| i.0);
+        let bidders = bidders(cx, self.bidders, timeout_ms)?;
+        let at = At {
+            cx,
+            key: "auction.slots",
+        };
+        let slots = slots::slots(&at, self.slots, &bidders)?;
+        let navigation_timeout_ms = match self.navigation_timeout_ms {
+            None => d.navigation_timeout_ms.min(timeout_ms),
+            Some(Int(n)) if n <= timeout_ms => n,
+            Some(Int(n)) => {
+                let problem = format!("{n} is more than auction.timeout_ms ({timeout_ms})");
+                return Err(cx.error("auction.navigation_timeout_ms", &problem));
+            }
+        };
         Ok(Auction {
             enabled: self.enabled.map_or(d.enabled, |f| f.0),
             timeout_ms,
             margin_ms: self.margin_ms.map_or(d.margin_ms, |i| i.0),
             price_granularity: self.price_granularity.map_or(d.price_granularity, |g| g.0),
             currency: currency(cx, self.currency)?.map_or(d.currency, Cow::Owned),
-            bidders: Cow::Owned(bidders(cx, self.bidders, timeout_ms)?),
+            bidders: Cow::Owned(bidders),
+            navigation: self.navigation.map_or(d.navigation, |f| f.0),
+            navigation_timeout_ms,
+            bots: bots(cx, self.bots)?.map_or(d.bots, Cow::Owned),
+            slots: Cow::Owned(slots),
         })
     }
 }
@@ -75,26 +101,76 @@ fn currency(cx: &Context<'_>, value: Option<String>) -> Result<Option<String>, L
     }
 }
 
-/// Where errors about `auction.bidders` go: the key of a bidder or of one of its values, and
-/// where it came from.
+/// The most `auction.bots` entries.
+const MAX_BOTS: usize = 64;
+
+/// The longest `auction.bots` entry.
+const MAX_BOT_LEN: usize = 64;
+
+/// `auction.bots`: 1 to [`MAX_BOT_LEN`] printable ASCII characters each, not starting or
+/// ending with a space, at most [`MAX_BOTS`]; `None` when unset. An entry's error names it
+/// (`auction.bots[2]`) where `auction.bots` came from.
+fn bots(cx: &Context<'_>, value: Option<Composite>) -> Result<Option<Vec<Text>>, LoadError> {
+    let key = "auction.bots";
+    let items = match value.map(|c| c.0) {
+        None => return Ok(None),
+        Some(Value::Array(items)) if items.len() > MAX_BOTS => {
+            let problem = format!("{} entries: at most {MAX_BOTS}", items.len());
+            return Err(cx.error(key, &problem));
+        }
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(cx.error(key, "expected an array of User-Agent substrings")),
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            Value::String(s)
+                if (1..=MAX_BOT_LEN).contains(&s.len())
+                    && s.bytes().all(|b| (0x20..0x7f).contains(&b))
+                    && s.trim() == s =>
+            {
+                out.push(Cow::Owned(s));
+            }
+            other => {
+                let problem = format!(
+                    "expected 1 to {MAX_BOT_LEN} printable ASCII characters, not starting or \
+                     ending with a space, got {}",
+                    shown(&other)
+                );
+                return Err(LoadError {
+                    key: format!("{key}[{i}]"),
+                    ..cx.error(key, &problem)
+                });
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Where errors about a list of tables (`auction.bidders`, `auction.slots`) go: the key of an
+/// item or of one of its values, and where it came from.
 struct At<'c, 'o> {
     cx: &'c Context<'o>,
+    /// The list's key.
+    key: &'static str,
 }
 
 impl At<'_, '_> {
-    const KEY: &'static str = "auction.bidders";
-
-    /// An error at `auction.bidders[index]` (`key` `None`) or `auction.bidders[index].key`.
-    /// Its origin is the value's own line, else its bidder's, else that of `auction.bidders`;
-    /// a bidder list from the environment is all from its variable.
+    /// An error at `LIST[index]` (`key` `None`) or `LIST[index].key` (`key` may go deeper:
+    /// `paths[0]`). Its origin is the value's own line, else its item's, else that of the
+    /// list; a list from the environment is all from its variable.
     fn error(&self, index: usize, key: Option<&str>, problem: &str) -> LoadError {
-        let bidder = format!("{}[{index}]", Self::KEY);
+        let bidder = format!("{}[{index}]", self.key);
         let full = key.map_or_else(|| bidder.clone(), |k| format!("{bidder}.{k}"));
+        // `paths[0]` and `bidders.fast` are inside `paths` and `bidders`.
+        let field = key.map(|k| format!("{bidder}.{}", k.split(['[', '.']).next().unwrap_or(k)));
         let origins = self.cx.origins;
-        let origin = if self.cx.is_overridden(Self::KEY) {
-            origin_of(origins, Self::KEY)
+        let origin = if self.cx.is_overridden(self.key) {
+            origin_of(origins, self.key)
         } else {
-            (origin_of(origins, &full).or_else(|| origin_of(origins, &bidder)))
+            (origin_of(origins, &full))
+                .or_else(|| origin_of(origins, field.as_deref()?))
+                .or_else(|| origin_of(origins, &bidder))
                 .or_else(|| self.whole_origin())
         };
         LoadError {
@@ -108,15 +184,15 @@ impl At<'_, '_> {
     fn whole(&self, problem: &str) -> LoadError {
         LoadError {
             origin: self.whole_origin(),
-            ..self.cx.error(Self::KEY, problem)
+            ..self.cx.error(self.key, problem)
         }
     }
 
-    /// Where `auction.bidders` came from: its variable or its line, else the first bidder's
+    /// Where the list came from: its variable or its line, else the first item's
     /// (`[[auction.bidders]]` headers may give the list itself no line).
     fn whole_origin(&self) -> Option<Origin> {
         let origins = self.cx.origins;
-        origin_of(origins, Self::KEY).or_else(|| origin_of(origins, &format!("{}[0]", Self::KEY)))
+        origin_of(origins, self.key).or_else(|| origin_of(origins, &format!("{}[0]", self.key)))
     }
 }
 
@@ -137,7 +213,10 @@ fn bidders(
     value: Option<Composite>,
     auction_timeout_ms: u32,
 ) -> Result<Vec<Bidder>, LoadError> {
-    let at = At { cx };
+    let at = At {
+        cx,
+        key: "auction.bidders",
+    };
     let items = match value.map(|c| c.0) {
         None => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
