@@ -130,6 +130,7 @@ fn imp(slot: &Slot, secure: bool, currency: &str) -> (Value, Imp) {
 mod tests {
     use super::*;
     use crate::auction::read_request;
+    use proptest::prelude::*;
     use trusted_server_settings::load;
 
     /// Settings with the demo's bidders and three slots.
@@ -231,6 +232,60 @@ mod tests {
         let plain = navigation_request("n", "http://www.pub.example/", &slots, &a).unwrap();
         assert!(plain.json["imp"][0].get("secure").is_none());
         assert!(navigation_request("n", "https://www.pub.example/", &[], &a).is_none());
+    }
+
+    /// A TOML basic string for `s` (JSON's escapes are TOML's, and `s` has no DEL).
+    fn toml_string(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    /// A TOML literal for a JSON scalar.
+    fn toml_value(v: &Value) -> String {
+        match v {
+            Value::String(s) => toml_string(s),
+            Value::Number(n) if n.is_f64() => format!("{:?}", n.as_f64().unwrap()),
+            other => other.to_string(),
+        }
+    }
+
+    proptest! {
+        /// Params of any strings and numbers, written in TOML, reach the bidder's impression
+        /// as the same JSON: the settings' own JSON writer is held to serde_json's reading.
+        #[test]
+        fn any_params_reach_the_request_unchanged(
+            params in prop::collection::btree_map(
+                "[^\u{7f}]{0,12}",
+                prop_oneof![
+                    "[^\u{7f}]{0,24}".prop_map(Value::from),
+                    any::<i64>().prop_map(Value::from),
+                    // Decimals as people write them: a float of 17 significant digits may
+                    // come back one unit in the last place off (serde_json's default
+                    // reading, as for a page's own params at the endpoint).
+                    (-1_000_000_000_000i64..1_000_000_000_000)
+                        .prop_map(|n| Value::from(n as f64 / 1000.0)),
+                    any::<bool>().prop_map(Value::from),
+                ],
+                0..6,
+            ),
+        ) {
+            let table: Vec<String> = (params.iter())
+                .map(|(k, v)| format!("{} = {}", toml_string(k), toml_value(v)))
+                .collect();
+            let slots = format!(
+                "[{{ id = \"s\", paths = [\"/*\"], sizes = [[1, 1]], bidders = {{ fast = {{ {} }} }} }}]",
+                table.join(", ")
+            );
+            let env = [
+                ("TRUSTED_SERVER__AUCTION__BIDDERS", "[{ code = \"fast\", endpoint = \"https://f.example/\" }]".to_owned()),
+                ("TRUSTED_SERVER__AUCTION__SLOTS", slots),
+            ];
+            let text = "[publisher]\ndomain = \"p.example\"\norigin_url = \"https://o.example\"\n";
+            let a = load(text, env).unwrap().auction;
+            let r = navigation_request("n", "https://p.example/", &slots_for(&a.slots, "/"), &a)
+                .unwrap();
+            let expected: Map<String, Value> = params.into_iter().collect();
+            prop_assert_eq!(&r.imps[0].bidders[0].1, &Value::Object(expected));
+        }
     }
 
     /// The request read back by the endpoint's own reader is the request built: both auctions
