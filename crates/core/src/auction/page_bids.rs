@@ -36,13 +36,16 @@ pub const BIDS_ELEMENT_ID: &str = "ts-bids";
 /// The version of the data's shape (`v`).
 pub const BIDS_VERSION: u32 = 1;
 
-/// The fields of a winning bid copied into the data, as the auction's answer names them.
-const BID_FIELDS: [&str; 12] = [
-    "id", "price", "adm", "nurl", "burl", "w", "h", "crid", "adomain", "dealid", "mtype", "ext",
+/// The fields of a winning bid copied into the data, as the auction's answer names them
+/// (and `type`, from its `ext.prebid.type`).
+const BID_FIELDS: [&str; 11] = [
+    "id", "price", "adm", "nurl", "burl", "w", "h", "crid", "adomain", "dealid", "mtype",
 ];
 
 /// The data of `request`'s auction from its `answer` (what [`respond`](super::respond) gave
-/// for it): per slot, its winning bid and targeting.
+/// for it): per slot, its winning bid and targeting. A winner is the bid `respond` gave the
+/// winner's keys (`hb_bidder`), which a request from
+/// [`navigation_request`](super::navigation_request) always asks for.
 pub fn page_bids(request: &BidRequest, answer: &Value) -> Value {
     let mut slots = Map::new();
     for imp in &request.imps {
@@ -67,17 +70,12 @@ pub fn page_bids(request: &BidRequest, answer: &Value) -> Value {
             let mut out = Map::new();
             out.insert("bidder".into(), bidder.clone());
             for field in BID_FIELDS {
-                match (field, bid.get(field)) {
-                    (_, None) => {}
-                    ("ext", Some(_)) => {
-                        if let Some(kind) = prebid.and_then(|p| p.get("type")) {
-                            out.insert("type".into(), kind.clone());
-                        }
-                    }
-                    (_, Some(value)) => {
-                        out.insert(field.into(), value.clone());
-                    }
+                if let Some(value) = bid.get(field) {
+                    out.insert(field.into(), value.clone());
                 }
+            }
+            if let Some(kind) = prebid.and_then(|p| p.get("type")) {
+                out.insert("type".into(), kind.clone());
             }
             let winner_keys: Map<String, Value> = (targeting.and_then(Value::as_object))
                 .into_iter()
