@@ -7,9 +7,8 @@
 // request through the edge that leaves the first-party host escapes, except the landing page a
 // `/first-party/click` redirects to (the advertiser's page, by design).
 //
-// (c), the markup as an auction `adm` written into a frame on a publisher page, is not done
-// here: the auction's own creative handling is what would be measured, and auction.mjs covers
-// the demo bidders' creative through it.
+// (c), the markup as an auction `adm` that Prebid.js writes into its own frame of a publisher
+// page, as sent and made first-party by the edge, is creatives-auction.mjs.
 //
 //   node tests/browser/creatives.mjs http://127.0.0.1:PORT 127.0.0.1:PARTNER_PORT
 //

@@ -4,6 +4,15 @@
 //! * `POST /bidders/fast` answers at once, `POST /bidders/slow` after a delay, and
 //!   `POST /bidders/misbehave` answers the way `imp[0].ext.bidder.how` asks (see
 //!   [`Misbehaviour`]): late, huge, not JSON, a gzip bomb, bids the edge must drop.
+//! * `POST /bidders/corpus` answers with a creative of the corpus as its markup: each banner
+//!   impression's `ext.bidder.creative` names a file under the server's root (a relative path
+//!   such as `img-banner.html`; no `..`, no absolute path), and the bid's `adm` is that file's
+//!   text, unchanged (see [`corpus_response`]). The browser test serves `fixtures/creatives`
+//!   with one demo origin and points its corpus bidders at it, so every creative of the corpus
+//!   can win an auction. The markup is sent as written, as ad servers send `adm`: with absolute
+//!   URLs. A creative with relative URLs has no address to resolve them against in an `adm`
+//!   (the frame Prebid.js writes it into has the publisher page's), so the corpus manifest
+//!   marks those not applicable to the auction rather than this bidder inventing a `<base>`.
 //! * Every request a bidder route receives is kept (the last [`MAX_RECORDS`]), and
 //!   `GET /bidders/received?id=ID` answers those whose body's top-level `id` is `ID`: what the
 //!   edge sent each bidder, headers included, is what the tests check (no cookie, the IDs,
@@ -15,6 +24,7 @@
 //! win and what its markup is.
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -53,6 +63,12 @@ const ADOMAIN: &str = "demo-advertiser.example";
 const CREATIVE_IMAGE: &str = "http://cdn.demo-partner.example/banner.svg";
 /// The win beacon (`burl`): on the creative's own host, a 1x1 GIF.
 const WIN_URL: &str = "http://cdn.demo-partner.example/bidders/win";
+/// What the corpus bidder bids when the impression names no `ext.bidder.price`.
+pub const CORPUS_PRICE: f64 = 1.00;
+/// The corpus bidder's seat (the edge names each seat after the bidder's code anyway).
+pub const CORPUS_SEAT: &str = "corpus";
+/// The largest corpus creative the corpus bidder sends.
+const MAX_CORPUS_CREATIVE: u64 = 256 * 1024;
 /// A transparent 1x1 GIF: what a win beacon answers, as ad servers' pixels do.
 const PIXEL: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 /// Where a creative's click goes (a partner URL the edge turns first-party).
@@ -295,6 +311,94 @@ pub fn bid_response(bidder: Bidder, request: &Value) -> Option<Value> {
     }))
 }
 
+/// Why `name` cannot be a corpus creative's path under the root: empty, absolute, with a
+/// `..`, `.` or empty segment, a backslash or a control character.
+fn corpus_path_error(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is empty");
+    }
+    if name.starts_with('/') {
+        return Some("is absolute");
+    }
+    if name.chars().any(|c| c == '\\' || c.is_control()) {
+        return Some("holds a backslash or a control character");
+    }
+    if name
+        .split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+    {
+        return Some("has an empty, `.` or `..` segment");
+    }
+    None
+}
+
+/// The corpus creative `name` under `root`, as text.
+///
+/// # Errors
+/// Why it cannot be sent: a bad path, an unreadable or too large file, not UTF-8.
+pub fn corpus_creative(root: &Path, name: &str) -> Result<String, String> {
+    if let Some(why) = corpus_path_error(name) {
+        return Err(format!("creative {name:?} {why}"));
+    }
+    let path = root.join(name);
+    let meta = std::fs::metadata(&path).map_err(|e| format!("creative {name:?}: {e}"))?;
+    if !meta.is_file() || meta.len() > MAX_CORPUS_CREATIVE {
+        return Err(format!(
+            "creative {name:?} is not a file of at most {MAX_CORPUS_CREATIVE} bytes"
+        ));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| format!("creative {name:?}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("creative {name:?} is not UTF-8"))
+}
+
+/// The corpus bidder's answer to `request`: for each banner impression, a bid whose `adm` is
+/// the corpus creative its `ext.bidder.creative` names (read from `root`), sized by its first
+/// format, at its `ext.bidder.price` or [`CORPUS_PRICE`]. Impressions that are not banners, or
+/// name no creative, get no bid; `None` when none gets one.
+///
+/// # Errors
+/// A named creative that cannot be sent ([`corpus_creative`]): the test asked for a file
+/// that is not there, which should fail loudly, not look like a no-bid.
+pub fn corpus_response(root: &Path, request: &Value) -> Result<Option<Value>, String> {
+    let imps = request.get("imp").and_then(Value::as_array);
+    let mut bids = Vec::new();
+    for (i, imp) in imps.into_iter().flatten().enumerate() {
+        let Some(banner) = imp.get("banner").filter(|b| b.is_object()) else {
+            continue;
+        };
+        let (Some(impid), Some(name)) = (
+            imp.get("id").and_then(Value::as_str),
+            param(imp, "creative").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let markup = corpus_creative(root, name)?;
+        let (w, h) = banner_size(banner);
+        let price = param(imp, "price")
+            .and_then(Value::as_f64)
+            .unwrap_or(CORPUS_PRICE);
+        bids.push(json!({
+            "id": format!("{CORPUS_SEAT}-{}", i + 1),
+            "impid": impid,
+            "price": price,
+            "adomain": [ADOMAIN],
+            "w": w,
+            "h": h,
+            "crid": format!("{CORPUS_SEAT}-{name}"),
+            "mtype": 1,
+            "adm": markup,
+        }));
+    }
+    if bids.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(json!({
+        "id": request.get("id").cloned().unwrap_or(Value::Null),
+        "cur": "USD",
+        "seatbid": [{"seat": CORPUS_SEAT, "bid": bids}],
+    })))
+}
+
 /// A bidder's answer, for the server to frame and log: the response head, the body, its
 /// limits and the log label.
 pub struct Reply {
@@ -347,8 +451,9 @@ impl Reply {
 }
 
 /// Answers a request under [`BASE_PATH`] (its body already read), recording it first when
-/// it is for a bidder. Sleeps for `slow` before the answer's head.
-pub async fn answer(recorder: &Recorder, head: &Parts, body: &[u8]) -> Reply {
+/// it is for a bidder. Sleeps for `slow` before the answer's head. `root` is the server's
+/// root, where the corpus bidder finds its creatives.
+pub async fn answer(recorder: &Recorder, root: &Path, head: &Parts, body: &[u8]) -> Reply {
     let path = head.uri.path();
     let name = &path[BASE_PATH.len()..];
     if name == "received" {
@@ -364,8 +469,11 @@ pub async fn answer(recorder: &Recorder, head: &Parts, body: &[u8]) -> Reply {
         );
     }
     recorder.record(name, head, body);
+    if name == CORPUS_SEAT {
+        return tokio::task::block_in_place(|| corpus(root, head, body));
+    }
     let Some(bidder) = Bidder::from_name(name) else {
-        let message = format!("no bidder {name:?}: fast, slow or misbehave");
+        let message = format!("no bidder {name:?}: fast, slow, misbehave or corpus");
         return Reply::error(404, &message, "bidder=none".to_owned());
     };
     let label = format!("bidder={}", bidder.seat());
@@ -404,6 +512,25 @@ pub async fn answer(recorder: &Recorder, head: &Parts, body: &[u8]) -> Reply {
                 }
             }
         }
+    }
+}
+
+/// `/bidders/corpus`: [`corpus_response`], `400` for a creative that cannot be sent.
+fn corpus(root: &Path, head: &Parts, body: &[u8]) -> Reply {
+    let label = format!("bidder={CORPUS_SEAT}");
+    if head.method != Method::POST {
+        let mut reply = Reply::error(405, "bidders answer POST", label);
+        let allow = HeaderValue::from_static("POST");
+        reply.response.headers_mut().insert(ALLOW, allow);
+        return reply;
+    }
+    let request = match parse_request(body) {
+        Ok(request) => request,
+        Err(e) => return Reply::error(400, &e, label),
+    };
+    match corpus_response(root, &request) {
+        Ok(answer) => Reply::answer(answer, label),
+        Err(e) => Reply::error(400, &e, label),
     }
 }
 

@@ -268,7 +268,7 @@ async fn handle(
     let request_body = read_body(request_body).await;
     if let (Ok(body), true) = (&request_body, bidders::is_bidder_path(head.uri.path())) {
         // The bidders answer OpenRTB, not pages: no knobs, no content coding of their own.
-        let reply = bidders::answer(&state.bidders, &head, body).await;
+        let reply = bidders::answer(&state.bidders, &state.root, &head, body).await;
         let mut response = reply.response;
         add(response.headers_mut(), "Server", "demo-origin");
         let prepared = (response, reply.payload, reply.limits, reply.label);

@@ -227,3 +227,50 @@ fn misbehaviours_on_the_wire() {
     assert!(how("huge").body.len() > 2 * 1024 * 1024);
     assert!(text(&how("nan-price")).contains("\"price\":1e309"));
 }
+
+#[test]
+fn corpus_answers_the_named_file_as_adm_and_refuses_paths_outside_the_root() {
+    let site = make_site();
+    let addr = start(&site);
+    let mut sent = bid_request("auction-corpus", json!({"creative": "sub/index.html"}));
+    // A second banner naming no creative gets no bid.
+    sent["imp"][1] = json!({"id": "3", "banner": {"w": 728, "h": 90}});
+    let r = post(addr, "/bidders/corpus", &sent, IO_TIMEOUT);
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let answer = json_of(&r);
+    assert_eq!(answer["id"], "auction-corpus");
+    let bids = answer["seatbid"][0]["bid"].as_array().unwrap();
+    assert_eq!(bids.len(), 1, "{answer}");
+    assert_eq!(bids[0]["impid"], "1");
+    assert_eq!(
+        bids[0]["adm"], "<html><head></head><body>sub</body></html>",
+        "the file, unchanged"
+    );
+    assert_eq!(
+        (
+            bids[0]["w"].as_u64(),
+            bids[0]["h"].as_u64(),
+            bids[0]["mtype"].as_u64()
+        ),
+        (Some(300), Some(250), Some(1))
+    );
+    assert_eq!(bids[0]["price"], 1.0);
+    assert_eq!(bids[0]["crid"], "corpus-sub/index.html");
+
+    for bad in [
+        "../index.html",
+        "/etc/passwd",
+        "sub/../index.html",
+        "missing.html",
+        "sub",
+        "",
+    ] {
+        let sent = bid_request("auction-corpus-bad", json!({"creative": bad}));
+        let r = post(addr, "/bidders/corpus", &sent, IO_TIMEOUT);
+        assert_eq!(r.status, 400, "{bad:?}: {}", text(&r));
+        assert!(text(&r).contains("creative"), "{bad:?}: {}", text(&r));
+    }
+    let none = bid_request("auction-corpus-none", json!({}));
+    let r = post(addr, "/bidders/corpus", &none, IO_TIMEOUT);
+    assert_eq!(r.status, 204, "no creative named, no bid: {}", text(&r));
+}

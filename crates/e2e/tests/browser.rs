@@ -22,6 +22,13 @@
 //! every request, and holds each creative to its manifest's expectation (first-party, escapes or
 //! breaks through the edge).
 //!
+//! Then `tests/browser/creatives-auction.mjs` runs every corpus creative as a bidder's `adm`:
+//! `fixtures/site/corpus-auction.html` auctions one slot with one bidder, `corpus_direct`
+//! (`rendering = "as-sent"`) or `corpus_edge` (`"first-party"`), both the corpus partner's
+//! `/bidders/corpus` (which answers with the creative the impression names), and Prebid.js
+//! renders the winner into its own frame; each creative is held to its manifest's `auction`
+//! expectation.
+//!
 //! `TS_BROWSER_SCRIPTS=creatives.mjs` (names, comma-separated) runs only those scripts.
 //!
 //! The service rewrites origin URLs to the request's host, which is the Viceroy address the
@@ -76,6 +83,25 @@ fn start_partner() -> RawOrigin {
     bytes.extend_from_slice(PROBE_CREATIVE.as_bytes());
     partner.script("/probe.html", vec![Step::Write(bytes)]);
     partner
+}
+
+/// `bidders` (a TOML array of bidder tables) with the corpus bidder added under two codes:
+/// `corpus_direct` (`rendering = "as-sent"`) and `corpus_edge` (`rendering = "first-party"`),
+/// both the corpus partner's `/bidders/corpus`, which answers with the corpus creative an
+/// impression names (`creatives-auction.mjs`).
+fn with_corpus_bidders(bidders: &str, corpus: std::net::SocketAddr) -> String {
+    let list = bidders.trim_end().strip_suffix(']').expect("a TOML array");
+    let bidder = |code: &str, rendering: &str| {
+        format!(
+            "{{ code = \"{code}\", endpoint = \"http://{corpus}/bidders/corpus\", vendor_id = 3, \
+             rendering = \"{rendering}\" }}"
+        )
+    };
+    format!(
+        "{list}, {}, {}]",
+        bidder("corpus_direct", "as-sent"),
+        bidder("corpus_edge", "first-party")
+    )
 }
 
 /// Panics (the test fails, loudly) when something the browser test needs is missing.
@@ -230,10 +256,10 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
                 "TRUSTED_SERVER__FIRST_PARTY__ALLOWED_DOMAINS".to_owned(),
                 r#"["demo-partner.example", "demo-partner2.example"]"#.to_owned(),
             ),
-            // The demo bidders, on the demo origin's port.
+            // The demo bidders, on the demo origin's port, and the corpus bidder twice.
             (
                 "TRUSTED_SERVER__AUCTION__BIDDERS".to_owned(),
-                e2e::demo_bidders(origin_addr),
+                with_corpus_bidders(&e2e::demo_bidders(origin_addr), corpus_addr),
             ),
         ],
     )
@@ -295,4 +321,5 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
     );
     script("auction.mjs", &[]);
     script("creatives.mjs", &[&corpus_addr.to_string()]);
+    script("creatives-auction.mjs", &[&corpus_addr.to_string()]);
 }
