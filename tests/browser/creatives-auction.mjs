@@ -64,7 +64,7 @@ const CLICK_TIMEOUT_MS = 8_000
 /** Creatives measured at once (each with two browser contexts). */
 const PARALLEL = 3
 /** The whole run; the backstop in browser.rs is longer. */
-const TOTAL_TIMEOUT_MS = 230_000
+const TOTAL_TIMEOUT_MS = 300_000
 
 const base = process.argv[2]?.replace(/\/+$/, '')
 const partner = process.argv[3]
@@ -263,7 +263,11 @@ async function load(browser, c, bidder) {
       await sleep(SETTLE_MS * 2)
       clicked = requests.slice(before).filter((r) => !r.req.redirectedFrom())
     }
+    // Beacons and pings must arrive, not only be fired: a request for each PATH at the partner
+    // (through the proxy or not) answered below 400, waited for (a busy machine is slow to).
+    const until = Date.now() + RENDER_TIMEOUT_MS
     for (const p of c.delivers ?? []) {
+      while (!(await holds(page.mainFrame(), `req ${p}`, requests)) && Date.now() < until) await sleep(200)
       if (!(await holds(page.mainFrame(), `req ${p}`, requests))) failing.push(`delivers ${p}`)
     }
     return { rendered: failing.length === 0, failing, requests, notes, clicked, auction }
