@@ -50,12 +50,12 @@ pub mod timing;
 mod url_rewrite;
 
 pub use body::decode::DecodeError;
-pub use body::pipeline::{BodyPipeline, BodyReport, PipelineError};
+pub use body::pipeline::{BodyPipeline, BodyReport, Ending, PipelineError};
 pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
 pub use body::stage::BodyStage;
 pub use content::{BodyPlan, Codec, PassReason, Rewrite};
 pub use forward::{client_authority, origin_request_headers, ClientInfo};
-pub use page::{PageOptions, PagePipeline, PageReport};
+pub use page::{end_page, PageEnding, PageOptions, PagePipeline, PageReport};
 pub use publisher::script::{
     answer as script_answer, if_none_match, ScriptAnswer, ScriptEncoding, SCRIPT_CACHE_CONTROL,
     SCRIPT_CONTENT_TYPE, SCRIPT_PATH_PREFIX,
@@ -70,6 +70,7 @@ pub use stages::inject::{Injected, Injection, SCRIPT_ID};
 #[cfg(feature = "reference-paths")]
 pub use stages::rsc::use_fast_reader as use_flight_fast_reader;
 pub use stages::rsc::RscReport;
+pub use stages::tail::{HeldTail, TailPoint, TAIL_MAX};
 pub use url_rewrite::UrlRule;
 
 /// Re-exported so callers can name the settings type without another dependency line.

@@ -6,7 +6,8 @@
 //!
 //! * HTML: the early-hints head reader (with [`PageOptions::learn_hints`]), then the lazy HTML
 //!   rewriter (the URL rule, and lol_html with the Next.js Flight rewriting when the page needs
-//!   its structure), then the script tag's injection (with [`PageOptions::inject`]);
+//!   its structure), then the script tag's injection (with [`PageOptions::inject`]), then
+//!   the hold on the tail from `</body>` on (with [`PageOptions::hold_tail`]);
 //! * text (CSS, JavaScript, JSON, …): the URL rule alone;
 //! * a Next.js Flight response: the Flight row rewriter;
 //!
@@ -14,12 +15,17 @@
 //! The stages are chosen once per body and dispatched statically; [`PageReport`] gathers their
 //! reports for the adapter's log line and the early-hints phase. [`pipeline`] is the engine
 //! running them.
+//!
+//! A page built with [`PageOptions::hold_tail`] ends in two steps, so that something decided
+//! only after the origin's body (a navigation auction's bids) goes in just before `</body>`:
+//! [`end_page`] when the origin's body has ended writes everything before the hold point, and
+//! [`PageEnding::finish`] writes the insertion, then the held tail, and ends the body.
 
 use std::io::Write;
 
 use trusted_server_settings::Nextjs;
 
-use crate::body::pipeline::BodyPipeline;
+use crate::body::pipeline::{BodyPipeline, BodyReport, Ending, PipelineError};
 use crate::body::stage::{BodyStage, Guard, Then};
 use crate::content::{Codec, Rewrite};
 use crate::stages::hints::HintsStage;
@@ -27,6 +33,7 @@ use crate::stages::html::HtmlReport;
 use crate::stages::inject::{InjectStage, Injected, Injection};
 use crate::stages::lazy_html::{LazyHtml, LOOKBACK_MAX};
 use crate::stages::rsc::{FlightStage, RscReport};
+use crate::stages::tail::{HeldTail, TailPoint, TailStage};
 use crate::stages::text::TextStage;
 use crate::stages::utf16::{utf16_guard, NotUtf16};
 use crate::url_rewrite::UrlRule;
@@ -48,6 +55,11 @@ pub struct PageOptions {
     /// (`crate::hints`), reported in [`PageReport::hints`]. HTML only; it reads the decoded
     /// bytes and never changes the output. Default `false`.
     pub learn_hints: bool,
+    /// Hold an HTML page's output from its first `</body>` end tag on (at most
+    /// `stages::tail::TAIL_MAX` bytes), for [`PageEnding::finish`] to insert something
+    /// before it. Bytes before the end tag leave as they do without it. Not for a UTF-16
+    /// page, nor for text or Flight bodies. Default `false`.
+    pub hold_tail: bool,
 }
 
 impl Default for PageOptions {
@@ -59,6 +71,7 @@ impl Default for PageOptions {
             html_lookback: LOOKBACK_MAX,
             inject: None,
             learn_hints: false,
+            hold_tail: false,
         }
     }
 }
@@ -87,6 +100,9 @@ pub struct PageReport {
     /// With [`PageOptions::learn_hints`], for an HTML body: the early hints found in its
     /// head, URLs rewritten first-party (unbounded here; `crate::hints::Hints` bounds them).
     pub hints: Vec<String>,
+    /// With [`PageOptions::hold_tail`], for an HTML body (not UTF-16): where the insertion
+    /// goes (before `</body>`, or at the end), and how many bytes were held.
+    pub tail: Option<HeldTail>,
 }
 
 /// The engine running a page's stages ([`pipeline`]).
@@ -118,7 +134,9 @@ pub fn compose(rewrite: Rewrite, rule: UrlRule, options: &PageOptions) -> PageSt
             // The injection runs after the rewriter, on its output: the tag is never
             // rewritten, and the plain path stays lol_html-free.
             let inject = options.inject.as_ref().map(InjectStage::new);
-            Rewriter::Html(hints.then(html).then(inject))
+            // The hold runs last, on the page's final bytes.
+            let tail = options.hold_tail.then(TailStage::new);
+            Rewriter::Html(hints.then(html).then(inject).then(tail))
         }
         Rewrite::Text => Rewriter::Text(TextStage::new(rule)),
         Rewrite::Flight => Rewriter::Flight(FlightStage::new(rule, nextjs.max_held_bytes as usize)),
@@ -143,8 +161,9 @@ enum Rewriter {
     Flight(FlightStage),
 }
 
-/// An HTML page's stages: the head reader, the rewriter, the injection.
-type HtmlStages = Then<Then<Option<HintsStage>, LazyHtml>, Option<InjectStage>>;
+/// An HTML page's stages: the head reader, the rewriter, the injection, the tail's hold.
+type HtmlStages =
+    Then<Then<Then<Option<HintsStage>, LazyHtml>, Option<InjectStage>>, Option<TailStage>>;
 
 impl BodyStage for Rewriter {
     type Report = PageReport;
@@ -160,7 +179,7 @@ impl BodyStage for Rewriter {
     fn finish(self, out: &mut Vec<u8>) -> PageReport {
         match self {
             Rewriter::Html(stages) => {
-                let ((hints, html), injected) = stages.finish(out);
+                let (((hints, html), injected), tail) = stages.finish(out);
                 let HtmlReport {
                     structured,
                     scanned,
@@ -174,6 +193,7 @@ impl BodyStage for Rewriter {
                     rsc,
                     injected,
                     hints: hints.unwrap_or_default(),
+                    tail,
                     ..PageReport::default()
                 }
             }
@@ -216,5 +236,62 @@ impl BodyStage for PageStages {
     }
 }
 
+/// A page whose origin body has ended ([`end_page`]): everything before the hold point is
+/// written; the insertion and the held tail wait for [`PageEnding::finish`].
+#[derive(Debug)]
+pub struct PageEnding<W: Write>(Ending<W, PageStages>);
+
+/// Ends the origin's body for `pipeline`: ends the decoder and the stages, and writes
+/// (encoded) everything before the hold point; nothing reaches the sink beyond what
+/// [`BodyPipeline::push`] would send until [`PageEnding::flush`] or [`PageEnding::finish`].
+/// For a page without [`PageOptions::hold_tail`] this holds nothing back.
+///
+/// # Errors
+/// See [`PipelineError`] (a truncated compressed body is an error here).
+pub fn end_page<W: Write>(pipeline: PagePipeline<W>) -> Result<PageEnding<W>, PipelineError> {
+    pipeline.end_stages().map(PageEnding)
+}
+
+impl<W: Write> PageEnding<W> {
+    /// Where [`Self::finish`] will write its insertion: `None` when it will not (the tail was
+    /// not held: no [`PageOptions::hold_tail`], not HTML, or a UTF-16 page).
+    pub fn tail_point(&self) -> Option<TailPoint> {
+        self.0.stages().tail.as_ref().map(|tail| tail.point)
+    }
+
+    /// Sends everything written so far (all bytes before the hold point) and flushes the sink.
+    ///
+    /// # Errors
+    /// See [`PipelineError`].
+    pub fn flush(&mut self) -> Result<(), PipelineError> {
+        self.0.flush()
+    }
+
+    /// Bytes written to the sink so far (for tests of when bytes reach it).
+    #[cfg(test)]
+    fn downstream_sink_len(&self) -> u64 {
+        self.0.bytes_out()
+    }
+
+    /// Writes `insertion` at the hold point (before the first `</body>` end tag, or at the
+    /// end: [`Self::tail_point`]), then the held tail, and ends the body: the sink and the
+    /// report, as [`BodyPipeline::finish`] gives them. An empty `insertion` gives the output
+    /// the page would have had without the hold. When the tail was not held, `insertion` is
+    /// not written.
+    ///
+    /// # Errors
+    /// See [`PipelineError`].
+    pub fn finish(mut self, insertion: &str) -> Result<(W, BodyReport<PageReport>), PipelineError> {
+        if let Some(tail) = self.0.stages_mut().tail.as_mut() {
+            let held = std::mem::take(&mut tail.bytes);
+            self.0.write(insertion.as_bytes())?;
+            self.0.write(&held)?;
+        }
+        self.0.finish()
+    }
+}
+
+#[cfg(test)]
+mod tail_tests;
 #[cfg(test)]
 mod tests;

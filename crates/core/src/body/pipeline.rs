@@ -6,6 +6,9 @@
 //! the report of the stages it was given, whatever their type. So the caller decides how a
 //! body ends: `finish()` the client stream when the pipeline finished, abandon it when anything
 //! failed.
+//! [`BodyPipeline::end_stages`] is the same end in two steps: the origin's body and the stages
+//! end, then the caller may append last plain bytes ([`Ending::write`], encoded as the rest)
+//! before [`Ending::finish`] ends the encoder.
 //!
 //! Which stages a body gets is its composer's decision, not the pipeline's: the pipeline runs
 //! any [`BodyStage`] and never looks inside its report.
@@ -122,19 +125,25 @@ impl<W: Write, S: BodyStage> Downstream<W, S> {
         self.write_out(true)
     }
 
-    /// Ends the stages and the encoder; the sink, the bytes written to it, and what the
-    /// stages reported.
-    fn finish(mut self) -> Result<(W, u64, S::Report), PipelineError> {
-        let stage = self.stage.take().expect("a pipeline is finished once");
+    /// Ends the stages; what they reported. The encoder stays open for [`Ending::write`].
+    fn end_stages(&mut self) -> Result<Option<S::Report>, PipelineError> {
+        let Some(stage) = self.stage.take() else {
+            return Ok(None);
+        };
         let out = match self.encoder.identity_output() {
             Some(direct) => direct,
             None => &mut self.plain,
         };
         let stages = stage.finish(out);
         self.encode_plain()?;
+        Ok(Some(stages))
+    }
+
+    /// Ends the encoder; the sink and the bytes written to it.
+    fn finish(mut self) -> Result<(W, u64), PipelineError> {
         self.encoder.finish().map_err(PipelineError::Internal)?;
         self.write_out(false)?;
-        Ok((self.sink, self.bytes_out, stages))
+        Ok((self.sink, self.bytes_out))
     }
 
     /// Writes the encoder's waiting output to the sink; `flush` also flushes the sink.
@@ -255,6 +264,16 @@ impl<W: Write, S: BodyStage> BodyPipeline<W, S> {
     /// # Errors
     /// See [`PipelineError`]. A truncated compressed body is an error here, at the end.
     pub fn finish(self) -> Result<(W, BodyReport<S::Report>), PipelineError> {
+        self.end_stages()?.finish()
+    }
+
+    /// Ends the origin's body and the stages, as [`Self::finish`] does, but keeps the encoder
+    /// open: the caller may then append last plain bytes ([`Ending::write`]) before it
+    /// [`Ending::finish`]es. `end_stages()?.finish()` is `finish()`.
+    ///
+    /// # Errors
+    /// See [`PipelineError`]. A truncated compressed body is an error here.
+    pub fn end_stages(self) -> Result<Ending<W, S>, PipelineError> {
         let bytes_in = self.bytes_in;
         let ignored_trailing = self.decoder.ignored_trailing();
         let mut downstream = self
@@ -264,7 +283,92 @@ impl<W: Write, S: BodyStage> BodyPipeline<W, S> {
         if let Some(parked) = downstream.failure.take() {
             return Err(parked);
         }
-        let (sink, bytes_out, stages) = downstream.finish()?;
+        let stages = downstream
+            .end_stages()?
+            .ok_or_else(|| PipelineError::Internal(io::Error::other("stages ended twice")))?;
+        Ok(Ending {
+            downstream,
+            bytes_in,
+            ignored_trailing,
+            stages,
+        })
+    }
+
+    /// The sink, as far as it has been written to (for tests of when bytes reach it).
+    #[cfg(test)]
+    pub(crate) fn sink_mut(&mut self) -> &mut W {
+        &mut self.decoder.inner_mut().sink
+    }
+}
+
+/// A body whose origin input and stages have ended, its encoder still open
+/// ([`BodyPipeline::end_stages`]): the caller appends last plain bytes, if any, then finishes.
+pub struct Ending<W: Write, S: BodyStage> {
+    /// The engine, its stages ended.
+    downstream: Downstream<W, S>,
+    bytes_in: u64,
+    ignored_trailing: u64,
+    stages: S::Report,
+}
+
+impl<W: Write, S: BodyStage> fmt::Debug for Ending<W, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ending")
+            .field("bytes_in", &self.bytes_in)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write, S: BodyStage> Ending<W, S> {
+    /// Encoded bytes written to the sink so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.downstream.bytes_out
+    }
+
+    /// What the stages reported.
+    pub fn stages(&self) -> &S::Report {
+        &self.stages
+    }
+
+    /// What the stages reported, for the caller to read or take from before it finishes.
+    pub fn stages_mut(&mut self) -> &mut S::Report {
+        &mut self.stages
+    }
+
+    /// Appends plain bytes to the body, encoded as the rest; they reach the sink as a stage's
+    /// output does (a batch's worth, or at a flush or the end).
+    ///
+    /// # Errors
+    /// See [`PipelineError`]; after an error the body must not be used again.
+    pub fn write(&mut self, plain: &[u8]) -> Result<(), PipelineError> {
+        let downstream = &mut self.downstream;
+        match downstream.encoder.identity_output() {
+            Some(direct) => direct.extend_from_slice(plain),
+            None => downstream.plain.extend_from_slice(plain),
+        }
+        downstream.stage_write(&[])
+    }
+
+    /// Makes everything so far reach the sink, and flushes it ([`BodyPipeline::flush`]).
+    ///
+    /// # Errors
+    /// See [`PipelineError`].
+    pub fn flush(&mut self) -> Result<(), PipelineError> {
+        self.downstream.flush()
+    }
+
+    /// Ends the encoder; the sink and the report, as [`BodyPipeline::finish`] gives them.
+    ///
+    /// # Errors
+    /// See [`PipelineError`].
+    pub fn finish(self) -> Result<(W, BodyReport<S::Report>), PipelineError> {
+        let Ending {
+            downstream,
+            bytes_in,
+            ignored_trailing,
+            stages,
+        } = self;
+        let (sink, bytes_out) = downstream.finish()?;
         Ok((
             sink,
             BodyReport {
@@ -274,11 +378,5 @@ impl<W: Write, S: BodyStage> BodyPipeline<W, S> {
                 stages,
             },
         ))
-    }
-
-    /// The sink, as far as it has been written to (for tests of when bytes reach it).
-    #[cfg(test)]
-    pub(crate) fn sink_mut(&mut self) -> &mut W {
-        &mut self.decoder.inner_mut().sink
     }
 }

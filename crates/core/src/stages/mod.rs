@@ -14,6 +14,8 @@
 //!   creative's HTML rewriter;
 //! * [`inject`]: the first-party script's tag at the start of the `<head>`;
 //! * [`hints`]: the early-hints head reader;
+//! * [`tail`]: holds the output from the first `</body>` end tag on, for what goes before it
+//!   once the body has ended (a navigation auction's bids);
 //! * [`utf16`]: the UTF-16 rule, a gate in front of a rewriter;
 //! * [`word_scan`]: byte searches for short distances, shared by the readers above.
 
@@ -28,6 +30,7 @@ pub(crate) mod rsc;
 pub(crate) mod scanned_html;
 pub(crate) mod segments;
 pub(crate) mod staging;
+pub(crate) mod tail;
 pub(crate) mod text;
 pub(crate) mod utf16;
 pub(crate) mod word_scan;
