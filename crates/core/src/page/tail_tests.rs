@@ -318,3 +318,48 @@ fn the_bids_go_at_the_end_past_the_cap_and_nowhere_without_a_hold() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any bytes from an HTML-ish alphabet, with URLs the rule rewrites, at any cuts, plain or
+    /// gzip: nothing inserted gives the output without the hold, byte for byte; bids go in
+    /// whole, once, either at the end or just before a `</body` of that output, and the rest
+    /// is that output.
+    #[test]
+    fn any_page_is_unchanged_but_for_the_bids(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "<", ">", "/", "!", "-", "'", "\"", "=", " ", "body", "BODY", "script", "style",
+                "p", "x", "https://origin.example.com/a", "self.__next_f.push(", "<!--", "-->",
+                "</body>", "<meta charset=utf-8>",
+            ]),
+            0..60,
+        ),
+        cuts in proptest::collection::vec(0usize..400, 0..5),
+        gzip in any::<bool>(),
+    ) {
+        let codec = if gzip { Codec::Gzip } else { Codec::Identity };
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let doc = parts.concat();
+        let bytes = doc.as_bytes();
+        let options = PageOptions::default();
+        let (without, _) = run(codec, html(), bytes, &cuts, &options, None);
+        let (empty, _) = run(codec, html(), bytes, &cuts, &options, Some(""));
+        prop_assert_eq!(&empty, &without);
+        let (with, report) = run(codec, html(), bytes, &cuts, &options, Some(BIDS));
+        let at = with
+            .windows(BIDS.len())
+            .position(|w| w == BIDS.as_bytes())
+            .expect("the bids are written");
+        prop_assert_eq!(&[&with[..at], &with[at + BIDS.len()..]].concat(), &without);
+        let point = report.tail.map(|t| t.point);
+        if at == without.len() {
+            prop_assert_ne!(point, Some(TailPoint::BeforeBodyEnd));
+        } else {
+            prop_assert_eq!(point, Some(TailPoint::BeforeBodyEnd));
+            prop_assert!(without[at..].to_ascii_lowercase().starts_with(b"</body"));
+        }
+    }
+}
