@@ -38,14 +38,9 @@
 // missing. TS_CREATIVES=a,b picks creatives by name.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { CHROMIUM, CHROMIUM_ARGS, chromiumOrExit } from './chromium.mjs'
+import { CORPUS, PARTNER_NAMES, corpusKit, selectedCreatives, short, sleep } from './corpus.mjs'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-const CORPUS = path.join(ROOT, 'fixtures/creatives')
-const MANIFEST = path.join(CORPUS, 'manifest.json')
-const PARTNER_NAMES = ['creatives.demo-partner.example', 'img.demo-partner2.example', 'px.third-party.example']
-const PARTNER_DOMAINS = ['demo-partner.example', 'demo-partner2.example']
 const ENDPOINT = '/_ts/openrtb2/auction'
 /** The two bidders: as sent, and made first-party. */
 const AS_SENT = 'corpus_direct'
@@ -74,89 +69,15 @@ if (!base || !/^https?:\/\/[^/]+$/.test(base) || !partner || !/^127\.0\.0\.1:\d+
 }
 const edgeHost = new URL(base).host
 const chromium = chromiumOrExit('creative corpus (auction)')
-const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'))
-const only = process.env.TS_CREATIVES ? new Set(process.env.TS_CREATIVES.split(',')) : null
-const creatives = manifest.creatives.filter((c) => !only || only.has(c.name))
+const creatives = selectedCreatives()
+const { hostClass, target, afterFirstPartyClick, holds, render } = corpusKit(edgeHost)
 
 const problems = []
 const problem = (text) => {
   problems.push(text)
   console.log(`    PROBLEM ${text}`)
 }
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const kind = (expectation) => expectation.split(':')[0].trim()
-
-/** `first-party`, `partner`, `other`, or null for what makes no network request. */
-function hostClass(url) {
-  const u = new URL(url)
-  if (!/^https?:$/.test(u.protocol)) return null
-  if (u.host === edgeHost) return 'first-party'
-  if (PARTNER_DOMAINS.some((d) => u.hostname === d || u.hostname.endsWith(`.${d}`))) return 'partner'
-  return 'other'
-}
-
-/** The partner URL a request is for: the `tsurl` of a first-party proxy URL, else itself. */
-function target(url) {
-  const u = new URL(url)
-  if (u.host === edgeHost && u.pathname === '/first-party/proxy') return u.searchParams.get('tsurl') ?? url
-  return url
-}
-
-/** Whether `req` is the landing page (or a hop to it) that a `/first-party/click` led to. */
-function afterFirstPartyClick(req) {
-  let first = req
-  while (first.redirectedFrom()) first = first.redirectedFrom()
-  if (first === req) return false
-  const u = new URL(first.url())
-  return u.host === edgeHost && u.pathname === '/first-party/click'
-}
-
-/** One check (manifest `checks`), run in `frame`; true when it holds. */
-async function holds(frame, check, requests) {
-  const [what, ...rest] = check.split(' ')
-  if (what === 'frame') {
-    const el = await frame.$(rest[0])
-    const inner = await el?.contentFrame()
-    return inner ? holds(inner, rest.slice(1).join(' '), requests) : false
-  }
-  if (what === 'req') {
-    return requests.some((r) => {
-      const u = new URL(target(r.url))
-      return PARTNER_NAMES.includes(u.hostname) && u.pathname === rest[0] && r.status !== null && r.status < 400
-    })
-  }
-  return frame.evaluate(
-    async ([what, arg]) => {
-      const loads = (url) =>
-        new Promise((resolve) => {
-          const img = new Image()
-          img.onload = () => resolve(img.naturalWidth > 0)
-          img.onerror = () => resolve(false)
-          setTimeout(() => resolve(false), 3000)
-          img.src = url
-        })
-      const el = what === 'font' || what === 'marker' ? null : document.querySelector(arg)
-      switch (what) {
-        case 'img':
-          return Boolean(el && el.complete && el.naturalWidth > 0)
-        case 'bg': {
-          const m = el && /url\("?(.*?)"?\)/.exec(getComputedStyle(el).backgroundImage)
-          return m ? loads(m[1]) : false
-        }
-        case 'poster':
-          return el?.poster ? loads(el.poster) : false
-        case 'font':
-          await document.fonts.ready
-          return [...document.fonts].some((f) => f.family.replace(/["']/g, '') === arg && f.status === 'loaded')
-        case 'marker':
-          return document.documentElement.getAttribute(`data-${arg}`) === 'ok'
-        default:
-          throw new Error(`unknown check ${what}`)
-      }
-    },
-    [what, rest.join(' ')],
-  )
-}
 
 /** Prebid's render frame: the srcdoc frame it made inside the page's slot frame (or the slot
  * frame itself, should Prebid write into it); null while there is none. */
@@ -164,26 +85,6 @@ async function renderFrame(page) {
   const slot = await (await page.$('#slot iframe'))?.contentFrame()
   if (!slot) return null
   return slot.childFrames()[0] ?? slot
-}
-
-/** Polls the creative's checks in the render frame until all hold or the time is up; the ones
- * that do not hold. */
-async function render(page, checks, requests) {
-  const deadline = Date.now() + RENDER_TIMEOUT_MS
-  let failing = checks
-  while (Date.now() < deadline) {
-    const frame = await renderFrame(page).catch(() => null)
-    const now = []
-    for (const check of checks) {
-      // A navigation (refresh, redirect) destroys the context under an evaluate: not yet.
-      const ok = frame ? await holds(frame, check, requests).catch(() => false) : false
-      if (!ok) now.push(check)
-    }
-    failing = now
-    if (failing.length === 0) break
-    await sleep(200)
-  }
-  return failing
 }
 
 /** The file `c.path`, as the bidder sends it. */
@@ -245,7 +146,7 @@ async function load(browser, c, bidder) {
     const report = JSON.parse((await page.locator('#bids').textContent().catch(() => '')) || '{}')
     auction.winner = report.winner?.bidder ?? null
     auction.render = report.render ?? null
-    const failing = await render(page, c.checks, requests)
+    const failing = await render(() => renderFrame(page), c.checks, requests, RENDER_TIMEOUT_MS)
     await sleep(SETTLE_MS)
     let clicked = null
     if (failing.length === 0 && c.click) {
@@ -277,12 +178,6 @@ async function load(browser, c, bidder) {
   } finally {
     await Promise.race([context.close().catch(() => {}), sleep(5000)])
   }
-}
-
-/** `host/path` of a URL, for the report. */
-const short = (url) => {
-  const u = new URL(url)
-  return `${u.host}${u.pathname}`
 }
 
 /** The requests of a load that left the first-party host (not after a first-party click). */

@@ -22,17 +22,9 @@
 // does not say `breaks`, or when the manifest's `edge` expectation no longer matches what the
 // run saw (either way: an improvement must be written into the manifest, and the line says
 // what to write); 2 on bad usage; 3 when Chromium or playwright-core is missing.
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { CHROMIUM, CHROMIUM_ARGS, chromiumOrExit } from './chromium.mjs'
+import { CREATIVE_HOST, PARTNER_NAMES, corpusKit, selectedCreatives, short, sleep } from './corpus.mjs'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
-const MANIFEST = path.join(ROOT, 'fixtures/creatives/manifest.json')
-/** The creatives' own host, and the other names that lead to the same test partner. */
-const CREATIVE_HOST = 'creatives.demo-partner.example'
-const PARTNER_NAMES = [CREATIVE_HOST, 'img.demo-partner2.example', 'px.third-party.example']
-const PARTNER_DOMAINS = ['demo-partner.example', 'demo-partner2.example']
 /** A page load. */
 const LOAD_TIMEOUT_MS = 10_000
 /** How long a creative may take to satisfy its checks. */
@@ -54,105 +46,13 @@ if (!base || !/^https?:\/\/[^/]+$/.test(base) || !partner || !/^127\.0\.0\.1:\d+
 }
 const edgeHost = new URL(base).host
 const chromium = chromiumOrExit('creative corpus')
-const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'))
-const only = process.env.TS_CREATIVES ? new Set(process.env.TS_CREATIVES.split(',')) : null
-const creatives = manifest.creatives.filter((c) => !only || only.has(c.name))
+const creatives = selectedCreatives()
+const { hostClass, target, afterFirstPartyClick, holds, render } = corpusKit(edgeHost)
 
 const problems = []
 const problem = (text) => {
   problems.push(text)
   console.log(`    PROBLEM ${text}`)
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-/** `first-party`, `partner`, `other`, or null for what makes no network request. */
-function hostClass(url) {
-  const u = new URL(url)
-  if (!/^https?:$/.test(u.protocol)) return null
-  if (u.host === edgeHost) return 'first-party'
-  if (PARTNER_DOMAINS.some((d) => u.hostname === d || u.hostname.endsWith(`.${d}`))) return 'partner'
-  return 'other'
-}
-
-/** The partner URL a request is for: the `tsurl` of a first-party proxy URL, else itself. */
-function target(url) {
-  const u = new URL(url)
-  if (u.host === edgeHost && u.pathname === '/first-party/proxy') return u.searchParams.get('tsurl') ?? url
-  return url
-}
-
-/** Whether `req` is the landing page (or a hop to it) that a `/first-party/click` led to. */
-function afterFirstPartyClick(req) {
-  let first = req
-  while (first.redirectedFrom()) first = first.redirectedFrom()
-  if (first === req) return false
-  const u = new URL(first.url())
-  return u.host === edgeHost && u.pathname === '/first-party/click'
-}
-
-/** One check (manifest `checks`), run in `frame`; true when it holds. */
-async function holds(page, frame, check, requests) {
-  const [kind, ...rest] = check.split(' ')
-  if (kind === 'frame') {
-    const el = await frame.$(rest[0])
-    const inner = await el?.contentFrame()
-    return inner ? holds(page, inner, rest.slice(1).join(' '), requests) : false
-  }
-  if (kind === 'req') {
-    return requests.some((r) => {
-      const u = new URL(target(r.url))
-      return PARTNER_NAMES.includes(u.hostname) && u.pathname === rest[0] && r.status !== null && r.status < 400
-    })
-  }
-  return frame.evaluate(
-    async ([kind, arg]) => {
-      const loads = (url) =>
-        new Promise((resolve) => {
-          const img = new Image()
-          img.onload = () => resolve(img.naturalWidth > 0)
-          img.onerror = () => resolve(false)
-          setTimeout(() => resolve(false), 3000)
-          img.src = url
-        })
-      const el = kind === 'font' || kind === 'marker' ? null : document.querySelector(arg)
-      switch (kind) {
-        case 'img':
-          return Boolean(el && el.complete && el.naturalWidth > 0)
-        case 'bg': {
-          const m = el && /url\("?(.*?)"?\)/.exec(getComputedStyle(el).backgroundImage)
-          return m ? loads(m[1]) : false
-        }
-        case 'poster':
-          return el?.poster ? loads(el.poster) : false
-        case 'font':
-          await document.fonts.ready
-          return [...document.fonts].some((f) => f.family.replace(/["']/g, '') === arg && f.status === 'loaded')
-        case 'marker':
-          return document.documentElement.getAttribute(`data-${arg}`) === 'ok'
-        default:
-          throw new Error(`unknown check ${kind}`)
-      }
-    },
-    [kind, rest.join(' ')],
-  )
-}
-
-/** Polls the creative's checks until all hold or the time is up; the ones that do not hold. */
-async function render(page, checks, requests) {
-  const deadline = Date.now() + RENDER_TIMEOUT_MS
-  let failing = checks
-  while (Date.now() < deadline) {
-    const now = []
-    for (const check of checks) {
-      // A navigation (refresh, redirect) destroys the context under an evaluate: not yet.
-      const ok = await holds(page, page.mainFrame(), check, requests).catch(() => false)
-      if (!ok) now.push(check)
-    }
-    failing = now
-    if (failing.length === 0) break
-    await sleep(200)
-  }
-  return failing
 }
 
 /** Loads `url` in a fresh context; what rendered and every request made. */
@@ -186,7 +86,7 @@ async function load(browser, url, creative) {
       // A loader that navigates on (location.replace) interrupts the first navigation.
       notes.push(`goto: ${e.message.split('\n')[0]}`)
     }
-    const failing = await render(page, creative.checks, requests)
+    const failing = await render(async () => page.mainFrame(), creative.checks, requests, RENDER_TIMEOUT_MS)
     await sleep(SETTLE_MS)
     let clicked = null
     if (failing.length === 0 && creative.click) {
@@ -206,18 +106,12 @@ async function load(browser, url, creative) {
     // Beacons and pings must arrive, not only be fired: a request for each PATH at the partner
     // (through the proxy or not) answered below 400.
     for (const path of creative.delivers ?? []) {
-      if (!(await holds(page, page.mainFrame(), `req ${path}`, requests))) failing.push(`delivers ${path}`)
+      if (!(await holds(page.mainFrame(), `req ${path}`, requests))) failing.push(`delivers ${path}`)
     }
     return { rendered: failing.length === 0, failing, requests, notes, clicked }
   } finally {
     await Promise.race([context.close().catch(() => {}), sleep(5000)])
   }
-}
-
-/** `host/path` of a URL, for the report. */
-const short = (url) => {
-  const u = new URL(url)
-  return `${u.host}${u.pathname}`
 }
 
 async function sign(url) {
