@@ -576,7 +576,7 @@ proptest! {
 }
 
 #[test]
-fn only_html_and_css_are_creatives_to_rewrite() {
+fn only_html_css_and_utf8_script_are_creatives_to_rewrite() {
     assert!(matches!(
         Creative::for_content_type(Some("text/html; charset=windows-1252")),
         Some(Creative::Html(_))
@@ -585,11 +585,16 @@ fn only_html_and_css_are_creatives_to_rewrite() {
         Creative::for_content_type(Some("TEXT/CSS")),
         Some(Creative::Css)
     );
+    // JavaScript and JSON get their whole-URL literals signed, in UTF-8 only.
+    assert_eq!(
+        Creative::for_content_type(Some("application/javascript")),
+        Some(Creative::Script)
+    );
     for other in [
         None,
         Some("image/png"),
         Some("image/svg+xml"),
-        Some("application/javascript"),
+        Some("application/javascript; charset=iso-8859-1"),
         Some("text/html; charset=shift_jis"),
         Some("text/css; charset=utf-16"),
         Some("font/woff2"),
