@@ -1,4 +1,5 @@
-//! Asking the bidders: every request sent at once, then one loop that waits on whatever is
+//! Asking the bidders: every request sent at once ([`send_all`]), then (at once for the
+//! endpoint, after the page has streamed for a navigation) one loop that waits on whatever is
 //! still open (a response head, or a body still arriving) until the deadline. A bidder that
 //! has sent its headers and then stalls mid-body is waited for no longer than one that never
 //! answered: both are cut off at the deadline, and only they lose their bids.
@@ -76,11 +77,26 @@ enum State {
 }
 
 /// Sends every call at once and collects what comes back until each call's deadline; the
-/// results are in the order of `calls`.
+/// results are in the order of `calls`. [`send_all`] then [`Asked::collect`], for a caller
+/// with nothing to do in between.
 pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
-    let ms = || u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    send_all(calls, start).collect()
+}
+
+/// The calls in flight: sent, not yet collected. The platform carries them meanwhile, so a
+/// caller may do other work (stream a page) before it [`collect`](Asked::collect)s; a call
+/// whose deadline passed by then is cut off at once. Dropping it abandons every call.
+pub struct Asked {
+    states: Vec<State>,
+    deadlines: Vec<Instant>,
+    start: Instant,
+}
+
+/// Sends every call at once (`start` is the auction's start, for the `ms` figures).
+pub fn send_all(calls: Vec<Call>, start: Instant) -> Asked {
+    let ms = || elapsed_ms(start);
     let deadlines: Vec<Instant> = calls.iter().map(|c| c.deadline).collect();
-    let mut states: Vec<State> = calls
+    let states: Vec<State> = calls
         .into_iter()
         .map(|call| {
             let (request, body) = call.request.into_handles();
@@ -94,46 +110,68 @@ pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
             }
         })
         .collect();
-    loop {
-        let now = Instant::now();
-        for (state, deadline) in states.iter_mut().zip(&deadlines) {
-            if !matches!(state, State::Done(_)) && *deadline <= now {
-                // Dropping the handles abandons the request: nothing more is read.
-                *state = State::Done(Collected::Late { ms: ms() });
-            }
-        }
-        let open: Vec<usize> = (0..states.len())
-            .filter(|&i| !matches!(states[i], State::Done(_)))
-            .collect();
-        let Some(next) = open.iter().map(|&i| deadlines[i]).min() else {
-            break;
-        };
-        let left = next.saturating_duration_since(now);
-        let waitables: Vec<Waitable<'_>> = (open.iter())
-            .map(|&i| match &states[i] {
-                State::Waiting(pending) => Waitable::Pending(pending),
-                State::Reading { body, .. } => Waitable::Body(body),
-                State::Done(_) => unreachable!("only open calls are waited on"),
-            })
-            .collect();
-        let Some(ready) = first_ready(&waitables, left) else {
-            // The earliest deadline came (the next turn cuts those calls off), or the platform
-            // would not wait: then every open call is cut off now.
-            if Instant::now() < next {
-                break;
-            }
-            continue;
-        };
-        let i = open[ready];
-        let state = std::mem::replace(&mut states[i], State::Done(Collected::Late { ms: 0 }));
-        states[i] = advance(state, ms);
+    Asked {
+        states,
+        deadlines,
+        start,
     }
-    (states.into_iter())
-        .map(|state| match state {
-            State::Done(collected) => collected,
-            State::Waiting(_) | State::Reading { .. } => Collected::Late { ms: ms() },
-        })
-        .collect()
+}
+
+fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Asked {
+    /// Waits on whatever is still open (a response head, or a body still arriving) until
+    /// each call's deadline; the results in the order the calls were given.
+    pub fn collect(self) -> Vec<Collected> {
+        let Asked {
+            mut states,
+            deadlines,
+            start,
+        } = self;
+        let ms = || elapsed_ms(start);
+        loop {
+            let now = Instant::now();
+            for (state, deadline) in states.iter_mut().zip(&deadlines) {
+                if !matches!(state, State::Done(_)) && *deadline <= now {
+                    // Dropping the handles abandons the request: nothing more is read.
+                    *state = State::Done(Collected::Late { ms: ms() });
+                }
+            }
+            let open: Vec<usize> = (0..states.len())
+                .filter(|&i| !matches!(states[i], State::Done(_)))
+                .collect();
+            let Some(next) = open.iter().map(|&i| deadlines[i]).min() else {
+                break;
+            };
+            let left = next.saturating_duration_since(now);
+            let waitables: Vec<Waitable<'_>> = (open.iter())
+                .map(|&i| match &states[i] {
+                    State::Waiting(pending) => Waitable::Pending(pending),
+                    State::Reading { body, .. } => Waitable::Body(body),
+                    State::Done(_) => unreachable!("only open calls are waited on"),
+                })
+                .collect();
+            let Some(ready) = first_ready(&waitables, left) else {
+                // The earliest deadline came (the next turn cuts those calls off), or the
+                // platform would not wait: then every open call is cut off now.
+                if Instant::now() < next {
+                    break;
+                }
+                continue;
+            };
+            let i = open[ready];
+            let state = std::mem::replace(&mut states[i], State::Done(Collected::Late { ms: 0 }));
+            states[i] = advance(state, ms);
+        }
+        (states.into_iter())
+            .map(|state| match state {
+                State::Done(collected) => collected,
+                State::Waiting(_) | State::Reading { .. } => Collected::Late { ms: ms() },
+            })
+            .collect()
+    }
 }
 
 /// One step of a call the platform said is ready.
