@@ -9,9 +9,18 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
-use trusted_server_core::first_party::creative::{self, Creative, CreativeOutcome, Signer, UrlUse};
+use trusted_server_core::first_party::creative::{
+    self, Creative, CreativeOutcome, Placement, Signer, UrlUse,
+};
 use trusted_server_core::{Codec, BodyReport};
+use trusted_server_settings::Scheme;
 use trusted_server_fuzz::{assert_split_invariant, show, split_input};
+
+/// Markup without an address (as an auction's), shown in an https page.
+const NO_ADDRESS: Placement<'static> = Placement {
+    address: None,
+    page_scheme: Scheme::Https,
+};
 
 const TYPES: [&str; 3] = [
     "text/html; charset=utf-8",
@@ -31,7 +40,7 @@ fn signer(allow: bool, offered: &Rc<RefCell<Vec<String>>>) -> Signer {
 
 fn run(creative: Creative, allow: bool, body: &[u8], cuts: &[usize]) -> (Vec<u8>, BodyReport<CreativeOutcome>) {
     let offered = Rc::new(RefCell::new(Vec::new()));
-    let pipeline = creative::pipeline(Codec::Identity, creative, signer(allow, &offered), None, Vec::new());
+    let pipeline = creative::pipeline(Codec::Identity, creative, signer(allow, &offered), NO_ADDRESS, Vec::new());
     let result = ts_testkit::drive(
         pipeline,
         ts_testkit::pieces(body, cuts),
