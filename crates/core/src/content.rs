@@ -147,7 +147,7 @@ fn is_rewritable_text(mime: &str) -> bool {
 }
 
 /// Lowercased media type and the `charset` parameter, if any.
-fn split_content_type(value: &str) -> (String, Option<String>) {
+pub(crate) fn split_content_type(value: &str) -> (String, Option<String>) {
     let mut parts = value.split(';');
     let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     let charset = parts.find_map(|p| {

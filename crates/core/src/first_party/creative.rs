@@ -47,7 +47,7 @@ use url::Url;
 
 use crate::body::pipeline::BodyPipeline;
 use crate::body::stage::{BodyStage, Guard};
-use crate::content::{BodyPlan, Codec, Rewrite};
+use crate::content::{split_content_type, BodyPlan, Codec, Rewrite};
 use crate::stages::utf16::{utf16_guard, NotUtf16};
 
 mod attrs;
@@ -118,20 +118,13 @@ impl Creative {
     }
 }
 
-/// Whether a `Content-Type` names no charset, or UTF-8 (or its subset US-ASCII).
+/// Whether a `Content-Type` names no charset, or UTF-8 (any of its labels) or its subset
+/// US-ASCII (which encoding_rs reads as windows-1252, so it is named here).
 fn utf8_labelled(content_type: Option<&str>) -> bool {
-    let params = content_type.and_then(|c| c.split_once(';')).map(|(_, p)| p);
-    params.into_iter().flat_map(|p| p.split(';')).all(|param| {
-        let Some((name, value)) = param.split_once('=') else {
-            return true;
-        };
-        if !name.trim().eq_ignore_ascii_case("charset") {
-            return true;
-        }
-        let value = value.trim().trim_matches('"');
-        ["utf-8", "utf8", "us-ascii"]
-            .iter()
-            .any(|c| value.eq_ignore_ascii_case(c))
+    let charset = content_type.and_then(|c| split_content_type(c).1);
+    charset.is_none_or(|label| {
+        label.eq_ignore_ascii_case("us-ascii")
+            || encoding_rs::Encoding::for_label(label.as_bytes()) == Some(encoding_rs::UTF_8)
     })
 }
 
