@@ -39,6 +39,7 @@ use trusted_server_settings::FirstParty;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, BackendInfo, Failure, OriginFailure, Phase};
 use crate::kit::signed_url::{verify_signed, Verified};
+use crate::kit::timing::timed;
 use crate::kit::{leaving, partner, reply, request_body};
 use crate::phases::response::header_text;
 use crate::phases::{body, client, identity, origin};
@@ -106,6 +107,7 @@ pub fn run(mut request: Request, settings: &Settings, decision: &Decision, acces
             };
             creative::pipeline(codec, creative, sign, placement, sink)
         },
+        |pipeline, rewrite| timed(rewrite, || pipeline.finish()),
         access,
     );
     match streamed.result {

@@ -1,5 +1,7 @@
 //! The publisher proxy: every request no own endpoint answers. Read top to bottom as its
-//! phases: **client** and **identity** (what the platform observed, the edge ID) → **hints**
+//! phases: **client** and **identity** (what the platform observed, the edge ID) → the
+//! **auction** of a navigation to a page with ad slots (its bidders asked now, collected when
+//! the page's body has ended) → **hints**
 //! (learned early hints leave first) → **cache** (a hit is answered without the origin) →
 //! **origin** (or, when it fails, a stale copy or the service's 502/504) → **response** and
 //! **injection** (every header decided before any is sent) → **body** (streamed through the
@@ -18,6 +20,7 @@ use crate::flows::refresh::refresh;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, Failure, OriginFailure, Phase};
 use crate::kit::{leaving, reply};
+use crate::phases::auction::{self, Running};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
@@ -28,6 +31,15 @@ use crate::phases::{body, client, hints, identity, inject, origin, response};
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let client = client::observe(&request, settings);
     let edge_id = identity::request_phase(&request, decision, settings);
+    // The bidders are asked before the cache or the origin: they think while the page comes.
+    let reader_id = edge_id.valid_cookie.as_deref();
+    let auction = match auction::for_page(&request, &client, reader_id, settings, decision) {
+        Ok(running) => Some(running),
+        Err(why) => {
+            log::debug!("no navigation auction: {why}");
+            None
+        }
+    };
     let is_head = request.get_method_str() == "HEAD";
     let key = cache::page_key(&request, &client);
     // Learned early hints leave first, before the page cache or the origin is asked.
@@ -43,8 +55,20 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
         client: &client,
         edge_id: &edge_id,
     };
-    let lookup = match cache::answer_hit(lookup, &recipient, settings, access) {
+    let bids = auction.is_some();
+    let lookup = match cache::answer_hit(lookup, &recipient, bids, settings, access) {
         AfterHit::Served => return,
+        AfterHit::Bids(response, codec, refresh_fill) => {
+            if let Some(running) = auction {
+                body::send_stored(response, codec, running, settings, access);
+            }
+            if let Some(fill) = refresh_fill {
+                origin::for_fill(&mut upstream);
+                let learn_hints = learning.is_some();
+                refresh(upstream, fill, &client, learn_hints, settings, access);
+            }
+            return;
+        }
         AfterHit::Refresh(fill) => {
             origin::for_fill(&mut upstream);
             let learn_hints = learning.is_some();
@@ -64,18 +88,20 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     };
     // Hints are learned only from an answer any reader could get.
     let learning = hints::from_shared_answer(learning, &origin_response);
-    let (prepared, storing) = prepare(
+    let (prepared, storing, auction) = prepare(
         origin_response,
         lookup,
         &recipient,
         is_head,
+        auction,
         settings,
         access,
     );
     let link_hints = learning
         .as_ref()
         .and_then(|_| hints::from_response(&prepared.response));
-    let sent = body::send(prepared, storing, learning.is_some(), settings, access);
+    let learn = learning.is_some();
+    let sent = body::send(prepared, storing, learn, auction, settings, access);
     if let (Some(learning), true) = (learning, sent.complete) {
         hints::after_page(learning, link_hints, sent.head_hints);
     }
@@ -157,15 +183,17 @@ fn answer_origin_failure(
 /// The response and injection phases, with the cache's part: a response that may be stored
 /// is prepared without the reader's parts (the edge-ID cookie), which the cache adds on the
 /// way out; any other gets them here. Its headers are final when this returns, stamped as
-/// every response's are, with the insert to fill, if any.
-fn prepare(
+/// every response's are, with the insert to fill, if any, and the navigation's auction if the
+/// page takes its bids (`body::takes_bids`; otherwise it is abandoned here).
+fn prepare<'s>(
     origin_response: Response,
     lookup: Lookup,
     recipient: &Recipient,
     is_head: bool,
+    auction: Option<Running<'s>>,
     settings: &Settings,
     access: &mut Access,
-) -> (Prepared, Option<Store>) {
+) -> (Prepared, Option<Store>, Option<Running<'s>>) {
     let Recipient {
         preconditions,
         client,
@@ -178,9 +206,19 @@ fn prepare(
     };
     let mut prepared = response::prepare(origin_response, client, identity, is_head, settings);
     prepared.inject = inject::decide(&prepared.response, &prepared.plan, client, settings);
+    let status = prepared.response.get_status().as_u16();
+    let auction = auction.filter(|_| body::takes_bids(status, &prepared.plan));
     let response = &mut prepared.response;
+    let read_back = auction.is_none();
     let (state, storing) = match assessed {
-        Ok(storing) => storing.begin(response, &prepared.plan, edge_id, preconditions, settings),
+        Ok(storing) => storing.begin(
+            response,
+            &prepared.plan,
+            edge_id,
+            preconditions,
+            read_back,
+            settings,
+        ),
         Err(state) => {
             cache::outgoing(response, None, &state, settings);
             (state, None)
@@ -188,5 +226,5 @@ fn prepare(
     };
     access.cache = Some(state.to_string());
     leaving::stamp(response, access, access.cache.as_deref(), settings);
-    (prepared, storing)
+    (prepared, storing, auction)
 }

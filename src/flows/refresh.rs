@@ -52,7 +52,7 @@ pub fn refresh(
     };
     // The access line reports the stale copy the client got, not how the refresh ended.
     let served = access.outcome.clone();
-    let refreshed = body::send(prepared, Some(store), learn_hints, settings, access).complete;
+    let refreshed = body::send(prepared, Some(store), learn_hints, None, settings, access).complete;
     log::info!("cache: stale entry refreshed: {refreshed}");
     access.cache = Some(format!("HIT(stale, refreshed={refreshed})"));
     access.outcome = served;

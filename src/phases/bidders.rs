@@ -76,13 +76,6 @@ enum State {
     Done(Collected),
 }
 
-/// Sends every call at once and collects what comes back until each call's deadline; the
-/// results are in the order of `calls`. [`send_all`] then [`Asked::collect`], for a caller
-/// with nothing to do in between.
-pub fn ask_all(calls: Vec<Call>, start: Instant) -> Vec<Collected> {
-    send_all(calls, start).collect()
-}
-
 /// The calls in flight: sent, not yet collected. The platform carries them meanwhile, so a
 /// caller may do other work (stream a page) before it [`collect`](Asked::collect)s; a call
 /// whose deadline passed by then is cut off at once. Dropping it abandons every call.

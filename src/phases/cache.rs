@@ -37,7 +37,7 @@ use trusted_server_core::cache::{
     fill, key::KeyInputs, policy, stored, surrogate, CacheState, PassWhy,
 };
 use trusted_server_core::publisher::identity::IdentityPlan;
-use trusted_server_core::{BodyPlan, Settings};
+use trusted_server_core::{BodyPlan, Codec, Rewrite, Settings};
 
 use crate::kit::access::{Access, Outcome};
 use crate::kit::generated::SETTINGS_FINGERPRINT;
@@ -273,13 +273,22 @@ pub enum AfterHit {
     Refresh(Fill),
     /// Not answered: ask the origin with this lookup.
     Origin(Lookup),
+    /// A stored page that takes a navigation auction's bids: its response, headers final and
+    /// recorded, body the stored bytes in `codec`, for the body phase to send with the bids
+    /// (`body::send_stored`); then the refresh, if the copy was stale.
+    Bids(Response, Codec, Option<Fill>),
 }
 
 /// Answers a hit, fresh or stale, or gives the lookup back for the origin. An entry that cannot
 /// be read is served around: the origin is asked, nothing stored.
+///
+/// With `bids` (a navigation auction is running), a stored `200` HTML page is not sent but
+/// given back ([`AfterHit::Bids`]): the stored bytes stay reader-neutral, and the reader's
+/// bids are added on the way out.
 pub fn answer_hit(
     lookup: Lookup,
     recipient: &Recipient,
+    bids: bool,
     settings: &Settings,
     access: &mut Access,
 ) -> AfterHit {
@@ -289,12 +298,16 @@ pub fn answer_hit(
         other => return AfterHit::Origin(other),
     };
     let state = CacheState::Hit;
-    let Some(response) = hit(&entry, recipient, &state, settings) else {
+    let Some(mut response) = hit(&entry, recipient, &state, settings) else {
         return AfterHit::Origin(match refresh {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
         });
     };
+    if let Some(codec) = bids.then(|| html_page(&response)).flatten() {
+        record_from_cache(&mut response, &state, "cache-hit+bids", settings, access);
+        return AfterHit::Bids(response, codec, refresh);
+    }
     send_from_cache(response, &state, "cache-hit", settings, access);
     match refresh {
         Some(fill) => AfterHit::Refresh(fill),
@@ -358,12 +371,43 @@ fn send_from_cache(
     settings: &Settings,
     access: &mut Access,
 ) {
-    access.plan = "cache".into();
-    access.cache = Some(state.to_string());
-    access.outcome = Outcome::PassedThrough(hit_label(&response, label));
-    crate::kit::leaving::stamp(&mut response, access, access.cache.as_deref(), settings);
+    record_from_cache(&mut response, state, label, settings, access);
     access.headers_sent(response.get_status().as_u16());
     response.send_to_client();
+}
+
+/// Records a response answered from the cache in `access` and stamps its timings.
+fn record_from_cache(
+    response: &mut Response,
+    state: &CacheState,
+    label: &str,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    access.plan = "cache".into();
+    access.cache = Some(state.to_string());
+    access.outcome = Outcome::PassedThrough(hit_label(response, label));
+    crate::kit::leaving::stamp(response, access, access.cache.as_deref(), settings);
+}
+
+/// The coding of a stored `200` HTML page (the only kind that takes bids); `None` for
+/// anything else (a `304` made for the reader, a stored stylesheet).
+fn html_page(response: &Response) -> Option<Codec> {
+    let header = |name: &str| response.get_header(name).and_then(|v| v.to_str().ok());
+    let status = response.get_status().as_u16();
+    let plan = BodyPlan::decide(
+        status,
+        header("content-type"),
+        header("content-encoding"),
+        true,
+    );
+    match plan {
+        BodyPlan::Rewrite {
+            codec,
+            rewrite: Rewrite::Html(_),
+        } if status == 200 => Some(codec),
+        _ => None,
+    }
 }
 
 /// The access line's outcome for a response from the cache: `label`, or
@@ -583,12 +627,17 @@ impl Storing {
     /// (`crate::phases::origin::for_fill`); they are evaluated here against the page as stored, so a
     /// reader whose copy is current gets `304 Not Modified` ([`Filling::not_modified`],
     /// [`Insert::not_modified`]), as on a hit.
+    ///
+    /// `read_back`: the client reads the entry back as it is written (a streaming build);
+    /// `false` when the reader's copy differs from the stored one (a navigation auction's
+    /// bids), and the body phase sends it itself.
     pub fn begin(
         self,
         response: &mut Response,
         plan: &BodyPlan,
         edge_id: &IdentityPlan,
         preconditions: &Preconditions,
+        read_back: bool,
         settings: &Settings,
     ) -> (CacheState, Option<Store>) {
         let headers: Vec<(&str, &[u8])> = response
@@ -599,7 +648,7 @@ impl Storing {
             preconditions.not_modified(response.get_status().as_u16(), headers.iter().copied());
         let started = self.checked(response, plan).and_then(|mut insert| {
             if settings.publisher.streaming {
-                let filling = insert.stream(!unchanged).map(|mut filling| {
+                let filling = insert.stream(!unchanged && read_back).map(|mut filling| {
                     filling.not_modified = unchanged;
                     filling
                 });

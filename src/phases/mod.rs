@@ -2,6 +2,7 @@
 //! a [`cache::Store`]) and small shared rules, but never calls another phase's entry point:
 //! the order of things is the flows' (`crate::flows`). No phase imports a flow or an endpoint.
 
+pub mod auction;
 pub mod bidders;
 pub mod body;
 pub mod cache;

@@ -108,6 +108,16 @@ pub struct PageReport {
 /// The engine running a page's stages ([`pipeline`]).
 pub type PagePipeline<W> = BodyPipeline<W, PageStages>;
 
+/// A pipeline for a page already rewritten (a copy from the cache), to insert something before
+/// its `</body>` as [`end_page`] and [`PageEnding::finish`] do for a page from the origin:
+/// decode `codec`, hold the tail from the first `</body>` on (the tail stage alone: the
+/// bytes were rewritten when they were stored, so nothing else changes), re-encode, write to
+/// `sink`. A UTF-16 page passes through, its tail not held.
+pub fn stored_pipeline<W: Write>(codec: Codec, sink: W) -> PagePipeline<W> {
+    let stages = PageStages(utf16_guard(Rewriter::Stored(TailStage::new())));
+    BodyPipeline::new(codec, stages, sink)
+}
+
 /// A pipeline for a page's body: decode `codec`, the stages [`compose`] picks for `rewrite`,
 /// re-encode, write to `sink`. Its report's `stages` is a [`PageReport`].
 pub fn pipeline<W: Write>(
@@ -159,6 +169,8 @@ enum Rewriter {
     Html(HtmlStages),
     Text(TextStage),
     Flight(FlightStage),
+    /// A page rewritten before ([`stored_pipeline`]): only the tail's hold.
+    Stored(TailStage),
 }
 
 /// An HTML page's stages: the head reader, the rewriter, the injection, the tail's hold.
@@ -173,6 +185,7 @@ impl BodyStage for Rewriter {
             Rewriter::Html(stages) => stages.write(input, out),
             Rewriter::Text(stage) => stage.write(input, out),
             Rewriter::Flight(stage) => stage.write(input, out),
+            Rewriter::Stored(stage) => stage.write(input, out),
         }
     }
 
@@ -205,6 +218,10 @@ impl BodyStage for Rewriter {
                 rsc: stage.finish(out),
                 ..PageReport::default()
             },
+            Rewriter::Stored(stage) => PageReport {
+                tail: Some(stage.finish(out)),
+                ..PageReport::default()
+            },
         }
     }
 
@@ -213,6 +230,7 @@ impl BodyStage for Rewriter {
             Rewriter::Html(stages) => stages.passes_through(),
             Rewriter::Text(stage) => stage.passes_through(),
             Rewriter::Flight(stage) => stage.passes_through(),
+            Rewriter::Stored(stage) => stage.passes_through(),
         }
     }
 }

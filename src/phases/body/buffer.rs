@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 use fastly::http::StatusCode;
 use fastly::{Body, Response};
 use trusted_server_core::cache::{PassWhy, CACHE_STATE_HEADER};
-use trusted_server_core::{BodyReport, PageReport, PipelineError, Settings};
+use trusted_server_core::page::stored_pipeline;
+use trusted_server_core::{BodyReport, Codec, PageReport, PipelineError, Settings};
 
-use super::job::{classify, record_report, report, BodyFailure, Job};
+use super::job::{classify, end_page, record_report, report, BodyFailure, Job};
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::limits::BUFFERED_MAX_BYTES;
 use crate::kit::reply;
 use crate::kit::timing::timed;
+use crate::phases::auction::Running;
 use crate::phases::cache::Insert;
 
 /// Buffered mode: the same pipeline into memory, then one response with a `Content-Length`.
@@ -34,13 +36,29 @@ pub(crate) fn buffer(
 ) -> Option<Vec<String>> {
     let (encoded, read) = read_whole(origin_body);
     access.bytes_in = Some(encoded.len() as u64);
+    let (codec, auction) = (job.codec, job.auction);
+    // A reader whose copy is current gets a `304`: no bids to wait for.
+    let auction = auction.filter(|_| !insert.as_ref().is_some_and(|i| i.not_modified));
+    let job = Job {
+        auction: None,
+        ..job
+    };
     let result = read.and_then(|()| rewrite_whole(&encoded, job, access));
     let bytes_in = encoded.len() as u64;
     drop(encoded);
+    // The page as stored, and, with a navigation's auction, the reader's copy with the bids
+    // (the stored page through the stored-page pipeline: the entry never holds them).
+    let result = result.and_then(|(CappedVec(out), pipeline_report)| {
+        let with_bids = match auction {
+            Some(running) => Some(with_bids(codec, &out, running, settings, access)?),
+            None => None,
+        };
+        Ok((out, with_bids, pipeline_report))
+    });
     match result {
-        Ok((CappedVec(out), pipeline_report)) => {
+        Ok((out, with_bids, pipeline_report)) => {
             let head_hints = record_report(&pipeline_report, settings, access);
-            send_whole(response, out, insert, settings, access);
+            send_whole(response, out, with_bids, insert, settings, access);
             Some(head_hints)
         }
         Err(failure) => {
@@ -94,27 +112,55 @@ fn rewrite_whole(
     })
 }
 
-/// Stores the rewritten page `out` (when the cache keeps it), then sends it in one write, or
-/// a `304` when the reader's copy is current.
+/// The rewritten page `out` (encoded with `codec`) with the auction's bids before its
+/// `</body>`, once the bidders answered (or the deadline passed).
+fn with_bids(
+    codec: Codec,
+    out: &[u8],
+    running: Running,
+    settings: &Settings,
+    access: &mut Access,
+) -> Result<Vec<u8>, BodyFailure> {
+    let mut rewrite = access.rewrite.unwrap_or_default();
+    let mut pipeline = stored_pipeline(codec, CappedVec(Vec::new()));
+    let pushed = timed(&mut rewrite, || pipeline.push(out));
+    let ended = pushed.and_then(|()| end_page(pipeline, Some(running), settings, &mut rewrite));
+    access.rewrite = Some(rewrite);
+    match ended {
+        Ok((CappedVec(with), _)) => Ok(with),
+        Err(PipelineError::Client(e)) => Err((Failure::TooLargeToBuffer, e.to_string())),
+        Err(other) => Err(classify(other)),
+    }
+}
+
+/// Stores the rewritten page `out` (when the cache keeps it), then sends it (or `with_bids`,
+/// the reader's copy with a navigation auction's bids) in one write, or a `304` when the
+/// reader's copy is current.
 fn send_whole(
     mut response: Response,
-    mut out: Vec<u8>,
+    out: Vec<u8>,
+    with_bids: Option<Vec<u8>>,
     insert: Option<Insert>,
     settings: &Settings,
     access: &mut Access,
 ) {
     // Stored first: the requests waiting for this fill read it as soon as it is in, and the
     // response below does not depend on it (a failure is logged).
+    let mut not_modified = false;
     if let Some(insert) = insert {
-        let not_modified = insert.not_modified;
+        not_modified = insert.not_modified;
         insert.whole(&out);
+    }
+    let out = match with_bids {
         // The reader's copy is current (its preconditions, evaluated on the page stored): a
         // 304, as a hit answers it.
-        if not_modified {
+        _ if not_modified => {
             crate::phases::cache::not_modified(&mut response, settings);
-            out = Vec::new();
+            Vec::new()
         }
-    }
+        Some(with_bids) => with_bids,
+        None => out,
+    };
     // Counted as the streaming build counts a body it sends whole: one host call, whose body
     // bytes have left once it returns.
     let stats = SinkStats::default();

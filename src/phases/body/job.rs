@@ -3,20 +3,53 @@
 //! reaches the access line. A leaf of the body phase, so its ways import it and it imports none
 //! of them.
 
+use std::io::Write;
+use std::time::Duration;
+
+use trusted_server_core::page::PagePipeline;
 use trusted_server_core::{
     BodyReport, Codec, PageOptions, PageReport, PipelineError, Rewrite, Settings, UrlRule,
 };
 
 use crate::kit::access::{Access, HtmlReader};
 use crate::kit::failure::{self, Failure, Phase};
+use crate::kit::timing::timed;
+use crate::phases::auction::Running;
 use crate::phases::origin;
 
-/// What a body is rewritten with: its coding, its rewrite, the URL rule and the page's options.
-pub(crate) struct Job {
+/// What a body is rewritten with: its coding, its rewrite, the URL rule and the page's
+/// options; and the navigation's auction whose bids go before the page's `</body>`, if one
+/// runs (an HTML page only; `options.hold_tail` is then set).
+pub(crate) struct Job<'s> {
     pub(super) codec: Codec,
     pub(super) rewrite: Rewrite,
     pub(super) rule: UrlRule,
     pub(super) options: PageOptions,
+    pub(super) auction: Option<Running<'s>>,
+}
+
+/// Ends a page's pipeline once the origin's body has ended. Without an auction, as any body.
+/// With one, everything before the hold point (`</body>`) is sent first, then the bidders are
+/// waited for (until the auction's deadline), and their bids go in before the held tail: only
+/// the bytes from `</body>` on ever wait for the auction. The time spent rewriting is added to
+/// `rewrite`; the wait is not.
+pub(crate) fn end_page<W: Write>(
+    pipeline: PagePipeline<W>,
+    auction: Option<Running>,
+    settings: &Settings,
+    rewrite: &mut Duration,
+) -> Result<(W, BodyReport<PageReport>), PipelineError> {
+    let Some(running) = auction else {
+        return timed(rewrite, || pipeline.finish());
+    };
+    let mut ending = timed(rewrite, || trusted_server_core::page::end_page(pipeline))?;
+    if ending.tail_point().is_none() {
+        // Nothing held (a UTF-16 page): no place for the bids; the bidders are abandoned.
+        return timed(rewrite, || ending.finish(""));
+    }
+    timed(rewrite, || ending.flush())?;
+    let script = running.bids_script(settings);
+    timed(rewrite, || ending.finish(&script))
 }
 
 /// A failure of the body phase: what it was and its cause.

@@ -16,12 +16,14 @@ mod job;
 mod origin_read;
 pub(crate) mod stream;
 
-use trusted_server_core::{BodyPlan, PageOptions, Rewrite, Settings};
+use fastly::Response;
+use trusted_server_core::{BodyPlan, Codec, PageOptions, Rewrite, Settings};
 
 pub(crate) use job::report_for;
-use job::Job;
+use job::{report, Job};
 
 use crate::kit::access::{Access, Outcome};
+use crate::phases::auction::Running;
 use crate::phases::cache::Store;
 use crate::phases::response::Prepared;
 
@@ -39,10 +41,15 @@ pub struct Sent {
 /// streamed into it and read back by the client, or, in a buffered build, stored whole once
 /// rewritten; for a rewritten body only. `learn_hints`: the pipeline also reads the early
 /// hints in the page's head, for [`Sent::head_hints`].
+///
+/// `auction`: a navigation's auction, for an HTML page (see [`takes_bids`]): its bids go before
+/// the page's `</body>`, and only the bytes from there on wait for it; in a response being
+/// stored, only the reader's copy gets them.
 pub fn send(
     prepared: Prepared,
     storing: Option<Store>,
     learn_hints: bool,
+    auction: Option<Running>,
     settings: &Settings,
     access: &mut Access,
 ) -> Sent {
@@ -64,10 +71,14 @@ pub fn send(
         };
     };
     let origin_body = response.take_body();
+    let auction = auction.filter(|_| matches!(rewrite, Rewrite::Html(_)));
     let options = PageOptions {
         nextjs: settings.integrations.nextjs,
         inject,
         learn_hints,
+        // A fill holds nothing: the entry gets the page without the bids, the reader's copy
+        // gets them through the stored-page pipeline.
+        hold_tail: auction.is_some() && !matches!(storing, Some(Store::Streaming(_))),
         ..PageOptions::default()
     };
     let job = Job {
@@ -75,6 +86,7 @@ pub fn send(
         rewrite,
         rule,
         options,
+        auction,
     };
     let finished = match storing {
         Some(Store::Streaming(filling)) => {
@@ -91,6 +103,51 @@ pub fn send(
     Sent {
         complete: finished.is_some(),
         head_hints: finished.unwrap_or_default(),
+    }
+}
+
+/// Whether a response may take a navigation auction's bids: a `200` HTML page the pipeline
+/// rewrites. Any other answer (a redirect, an error page, a non-HTML body, one passed through)
+/// gets none, and the flow abandons the auction.
+pub fn takes_bids(status: u16, plan: &BodyPlan) -> bool {
+    status == 200
+        && matches!(
+            plan,
+            BodyPlan::Rewrite {
+                rewrite: Rewrite::Html(_),
+                ..
+            }
+        )
+}
+
+/// A page from the cache with a navigation auction's bids: the stored `response` (headers
+/// final, body the stored bytes in `codec`), streamed to the client through the stored-page
+/// pipeline, which holds the bytes from `</body>` on until the auction has answered. A
+/// failure abandons the transfer, as for any streamed page.
+pub fn send_stored(
+    mut response: Response,
+    codec: Codec,
+    auction: Running,
+    settings: &Settings,
+    access: &mut Access,
+) {
+    let stored_body = response.take_body();
+    let streamed = stream::stream_through(
+        response,
+        stored_body,
+        codec,
+        |sink| trusted_server_core::page::stored_pipeline(codec, sink),
+        |pipeline, rewrite| job::end_page(pipeline, Some(auction), settings, rewrite),
+        access,
+    );
+    if let Err(failure) = streamed.result {
+        report(
+            failure,
+            streamed.bytes_in,
+            streamed.bytes_out,
+            settings,
+            access,
+        );
     }
 }
 

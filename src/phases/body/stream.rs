@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use fastly::handle::BodyHandle;
 use fastly::{Body, Response};
 use trusted_server_core::{
-    BodyPipeline, BodyReport, BodyStage, Codec, PageReport, Release, Settings, Step,
+    BodyPipeline, BodyReport, BodyStage, Codec, PageReport, PipelineError, Release, Settings, Step,
 };
 
 use super::downstream::{self, ClientBody, HoldingSink};
-use super::job::{classify, record_report, report, BodyFailure, Job};
+use super::job::{classify, end_page, record_report, report, BodyFailure, Job};
 use super::origin_read::read_to_end;
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
@@ -35,12 +35,14 @@ pub(crate) fn stream(
         rewrite,
         rule,
         options,
+        auction,
     } = job;
     let streamed = stream_through(
         response,
         origin_body,
         codec,
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
+        |pipeline, rewrite| end_page(pipeline, auction, settings, rewrite),
         access,
     );
     match streamed.result {
@@ -67,7 +69,9 @@ pub(crate) struct Streamed<R = PageReport> {
 }
 
 /// The streaming machinery for any pipeline over `codec` (the publisher's page, or a
-/// first-party creative): `make` builds the pipeline on the client body's sink. Records in
+/// first-party creative): `make` builds the pipeline on the client body's sink, and `end` ends
+/// it when the origin's body has ended (adding the time it spends rewriting to its second
+/// argument): `BodyPipeline::finish`, or a page's `job::end_page`. Records in
 /// `access` the time spent rewriting, when the head and the last byte left and the outcome;
 /// the caller reports a failure, naming its own backend.
 pub(crate) fn stream_through<S: BodyStage>(
@@ -75,6 +79,7 @@ pub(crate) fn stream_through<S: BodyStage>(
     origin_body: Body,
     codec: Codec,
     make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink, S>,
+    end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
     access: &mut Access,
 ) -> Streamed<S::Report> {
     let status = response.get_status().as_u16();
@@ -92,6 +97,7 @@ pub(crate) fn stream_through<S: BodyStage>(
         release,
         client_body,
         (&mut bytes_in, &mut rewrite),
+        end,
     );
     access.rewrite = Some(rewrite);
     access.headers_sent(status);
@@ -115,7 +121,11 @@ pub(crate) fn stream_through<S: BodyStage>(
     }
 }
 
-/// Reads the origin body through the pipeline to the end and finishes the client body. After
+/// What ending a pipeline gives: its sink and report, or the error.
+pub(crate) type Ended<R> = Result<(HoldingSink, BodyReport<R>), PipelineError>;
+
+/// Reads the origin body through the pipeline to the end, ends it with `end`, and finishes
+/// the client body. After
 /// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
 /// client body holds, flushing the pipeline first when that is worth it. On an error the
 /// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
@@ -126,6 +136,7 @@ fn pump<S: BodyStage>(
     mut release: Release,
     client_body: ClientBody,
     counters: (&mut u64, &mut Duration),
+    end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
 ) -> Result<BodyReport<S::Report>, BodyFailure> {
     let (bytes_in, rewrite) = counters;
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
@@ -151,7 +162,7 @@ fn pump<S: BodyStage>(
             format!("origin body ended after {read} of its {len} bytes"),
         ));
     }
-    let (sink, pipeline_report) = timed(rewrite, || pipeline.finish()).map_err(classify)?;
+    let (sink, pipeline_report) = end(pipeline, rewrite).map_err(classify)?;
     drop(sink);
     client_body.finish().map_err(|e| {
         (

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `auction.enabled` or `auction.navigation` off, or no slot configured | no ([`Skip::Off`]) |
 //! | not `GET` (a `HEAD` renders nothing) | no ([`Skip::NotGet`]) |
-//! | `Sec-Fetch-Dest` other than `document` (a frame, a fetch, an image, …); without `Sec-Fetch-Dest`, an `Accept` without `text/html` | no ([`Skip::NotDocument`]) |
+//! | not a page navigation, as [`is_page_navigation`](crate::publisher::navigation::is_page_navigation) reads it (the same reading that decides who gets the first-party script): a frame, a fetch, an image, … | no ([`Skip::NotDocument`]) |
 //! | `Sec-Purpose`, `Purpose` or `X-Purpose` naming `prefetch`, `prerender` or `preview`, or `X-Moz: prefetch` | no ([`Skip::Prefetch`]): the page may never be seen, and bids are for a reader who is there |
 //! | no `User-Agent`, or one that contains an `auction.bots` entry (ignoring ASCII case) | no ([`Skip::Bot`]): every browser sends one |
 //! | a path no slot names | no ([`Skip::NoSlot`]) |
@@ -31,10 +31,9 @@ pub struct PageRequest<'a> {
     pub method: &'a str,
     /// The path, without the query (a query is ignored if given).
     pub path: &'a str,
-    /// `Sec-Fetch-Dest`.
-    pub sec_fetch_dest: Option<&'a str>,
-    /// `Accept`.
-    pub accept: Option<&'a str>,
+    /// The request is a page navigation
+    /// ([`is_page_navigation`](crate::publisher::navigation::is_page_navigation) of its headers).
+    pub document: bool,
     /// `Sec-Purpose` (Chromium's and Firefox's prefetches and prerenders).
     pub sec_purpose: Option<&'a str>,
     /// `Purpose` (older Chromium prefetches).
@@ -87,7 +86,7 @@ pub fn page_slots<'s>(auction: &'s Auction, page: &PageRequest<'_>) -> Result<Ve
     if page.method != "GET" {
         return Err(Skip::NotGet);
     }
-    if !is_document(page) {
+    if !page.document {
         return Err(Skip::NotDocument);
     }
     if is_prefetch(page) {
@@ -101,18 +100,6 @@ pub fn page_slots<'s>(auction: &'s Auction, page: &PageRequest<'_>) -> Result<Ve
         return Err(Skip::NoSlot);
     }
     Ok(slots)
-}
-
-/// `Sec-Fetch-Dest: document`; without it (older browsers), an `Accept` naming `text/html`.
-fn is_document(page: &PageRequest<'_>) -> bool {
-    match page.sec_fetch_dest {
-        Some(dest) => dest.trim().eq_ignore_ascii_case("document"),
-        None => page.accept.is_some_and(|accept| {
-            (accept.split(','))
-                .map(|range| range.split(';').next().unwrap_or("").trim())
-                .any(|media| media.eq_ignore_ascii_case("text/html"))
-        }),
-    }
 }
 
 /// A purpose header naming a prefetch, prerender or preview (`Sec-Purpose: prefetch;prerender`
@@ -176,8 +163,7 @@ mod tests {
         PageRequest {
             method: "GET",
             path: "/ads.html",
-            sec_fetch_dest: Some("document"),
-            accept: Some("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+            document: true,
             user_agent: Some(BROWSER),
             ..PageRequest::default()
         }
@@ -189,34 +175,13 @@ mod tests {
         let ok = page_slots(&a, &navigation()).unwrap();
         assert_eq!(ok.len(), 1);
         type Edit = fn(&mut PageRequest<'static>);
-        let cases: [(&str, Edit, Skip); 17] = [
+        let cases: [(&str, Edit, Skip); 14] = [
             ("HEAD", |p| p.method = "HEAD", Skip::NotGet),
             ("POST", |p| p.method = "POST", Skip::NotGet),
             ("get", |p| p.method = "get", Skip::NotGet),
             (
-                "an iframe",
-                |p| p.sec_fetch_dest = Some("iframe"),
-                Skip::NotDocument,
-            ),
-            (
-                "a fetch",
-                |p| p.sec_fetch_dest = Some("empty"),
-                Skip::NotDocument,
-            ),
-            (
-                "no Sec-Fetch-Dest, JSON",
-                |p| {
-                    p.sec_fetch_dest = None;
-                    p.accept = Some("application/json");
-                },
-                Skip::NotDocument,
-            ),
-            (
-                "no Sec-Fetch-Dest, no Accept",
-                |p| {
-                    p.sec_fetch_dest = None;
-                    p.accept = None;
-                },
+                "not a navigation",
+                |p| p.document = false,
                 Skip::NotDocument,
             ),
             (
@@ -267,11 +232,6 @@ mod tests {
             edit(&mut page);
             assert_eq!(page_slots(&a, &page).map(|s| s.len()), Err(skip), "{what}");
         }
-        // Older browsers: no Sec-Fetch-Dest, an Accept naming HTML.
-        let mut old = navigation();
-        old.sec_fetch_dest = None;
-        old.accept = Some("text/html;q=0.9, */*");
-        assert!(page_slots(&a, &old).is_ok());
         // Other purposes, and a query on the path, change nothing.
         let mut other = navigation();
         other.sec_purpose = Some("something-else");

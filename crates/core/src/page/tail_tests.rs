@@ -363,3 +363,47 @@ proptest! {
         }
     }
 }
+
+/// A page from the cache gets its bids where the same page from the origin does: the stored
+/// bytes (the pipeline's output without the hold, encoded) through [`stored_pipeline`], cut
+/// anywhere, with an insertion, equal the origin's page with the hold and that insertion.
+/// Real pages, rewritten and with the script injected, in every codec.
+#[test]
+fn a_stored_page_gets_the_bids_where_the_origins_page_does() {
+    let pages: [&[u8]; 3] = [
+        include_bytes!("../../../../fixtures/site/index.html"),
+        include_bytes!("../../../../fixtures/nextjs/index.body"),
+        b"<p>no end tag",
+    ];
+    let options = PageOptions {
+        inject: Some(Injection {
+            src: "/static/tsjs=abc.js".into(),
+            nonce: None,
+        }),
+        ..PageOptions::default()
+    };
+    for (n, page) in pages.iter().enumerate() {
+        for codec in [Codec::Identity, Codec::Gzip, Codec::Brotli] {
+            let (origin_with, origin_report) = run(codec, html(), page, &[], &options, Some(BIDS));
+            let (stored_plain, _) = run(codec, html(), page, &[], &options, None);
+            let stored = crate::body::codec::compress(codec, &stored_plain);
+            for size in [1, 7, 4096, usize::MAX] {
+                let mut p = stored_pipeline(codec, Vec::new());
+                for piece in stored.chunks(size.min(stored.len().max(1))) {
+                    p.push(piece).unwrap();
+                }
+                let mut ending = end_page(p).unwrap();
+                assert_eq!(
+                    ending.tail_point(),
+                    origin_report.tail.as_ref().map(|t| t.point)
+                );
+                ending.flush().unwrap();
+                let (out, _) = ending.finish(BIDS).unwrap();
+                assert!(
+                    decode(codec, &out) == origin_with,
+                    "page {n} {codec:?} pieces of {size}"
+                );
+            }
+        }
+    }
+}

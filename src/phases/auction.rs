@@ -1,0 +1,377 @@
+//! Running an auction: a read bid request's bidders looked up in the settings and checked
+//! against the reader's consent, every allowed bidder asked at once (`phases::bidders`), and,
+//! once collected, the answer put together by the core
+//! (`trusted_server_core::auction::respond`). One orchestrator for both kinds of auction: the
+//! endpoint's (`flows::auction`) starts and finishes at once; a navigation's
+//! (`flows::publisher_proxy`) starts before the origin is asked and finishes when the page's
+//! body has ended, so the page streams while the bidders think.
+//!
+//! The deadline: the smaller of the request's `tmax` less `auction.margin_ms`, and
+//! `auction.timeout_ms`, counted from [`start`]; each bidder is also cut off at its own
+//! `timeout_ms`, and is told in its request's `tmax` how long it has. A bidder's fault costs
+//! only its own bids.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use fastly::backend::BackendCreationError;
+use fastly::{Backend, Request};
+use trusted_server_core::auction::{
+    anyone_asked, bidder_request, first_party_creative, granularity_of, navigation_request,
+    page_slots, read_answer, respond, BidRequest, BidderConsent, BidderError, ConsentStrings, Edge,
+    Geo, Granularity, Imp, Outcome, PageRequest, Skip,
+};
+use trusted_server_core::consent::Decision;
+use trusted_server_core::first_party::creative::Signer;
+use trusted_server_core::first_party::proxy::signer;
+use trusted_server_core::Settings;
+use trusted_server_settings::{Bidder, Rendering, Scheme};
+
+use crate::kit::{partner, signed_url};
+use crate::phases::bidders::{send_all, Asked, Call, Collected};
+use crate::phases::client::{self, Client};
+
+/// Who asks, as the edge adds it to every bidder's request.
+pub struct Asker<'r> {
+    /// The host the page was asked for (`site.domain`, the page's own host).
+    pub host: &'r str,
+    /// The reader's edge ID, when their consent lets bidders see it.
+    pub edge_id: Option<&'r str>,
+}
+
+/// An auction whose bidders were asked ([`start`]) and are not yet collected: the platform
+/// carries the requests meanwhile. Dropping it abandons them.
+pub struct Running<'s> {
+    request: BidRequest,
+    deadline_ms: u64,
+    granularity: Granularity,
+    warnings: Vec<String>,
+    page_scheme: Scheme,
+    /// Per bidder named, in the order first named: its code and outcome so far.
+    outcomes: Vec<(String, Outcome)>,
+    /// Per call: its place in `outcomes`, the impressions it was asked about, its bidder.
+    calls: Vec<(usize, Vec<Imp>, &'s Bidder)>,
+    asked: Asked,
+}
+
+/// Starts the auction of `bid_request` for the reader of `request`: every bidder it names
+/// that the settings know and the reader's `decision` allows is asked at once.
+pub fn start<'s>(
+    request: &Request,
+    bid_request: BidRequest,
+    asker: &Asker,
+    settings: &'s Settings,
+    decision: &Decision,
+) -> Running<'s> {
+    let start = Instant::now();
+    // The page's scheme: the markup is written into a frame of the page that asked.
+    let page_scheme = client::scheme(request);
+    let a = &settings.auction;
+    let deadline_ms = match bid_request.tmax_ms {
+        Some(tmax) => tmax
+            .saturating_sub(a.margin_ms.into())
+            .min(a.timeout_ms.into()),
+        None => a.timeout_ms.into(),
+    };
+    let deadline = start + Duration::from_millis(deadline_ms);
+    let (granularity, granularity_warning) = granularity_of(&bid_request, a.price_granularity);
+
+    let ip = request.get_client_ip_addr();
+    let geo = ip.and_then(fastly::geo::geo_lookup);
+    let cookies = request.get_header_all_str_lossy("cookie").join("; ");
+    let tid = transaction_id();
+    let edge = Edge {
+        host: asker.host,
+        publisher_domain: &settings.publisher.domain,
+        user_agent: request.get_header_str("user-agent"),
+        ip,
+        geo: geo.as_ref().map(|g| Geo {
+            country: Some(g.country_code3()).filter(|c| !c.is_empty()),
+            region: g.region(),
+            point: Some((g.latitude(), g.longitude())),
+        }),
+        edge_id: asker.edge_id,
+        gdpr: decision.rule == trusted_server_settings::ConsentRule::OptIn,
+        strings: ConsentStrings::from_cookies(&cookies),
+        tid: &tid,
+        currency: &a.currency,
+    };
+
+    // Each bidder code the page names, once, in the order first named.
+    let mut codes: Vec<&str> = Vec::new();
+    for imp in &bid_request.imps {
+        for (code, _) in &imp.bidders {
+            if !codes.contains(&code.as_str()) {
+                codes.push(code);
+            }
+        }
+    }
+    // The signing key only when a bidder is signed: a Secret Store read per auction otherwise.
+    let key = match a.bidders.iter().any(|b| b.signed) {
+        true => partner::key(settings),
+        false => partner::Key::Disabled,
+    };
+    let mut outcomes: Vec<(String, Outcome)> = Vec::with_capacity(codes.len());
+    let mut sending = Vec::new();
+    let mut calls = Vec::new();
+    for code in codes {
+        // Exactly as written: Prebid.js's codes are case-sensitive.
+        let Some(bidder) = (a.bidders.iter()).find(|b| b.code == code) else {
+            outcomes.push((code.to_owned(), Outcome::Unknown));
+            continue;
+        };
+        let consent = BidderConsent::of(decision, bidder.vendor_id);
+        if !consent.asked {
+            outcomes.push((code.to_owned(), Outcome::NotAllowed(consent.reason)));
+            continue;
+        }
+        let bidder_deadline = deadline.min(start + Duration::from_millis(bidder.timeout_ms.into()));
+        let tmax = bidder_deadline.saturating_duration_since(Instant::now());
+        let tmax_ms = u64::try_from(tmax.as_millis()).unwrap_or(u64::MAX);
+        if tmax_ms == 0 {
+            // No time left (a `tmax` at or below the margin): not worth a request.
+            outcomes.push((code.to_owned(), Outcome::TimedOut { ms: 0 }));
+            continue;
+        }
+        let Some((body, imps)) = bidder_request(&bid_request, code, &consent, &edge, tmax_ms)
+        else {
+            continue;
+        };
+        match outgoing(bidder, &body, &key, settings) {
+            Ok(call) => {
+                calls.push((outcomes.len(), imps, bidder));
+                outcomes.push((code.to_owned(), Outcome::TimedOut { ms: deadline_ms }));
+                sending.push(Call {
+                    deadline: bidder_deadline,
+                    ..call
+                });
+            }
+            Err(why) => outcomes.push((code.to_owned(), Outcome::Unreachable { why, ms: 0 })),
+        }
+    }
+    Running {
+        request: bid_request,
+        deadline_ms,
+        granularity,
+        warnings: granularity_warning.into_iter().collect(),
+        page_scheme,
+        outcomes,
+        calls,
+        asked: send_all(sending, start),
+    }
+}
+
+impl Running<'_> {
+    /// Waits for the bidders until their deadlines, reads their answers (a first-party
+    /// bidder's creatives made first-party) and puts the auction's answer together: the
+    /// answer, and the request it answers.
+    pub fn finish(self, settings: &Settings) -> (serde_json::Value, BidRequest) {
+        let Running {
+            request,
+            deadline_ms,
+            granularity,
+            warnings,
+            page_scheme,
+            mut outcomes,
+            calls,
+            asked,
+        } = self;
+        let a = &settings.auction;
+        let collected = asked.collect();
+        let mut signer: Option<Option<Rc<Signer>>> = None;
+        for ((place, imps, bidder), got) in calls.into_iter().zip(collected) {
+            let outcome = match got {
+                Collected::Whole { status, body, ms } => {
+                    match read_answer(status, &body, &imps, &a.currency) {
+                        Ok(mut answer) => {
+                            // The URL key is read once, and only for a first-party bidder's bids.
+                            let first_party = bidder.rendering == Rendering::FirstParty;
+                            if first_party && !answer.bids.is_empty() {
+                                let signer =
+                                    signer.get_or_insert_with(|| creative_signer(settings));
+                                if let Some(signer) = signer {
+                                    for bid in &mut answer.bids {
+                                        first_party_creative(bid, signer, page_scheme);
+                                    }
+                                }
+                            }
+                            Outcome::Answered { answer, ms }
+                        }
+                        Err(error) => Outcome::Refused { error, ms },
+                    }
+                }
+                Collected::TooLarge { ms } => Outcome::Refused {
+                    error: BidderError::TooLarge,
+                    ms,
+                },
+                Collected::Unreadable { why, ms } => Outcome::Refused {
+                    error: BidderError::NotOpenRtb(why),
+                    ms,
+                },
+                Collected::Failed { why, ms } => Outcome::Unreachable { why, ms },
+                Collected::Late { ms } => Outcome::TimedOut { ms },
+            };
+            outcomes[place].1 = outcome;
+        }
+        let answer = respond(
+            &request,
+            &outcomes,
+            &granularity,
+            &a.currency,
+            deadline_ms,
+            &warnings,
+        );
+        (answer, request)
+    }
+
+    /// [`Self::finish`], as the page's data block of bids (`#ts-bids`,
+    /// `trusted_server_core::auction::bids_script`), for the page of a navigation's auction.
+    pub fn bids_script(self, settings: &Settings) -> String {
+        let (answer, request) = self.finish(settings);
+        trusted_server_core::auction::bids_script(&request, &answer)
+    }
+}
+
+/// The signer of winning creatives' URLs (`rendering = "first-party"`): the first-party
+/// proxy's key and policy, good for `first_party.page_ttl_secs` (the page may show the ad a
+/// while). Without the key the creatives go as the bidders sent them, and the log says so.
+fn creative_signer(settings: &Settings) -> Option<Rc<Signer>> {
+    let fp = &settings.first_party;
+    let key = signed_url::read_key(fp).and_then(|key| Ok((key, signed_url::now()?)));
+    match key {
+        Ok((key, now)) => {
+            let expires = now + u64::from(fp.page_ttl_secs);
+            Some(Rc::new(signer(key, signed_url::policy(fp), expires)))
+        }
+        Err(e) => {
+            log::error!("auction creatives sent as the bidders wrote them: {e}");
+            None
+        }
+    }
+}
+
+/// The request to `bidder`, built whole: a fresh set of headers (none of the reader's), the
+/// body, the signature when the bidder wants one, through its own backend.
+fn outgoing(
+    bidder: &Bidder,
+    body: &serde_json::Value,
+    key: &partner::Key,
+    settings: &Settings,
+) -> Result<Call, String> {
+    let url = format!(
+        "{}://{}{}",
+        bidder.scheme.as_str(),
+        bidder.authority,
+        bidder.path_and_query
+    );
+    let mut request = Request::post(url)
+        .with_header("content-type", "application/json")
+        .with_header("accept-encoding", "identity")
+        .with_header("x-openrtb-version", "2.6")
+        .with_header("host", &*bidder.authority)
+        .with_body(body.to_string());
+    if bidder.signed {
+        partner::sign_with(&mut request, key);
+    }
+    let backend = backend(bidder, settings)?;
+    Ok(Call {
+        request,
+        backend,
+        deadline: Instant::now(),
+    })
+}
+
+/// The dynamic backend of `bidder`, named after it, created once per instance. Its timeouts
+/// are the bidder's own (the auction's deadline cuts it off sooner when it must).
+fn backend(bidder: &Bidder, settings: &Settings) -> Result<Backend, String> {
+    let name = format!("bidder_{}", bidder.code);
+    let timeout = Duration::from_millis(bidder.timeout_ms.into());
+    let connect = timeout.min(Duration::from_millis(
+        settings.publisher.connect_timeout_ms.into(),
+    ));
+    let mut builder = Backend::builder(&name, &*bidder.address)
+        .connect_timeout(connect)
+        .first_byte_timeout(timeout)
+        .between_bytes_timeout(timeout);
+    if bidder.scheme == Scheme::Https {
+        builder = builder
+            .enable_ssl()
+            .sni_hostname(&*bidder.tls_host)
+            .check_certificate(&*bidder.tls_host);
+    }
+    match builder.finish() {
+        Ok(backend) => Ok(backend),
+        Err(BackendCreationError::NameInUse) => {
+            Backend::from_name(&name).map_err(|e| format!("backend {name}: {e}"))
+        }
+        Err(e) => Err(format!(
+            "cannot create a backend for {}: {e}",
+            bidder.address
+        )),
+    }
+}
+
+/// A navigation's auction, started with the page's request (before the cache and the
+/// origin are asked): the page's slots (`[[auction.slots]]`) and the reader's consent allow
+/// one (`trusted_server_core::auction::page_slots`, `anyone_asked`), or why it starts none.
+/// The page is asked for at `client`'s scheme and authority, so `site.page` is the address
+/// the reader sees.
+pub fn for_page<'s>(
+    request: &Request,
+    client: &Client,
+    edge_id: Option<&str>,
+    settings: &'s Settings,
+    decision: &Decision,
+) -> Result<Running<'s>, &'static str> {
+    let header = |name: &str| request.get_header(name).and_then(|v| v.to_str().ok());
+    let path = request.get_path();
+    let page = PageRequest {
+        method: request.get_method_str(),
+        path,
+        document: client.navigation,
+        sec_purpose: header("sec-purpose"),
+        purpose: header("purpose"),
+        x_purpose: header("x-purpose"),
+        x_moz: header("x-moz"),
+        user_agent: header("user-agent"),
+    };
+    let a = &settings.auction;
+    let slots = page_slots(a, &page).map_err(Skip::as_str)?;
+    let page_url = match request.get_query_str() {
+        Some(query) => format!("{}://{}{path}?{query}", client.scheme, client.authority),
+        None => format!("{}://{}{path}", client.scheme, client.authority),
+    };
+    let Some(bid_request) = navigation_request(&transaction_id(), &page_url, &slots, a) else {
+        return Err(Skip::NoSlot.as_str());
+    };
+    if !anyone_asked(&bid_request, &a.bidders, decision) {
+        return Err("consent");
+    }
+    let asker = Asker {
+        host: &client.authority,
+        edge_id,
+    };
+    Ok(start(request, bid_request, &asker, settings, decision))
+}
+
+/// A fresh random ID, 16 bytes as hex (no time, no reader in it): `source.tid`, and a
+/// navigation auction's `id`.
+pub fn transaction_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        return String::from("0");
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transaction_id_is_new_each_time() {
+        let (a, b) = (transaction_id(), transaction_id());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+}
