@@ -14,7 +14,8 @@
 //!   (the frame Prebid.js writes it into has the publisher page's), so the corpus manifest
 //!   marks those not applicable to the auction rather than this bidder inventing a `<base>`.
 //! * Every request a bidder route receives is kept (the last [`MAX_RECORDS`]), and
-//!   `GET /bidders/received?id=ID` answers those whose body's top-level `id` is `ID`: what the
+//!   `GET /bidders/received?id=ID` answers those whose body's top-level `id` is `ID` (or, with
+//!   `?page=TEXT`, whose `site.page` contains `TEXT`): what the
 //!   edge sent each bidder, headers included, is what the tests check (no cookie, the IDs,
 //!   the consent signals, `tmax`).
 //!
@@ -673,6 +674,8 @@ struct Record {
     body_len: usize,
     /// The body's top-level `id`, when it is JSON with a string one.
     id: Option<String>,
+    /// Its body's `site.page`, if any.
+    page: Option<String>,
     /// Arrival, Unix milliseconds.
     received_unix_ms: u64,
 }
@@ -702,9 +705,10 @@ pub struct Recorder {
 impl Recorder {
     /// Keeps the request `bidder` received (the oldest kept goes when full).
     pub fn record(&self, bidder: &str, head: &Parts, body: &[u8]) {
-        let id = serde_json::from_slice::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("id")?.as_str().map(str::to_owned));
+        let json = serde_json::from_slice::<Value>(body).ok();
+        let id = (json.as_ref()).and_then(|v| v.get("id")?.as_str().map(str::to_owned));
+        let page =
+            (json.as_ref()).and_then(|v| v.get("site")?.get("page")?.as_str().map(str::to_owned));
         let headers = (head.headers.iter())
             .map(|(n, v)| {
                 let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
@@ -724,6 +728,7 @@ impl Recorder {
             body: String::from_utf8_lossy(kept).into_owned(),
             body_len: body.len(),
             id,
+            page,
             received_unix_ms,
         };
         let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
@@ -739,9 +744,18 @@ impl Recorder {
         let matching = records.iter().filter(|r| r.id.as_deref() == Some(id));
         Value::Array(matching.map(Record::to_json).collect())
     }
+
+    /// The records whose body's `site.page` contains `page`, in arrival order, as a JSON
+    /// array (a navigation's auction has an ID the test cannot know; its page's URL it can).
+    pub fn with_page(&self, page: &str) -> Value {
+        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let matching =
+            (records.iter()).filter(|r| r.page.as_deref().is_some_and(|p| p.contains(page)));
+        Value::Array(matching.map(Record::to_json).collect())
+    }
 }
 
-/// `GET /bidders/received?id=ID`.
+/// `GET /bidders/received?id=ID`, or `?page=TEXT` (the records whose `site.page` contains it).
 fn received(recorder: &Recorder, head: &Parts) -> Reply {
     let label = "bidders=received".to_owned();
     if head.method != Method::GET {
@@ -750,14 +764,21 @@ fn received(recorder: &Recorder, head: &Parts) -> Reply {
         reply.response.headers_mut().insert(ALLOW, allow);
         return reply;
     }
-    let id = (head.uri.query().unwrap_or("").split('&'))
-        .filter_map(|pair| pair.strip_prefix("id="))
-        .next()
-        .and_then(percent_decode)
-        .and_then(|id| String::from_utf8(id).ok());
-    match id {
-        Some(id) => Reply::json(200, &recorder.with_id(&id), label),
-        None => Reply::error(400, "received needs ?id=<request id>", label),
+    let param = |name: &str| {
+        (head.uri.query().unwrap_or("").split('&'))
+            .filter_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+            .next()
+            .and_then(percent_decode)
+            .and_then(|value| String::from_utf8(value).ok())
+    };
+    match (param("id"), param("page")) {
+        (Some(id), _) => Reply::json(200, &recorder.with_id(&id), label),
+        (None, Some(page)) => Reply::json(200, &recorder.with_page(&page), label),
+        (None, None) => Reply::error(
+            400,
+            "received needs ?id=<request id> or ?page=<text>",
+            label,
+        ),
     }
 }
 

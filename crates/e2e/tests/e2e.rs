@@ -197,6 +197,26 @@ fn main() {
             auction::each_bidder_gets_what_its_consent_allows,
         ),
         (
+            "auction with the page: the page leaves before the bidders answer",
+            auction::page::the_page_leaves_before_the_bidders_answer,
+        ),
+        (
+            "auction with the page: a hanging bidder holds the end only until the deadline",
+            auction::page::a_hanging_bidder_holds_the_end_only_until_the_deadline,
+        ),
+        (
+            "auction with the page: a Next.js page gets its bids before its end",
+            auction::page::a_nextjs_page_gets_its_bids_before_its_end,
+        ),
+        (
+            "auction with the page: a cached page gets fresh bids and stores none",
+            auction::page::a_cached_page_gets_fresh_bids_and_stores_none,
+        ),
+        (
+            "auction with the page: each reader's consent decides their bids",
+            auction::page::each_readers_consent_decides_their_bids,
+        ),
+        (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
             delivery::server_timing_on_every_response,
         ),
@@ -612,6 +632,15 @@ fn set_up() -> Result<World, String> {
         (
             "TRUSTED_SERVER__AUCTION__BIDDERS",
             e2e::demo_bidders(origin_addr),
+        ),
+        // The navigation auction's slots and deadline (see `auction::page`).
+        (
+            "TRUSTED_SERVER__AUCTION__SLOTS",
+            auction::page::SLOTS.to_owned(),
+        ),
+        (
+            "TRUSTED_SERVER__AUCTION__NAVIGATION_TIMEOUT_MS",
+            auction::page::NAVIGATION_TIMEOUT_MS.to_string(),
         ),
         // A `[response_headers]` entry, which the service's own responses carry too.
         (

@@ -76,9 +76,10 @@ pub fn send(
         nextjs: settings.integrations.nextjs,
         inject,
         learn_hints,
-        // A fill holds nothing: the entry gets the page without the bids, the reader's copy
-        // gets them through the stored-page pipeline.
-        hold_tail: auction.is_some() && !matches!(storing, Some(Store::Streaming(_))),
+        // Only a page streamed straight to the reader holds its tail. A fill, or a buffered
+        // build, writes the page whole (the tail stage would keep the tail out of it) and
+        // gives the reader a copy with the bids through the stored-page pipeline.
+        hold_tail: auction.is_some() && storing.is_none() && settings.publisher.streaming,
         ..PageOptions::default()
     };
     let job = Job {

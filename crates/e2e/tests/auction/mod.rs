@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 use super::{check, Outcome, World, TIMEOUT};
 
+pub mod page;
+
 const PATH: &str = "/_ts/openrtb2/auction";
 /// What Prebid.js posts with: `text/plain`, and its page's origin.
 const TEXT: (&str, &str) = ("content-type", "text/plain");

@@ -1,0 +1,337 @@
+//! End-to-end scenarios of the navigation auction: a page with ad slots (`[[auction.slots]]`,
+//! set for the e2e services by [`SLOTS`]) gets its bids from the demo bidders while it
+//! streams, written before its `</body>` as the `#ts-bids` data block.
+//!
+//! The slots: `/slots/article.html` has `ad-top` (bidders `fast` and `slow`, the latter
+//! answering after 150 ms) and `ad-side` (`misbehave` stalling mid-body, so every such page
+//! waits for the deadline: [`NAVIGATION_TIMEOUT_MS`] less the 50 ms margin);
+//! `/slots/late.html` has `ad-late`, asked of `slow` alone, answering after [`LATE_MS`];
+//! `/next/about` (a Next.js page) has `ad-top`. Each scenario asks for its own query string,
+//! so the bidders' records (`/bidders/received?page=`) and the cache entries are its own.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{CALIFORNIA, ELSEWHERE, GERMANY, TCF_LI, TCF_MANY};
+use crate::{check, gunzip, Outcome, World, TIMEOUT};
+
+/// The slots the e2e services are built with (`TRUSTED_SERVER__AUCTION__SLOTS`).
+pub const SLOTS: &str = "[\
+    { id = \"ad-top\", paths = [\"/slots/article.html\", \"/next/about\"], sizes = [[300, 250]], \
+      bidders = { fast = {}, slow = { delay_ms = 150 } } }, \
+    { id = \"ad-side\", paths = [\"/slots/article.html\"], sizes = [[728, 90]], \
+      bidders = { misbehave = { how = \"stall\", delay_ms = 3000 } } }, \
+    { id = \"ad-late\", paths = [\"/slots/late.html\"], sizes = [[300, 600]], \
+      bidders = { slow = { delay_ms = 500 } } }]";
+
+/// The e2e services' `auction.navigation_timeout_ms`: the deadline is this less the margin.
+pub const NAVIGATION_TIMEOUT_MS: u64 = 900;
+/// The deadline of a navigation's auction, from its start.
+const DEADLINE_MS: u64 = NAVIGATION_TIMEOUT_MS - 50;
+/// How late `slow` answers on `/slots/late.html`.
+const LATE_MS: u64 = 500;
+
+const OPEN: &str = "<script type=\"application/json\" id=\"ts-bids\">";
+
+/// What Chrome sends for a typed URL, with `extra` headers.
+fn navigation<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("sec-fetch-dest", "document"),
+        ("sec-fetch-mode", "navigate"),
+        ("accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
+        (
+            "user-agent",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+        ),
+        ("accept-encoding", "identity"),
+    ];
+    for (name, value) in extra {
+        headers.retain(|(n, _)| n != name);
+        headers.push((name, value));
+    }
+    headers
+}
+
+fn page(
+    addr: std::net::SocketAddr,
+    source: [u8; 4],
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<e2e::Timed, String> {
+    let r = e2e::send_from(
+        IpAddr::from(source),
+        addr,
+        "GET",
+        path,
+        headers,
+        b"",
+        TIMEOUT,
+    )
+    .map_err(|e| format!("GET {path}: {e}"))?;
+    check(r.status == 200 && r.complete, || {
+        format!("GET {path}: status {}, complete {}", r.status, r.complete)
+    })?;
+    Ok(r)
+}
+
+/// The page's plain text (gunzipped when it says so).
+fn text(r: &e2e::Timed) -> Result<String, String> {
+    let plain = match r.header("content-encoding") {
+        Some("gzip") => gunzip(&r.body)?,
+        None => r.body.clone(),
+        Some(other) => return Err(format!("unexpected content-encoding {other}")),
+    };
+    String::from_utf8(plain).map_err(|e| format!("not UTF-8: {e}"))
+}
+
+/// The `#ts-bids` block: where it starts in the page, and its data. Exactly one, or an error.
+fn bids(page: &str) -> Result<(usize, Value), String> {
+    check(page.matches(OPEN).count() == 1, || {
+        format!("{} bids blocks", page.matches(OPEN).count())
+    })?;
+    let at = page.find(OPEN).unwrap_or_default();
+    let data = &page[at + OPEN.len()..];
+    let end = data
+        .find("</script>")
+        .ok_or("the bids block is not closed")?;
+    let json: Value =
+        serde_json::from_str(&data[..end]).map_err(|e| format!("bids are not JSON: {e}"))?;
+    check(json["v"] == 1, || format!("bids version: {json}"))?;
+    Ok((at, json))
+}
+
+/// The bidder who won `slot`, or `None`.
+fn winner(data: &Value, slot: &str) -> Option<String> {
+    data["slots"][slot]["bid"]["bidder"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The page with its bids block taken out.
+fn without_bids(page: &str) -> String {
+    match page.find(OPEN) {
+        Some(at) => {
+            let end = page[at..]
+                .find("</script>")
+                .map_or(page.len(), |e| at + e + 9);
+            format!("{}{}", &page[..at], &page[end..])
+        }
+        None => page.to_owned(),
+    }
+}
+
+/// The names of the bidders the demo origin saw for pages whose URL contains `marker`.
+fn asked(w: &World, marker: &str) -> Result<Vec<String>, String> {
+    let path = format!("/bidders/received?page={marker}");
+    let r = e2e::get(w.origin_addr, &path, &[], TIMEOUT).map_err(|e| format!("{path}: {e}"))?;
+    let records: Vec<Value> =
+        serde_json::from_slice(&r.body).map_err(|e| format!("{path}: not JSON: {e}"))?;
+    let mut names: Vec<String> = (records.iter())
+        .filter_map(|r| r["bidder"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The page's bytes leave before any bidder answers; only the bids, before `</body>`, wait.
+pub fn the_page_leaves_before_the_bidders_answer(w: &World) -> Outcome {
+    let marker = format!("late-{}", crate::cache::unique());
+    let path = format!("/slots/late.html?r={marker}");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let page_text = text(&r)?;
+    let (at, data) = bids(&page_text)?;
+    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
+        format!("ad-late: {data}")
+    })?;
+    check(
+        page_text[at..].starts_with(OPEN) && page_text[at + 1..].contains("</body>"),
+        || "the bids are not before </body>".into(),
+    )?;
+    // Everything before the bids had arrived before the bidder could have answered.
+    let early = (r.progress.iter())
+        .filter(|(t, _)| ms(*t) < LATE_MS)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
+    check(early >= at, || {
+        format!(
+            "only {early} of the {at} bytes before the bids arrived in the first {LATE_MS} ms (first byte at {:?}, progress {:?})",
+            r.first_body_at, r.progress
+        )
+    })?;
+    check(ms(r.last_at) >= LATE_MS, || {
+        format!(
+            "the page ended at {:?}, before the bidder answered",
+            r.last_at
+        )
+    })?;
+    check(asked(w, &marker)? == ["slow"], || "asked whom?".into())
+}
+
+/// A bidder that stalls mid-body: `</body>` and the others' bids arrive by the deadline, in
+/// the streaming and the buffered build, plain and gzip; the bids go before the real end
+/// tag (not the one in a script string), and the rest of the page is what a reader without
+/// an auction gets.
+pub fn a_hanging_bidder_holds_the_end_only_until_the_deadline(w: &World) -> Outcome {
+    for (build, addr) in [("streaming", w.streaming), ("buffered", w.buffered)] {
+        for coding in ["identity", "gzip"] {
+            let marker = format!("hang-{build}-{coding}-{}", crate::cache::unique());
+            let path = format!("/slots/article.html?r={marker}&drip_ms=5&drip_chunks=6");
+            let headers = navigation(&[("accept-encoding", coding)]);
+            let r = page(addr, ELSEWHERE, &path, &headers)?;
+            let what = format!("{build} {coding}");
+            let page_text = text(&r)?;
+            let (at, data) = bids(&page_text)?;
+            let top = winner(&data, "ad-top");
+            check(matches!(top.as_deref(), Some("fast" | "slow")), || {
+                format!("{what}: ad-top {data}")
+            })?;
+            check(data["slots"]["ad-side"]["bid"].is_null(), || {
+                format!("{what}: the stalling bidder won ad-side: {data}")
+            })?;
+            let after = &page_text[at..];
+            let close = after.find("</script>").unwrap_or_default() + "</script>".len();
+            check(after[close..].trim_start().starts_with("</body>"), || {
+                format!(
+                    "{what}: after the bids: {:?}",
+                    &after[close..after.len().min(close + 40)]
+                )
+            })?;
+            let last = ms(r.last_at);
+            check(
+                last >= DEADLINE_MS - 100 && last < DEADLINE_MS + 400,
+                || format!("{what}: the page ended at {last} ms; the deadline is {DEADLINE_MS} ms"),
+            )?;
+            // The same page without an auction (a reader whose User-Agent is a bot's).
+            let bot = navigation(&[("accept-encoding", coding), ("user-agent", "Googlebot/2.1")]);
+            let plain = page(addr, ELSEWHERE, &path, &bot)?;
+            let plain_text = text(&plain)?;
+            check(!plain_text.contains(OPEN), || {
+                format!("{what}: a bot got bids")
+            })?;
+            check(without_bids(&page_text) == plain_text, || {
+                format!("{what}: the page differs beyond its bids")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A Next.js page with a slot gets its bids before its `</body>`, after its Flight scripts.
+pub fn a_nextjs_page_gets_its_bids_before_its_end(w: &World) -> Outcome {
+    let marker = format!("next-{}", crate::cache::unique());
+    let path = format!("/next/about?r={marker}");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let page_text = text(&r)?;
+    let (at, data) = bids(&page_text)?;
+    check(winner(&data, "ad-top").is_some(), || {
+        format!("ad-top: {data}")
+    })?;
+    let flight = page_text.rfind("self.__next_f.push").unwrap_or(0);
+    check(flight < at, || {
+        "the bids came before a Flight script".into()
+    })?;
+    let after = &page_text[at..];
+    let close = after.find("</script>").unwrap_or_default() + "</script>".len();
+    check(after[close..].starts_with("</body>"), || {
+        format!(
+            "after the bids: {:?}",
+            &after[close..after.len().min(close + 40)]
+        )
+    })
+}
+
+/// A page from the cache: the first reader fills it and gets bids, the next gets a hit with
+/// bids of its own auction, and the stored page (read by a reader with no auction) holds none.
+pub fn a_cached_page_gets_fresh_bids_and_stores_none(w: &World) -> Outcome {
+    let marker = format!("cache-{}", crate::cache::unique());
+    let path = format!("/slots/article.html?r={marker}&cache_control=max-age%3D300");
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+        let state = r.header("x-ts-cache").unwrap_or("(none)").to_owned();
+        let want = if n == 0 { "MISS" } else { "HIT" };
+        check(state.starts_with(want), || {
+            format!("request {n}: x-ts-cache {state}")
+        })?;
+        let (_, data) = bids(&text(&r)?)?;
+        check(winner(&data, "ad-top").is_some(), || {
+            format!("request {n}: {data}")
+        })?;
+        ids.push(data["id"].as_str().unwrap_or_default().to_owned());
+    }
+    check(ids[0] != ids[1] && !ids[1].is_empty(), || {
+        format!("the hit's bids are not its own auction's: {ids:?}")
+    })?;
+    let bot = navigation(&[("user-agent", "Googlebot/2.1")]);
+    let stored = page(w.streaming, ELSEWHERE, &path, &bot)?;
+    check(
+        stored
+            .header("x-ts-cache")
+            .is_some_and(|s| s.starts_with("HIT")),
+        || format!("stored: x-ts-cache {:?}", stored.header("x-ts-cache")),
+    )?;
+    let stored_text = text(&stored)?;
+    check(!stored_text.contains("ts-bids"), || {
+        "the stored page holds bids".into()
+    })?;
+    // The same again in gzip: the hit's stored bytes are decoded, the bids put in, encoded.
+    let gz = navigation(&[("accept-encoding", "gzip")]);
+    let zipped = page(w.streaming, ELSEWHERE, &path, &gz)?;
+    let zipped_text = text(&zipped)?;
+    bids(&zipped_text)?;
+    // Two hits of one auction each: the bidders were asked four times on `ad-top` (fast,
+    // slow) and `ad-side` (misbehave) per reader with an auction.
+    let asked = asked(w, &marker)?;
+    check(asked.iter().filter(|b| *b == "fast").count() == 3, || {
+        format!("asked: {asked:?}")
+    })
+}
+
+/// Two readers with different consent get different bids; a reader whose consent allows no
+/// bidder gets the page at once, and no bidder is asked.
+pub fn each_readers_consent_decides_their_bids(w: &World) -> Outcome {
+    let many = format!("euconsent-v2={TCF_MANY}");
+    let li = format!("euconsent-v2={TCF_LI}");
+    let cases: [(&str, [u8; 4], &str, &[&str]); 3] = [
+        // Vendors 1 and 2: fast and misbehave.
+        ("many", GERMANY, many.as_str(), &["fast", "misbehave"]),
+        // Vendor 755 by legitimate interest: slow alone.
+        ("li", GERMANY, li.as_str(), &["slow"]),
+        // California: opt-out, nobody opted out: everyone.
+        ("ca", CALIFORNIA, "", &["fast", "misbehave", "slow"]),
+    ];
+    for (what, source, cookie, want) in cases {
+        let marker = format!("consent-{what}-{}", crate::cache::unique());
+        let path = format!("/slots/article.html?r={marker}");
+        let headers = navigation(&[("cookie", cookie)]);
+        let r = page(w.streaming, source, &path, &headers)?;
+        let (_, data) = bids(&text(&r)?)?;
+        let got = asked(w, &marker)?;
+        check(got == want, || {
+            format!("{what}: asked {got:?}, want {want:?}")
+        })?;
+        let top = winner(&data, "ad-top").unwrap_or_default();
+        check(want.contains(&top.as_str()), || {
+            format!("{what}: ad-top won by {top:?}")
+        })?;
+    }
+    // Germany without a TC string: no bidder may take part: no auction, no wait.
+    let marker = format!("consent-none-{}", crate::cache::unique());
+    let path = format!("/slots/article.html?r={marker}");
+    let r = page(w.streaming, GERMANY, &path, &navigation(&[]))?;
+    check(!text(&r)?.contains("ts-bids"), || {
+        "bids without consent".into()
+    })?;
+    check(ms(r.last_at) < DEADLINE_MS / 2, || {
+        format!("the page without an auction took {:?}", r.last_at)
+    })?;
+    let got = asked(w, &marker)?;
+    check(got.is_empty(), || format!("asked without consent: {got:?}"))
+}
