@@ -73,6 +73,7 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(GET,  Exact("/_ts/health"),                      "health",            Answer(|_, s| health::respond(s))),
     line(GET,  Exact("/_ts/ec"),                          "edge-id",           Decided(|r, s, d| edge_id::respond(&r, s, d))),
     line(Any,  Exact(auction::PATH),                      "auction",           Flow(auction::run)),
+    line(GET,  Exact(auction::PAGE_BIDS_PATH),            "page-bids",         Flow(auction::page_bids)),
     line(GET,  Exact("/_ts/consent"),                     "consent",           Decided(|_, s, d| consent_endpoint::respond(s, d))),
     line(GET,  Exact("/.well-known/trusted-server.json"), "discovery",         Answer(|_, s| discovery::well_known(s))),
     line(POST, Exact("/verify-signature"),                "verify-signature",  Answer(discovery::verify)),

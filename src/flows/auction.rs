@@ -15,10 +15,67 @@ use trusted_server_core::{client_authority, Settings};
 use crate::kit::access::Access;
 use crate::kit::{leaving, reply, request_body};
 use crate::phases::auction::{self, Asker};
-use crate::phases::identity;
+use crate::phases::{client, identity};
 
 /// The path Prebid.js's `s2sConfig.endpoint` points at.
 pub const PATH: &str = "/_ts/openrtb2/auction";
+
+/// The path `tsjs.pageBids` asks, for a single-page app's navigation to `?path=`.
+pub const PAGE_BIDS_PATH: &str = "/_ts/page-bids";
+
+/// `GET /_ts/page-bids?path=/next/page`: the bids of the slots on the page at `path`, as the
+/// page's `#ts-bids` block would carry them (`{"v":1,"id":…,"cur":…,"slots":{…}}`), for a
+/// single-page app that changed pages without a navigation. The rules of a navigation's
+/// auction (`page_slots`: the settings, prefetches, bots, the slots; the reader's consent)
+/// and the endpoint's same-origin rule; `404` (with the reason) when no auction starts.
+pub fn page_bids(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
+    let response = page_bids_answer(&request, settings, decision);
+    leaving::send_whole(response, access, settings);
+}
+
+fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision) -> Response {
+    if !settings.auction.enabled {
+        return reply::not_found(request, settings);
+    }
+    let host = client_authority(request.get_header_str("host"), &settings.publisher.domain);
+    if let Err(why) = same_origin(request, &host) {
+        return refusal(StatusCode::FORBIDDEN, &why, settings);
+    }
+    let query = request
+        .get_query::<std::collections::HashMap<String, String>>()
+        .unwrap_or_default();
+    let Some(path) = query
+        .get("path")
+        .filter(|p| p.starts_with('/') && !p.starts_with("//"))
+    else {
+        let why = "page-bids needs ?path=/the/page's/path";
+        return refusal(StatusCode::BAD_REQUEST, why, settings);
+    };
+    // Slots are matched on the path alone.
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let client = client::observe(request, settings);
+    let page_url = format!("{}://{}{path}", client.scheme, client.authority);
+    let edge_id = identity::request_phase(request, decision, settings).valid_cookie;
+    let asker = Asker {
+        host: &client.authority,
+        edge_id: edge_id.as_deref(),
+    };
+    // The app's own fetch stands for a navigation to `path`.
+    let page = auction::page_request(request, path, true);
+    match auction::for_slots(request, &page, &page_url, &asker, settings, decision) {
+        Ok(running) => reply::json(
+            StatusCode::OK,
+            running.page_bids(settings).to_string(),
+            "no-store, private",
+            settings,
+        ),
+        Err(why) => refusal(
+            StatusCode::NOT_FOUND,
+            &format!("no auction for this page: {why}"),
+            settings,
+        ),
+    }
+}
 
 /// Answers one auction request and sends the answer.
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {

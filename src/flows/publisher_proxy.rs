@@ -60,7 +60,7 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
         AfterHit::Served => return,
         AfterHit::Bids(response, codec, refresh_fill) => {
             if let Some(running) = auction {
-                body::send_stored(response, codec, running, settings, access);
+                body::send_stored(*response, codec, running, settings, access);
             }
             if let Some(fill) = refresh_fill {
                 origin::for_fill(&mut upstream);

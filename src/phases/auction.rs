@@ -224,6 +224,12 @@ impl Running<'_> {
         (answer, request)
     }
 
+    /// [`Self::finish`], as the data of the page's bids (`trusted_server_core::auction::page_bids`).
+    pub fn page_bids(self, settings: &Settings) -> serde_json::Value {
+        let (answer, request) = self.finish(settings);
+        trusted_server_core::auction::page_bids(&request, &answer)
+    }
+
     /// [`Self::finish`], as the page's data block of bids (`#ts-bids`,
     /// `trusted_server_core::auction::bids_script`), for the page of a navigation's auction.
     pub fn bids_script(self, settings: &Settings) -> String {
@@ -323,35 +329,55 @@ pub fn for_page<'s>(
     settings: &'s Settings,
     decision: &Decision,
 ) -> Result<Running<'s>, &'static str> {
-    let header = |name: &str| request.get_header(name).and_then(|v| v.to_str().ok());
     let path = request.get_path();
-    let page = PageRequest {
+    let page_url = match request.get_query_str() {
+        Some(query) => format!("{}://{}{path}?{query}", client.scheme, client.authority),
+        None => format!("{}://{}{path}", client.scheme, client.authority),
+    };
+    let page = page_request(request, path, client.navigation);
+    let asker = Asker {
+        host: &client.authority,
+        edge_id,
+    };
+    for_slots(request, &page, &page_url, &asker, settings, decision)
+}
+
+/// The parts of `request` the navigation decision reads, for the page at `path`; `document`:
+/// whether it is a navigation to a page (a single-page app's own fetch for its next page
+/// counts as one).
+pub fn page_request<'r>(request: &'r Request, path: &'r str, document: bool) -> PageRequest<'r> {
+    let header = |name: &str| request.get_header(name).and_then(|v| v.to_str().ok());
+    PageRequest {
         method: request.get_method_str(),
         path,
-        document: client.navigation,
+        document,
         sec_purpose: header("sec-purpose"),
         purpose: header("purpose"),
         x_purpose: header("x-purpose"),
         x_moz: header("x-moz"),
         user_agent: header("user-agent"),
-    };
+    }
+}
+
+/// The auction of the slots on `page` (at `page_url`), started for the reader of `request`,
+/// or why none starts.
+pub fn for_slots<'s>(
+    request: &Request,
+    page: &PageRequest,
+    page_url: &str,
+    asker: &Asker,
+    settings: &'s Settings,
+    decision: &Decision,
+) -> Result<Running<'s>, &'static str> {
     let a = &settings.auction;
-    let slots = page_slots(a, &page).map_err(Skip::as_str)?;
-    let page_url = match request.get_query_str() {
-        Some(query) => format!("{}://{}{path}?{query}", client.scheme, client.authority),
-        None => format!("{}://{}{path}", client.scheme, client.authority),
-    };
-    let Some(bid_request) = navigation_request(&transaction_id(), &page_url, &slots, a) else {
+    let slots = page_slots(a, page).map_err(Skip::as_str)?;
+    let Some(bid_request) = navigation_request(&transaction_id(), page_url, &slots, a) else {
         return Err(Skip::NoSlot.as_str());
     };
     if !anyone_asked(&bid_request, &a.bidders, decision) {
         return Err("consent");
     }
-    let asker = Asker {
-        host: &client.authority,
-        edge_id,
-    };
-    Ok(start(request, bid_request, &asker, settings, decision))
+    Ok(start(request, bid_request, asker, settings, decision))
 }
 
 /// A fresh random ID, 16 bytes as hex (no time, no reader in it): `source.tid`, and a

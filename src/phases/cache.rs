@@ -276,7 +276,7 @@ pub enum AfterHit {
     /// A stored page that takes a navigation auction's bids: its response, headers final and
     /// recorded, body the stored bytes in `codec`, for the body phase to send with the bids
     /// (`body::send_stored`); then the refresh, if the copy was stale.
-    Bids(Response, Codec, Option<Fill>),
+    Bids(Box<Response>, Codec, Option<Fill>),
 }
 
 /// Answers a hit, fresh or stale, or gives the lookup back for the origin. An entry that cannot
@@ -306,7 +306,7 @@ pub fn answer_hit(
     };
     if let Some(codec) = bids.then(|| html_page(&response)).flatten() {
         record_from_cache(&mut response, &state, "cache-hit+bids", settings, access);
-        return AfterHit::Bids(response, codec, refresh);
+        return AfterHit::Bids(Box::new(response), codec, refresh);
     }
     send_from_cache(response, &state, "cache-hit", settings, access);
     match refresh {

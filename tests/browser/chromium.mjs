@@ -29,14 +29,22 @@ export function playwrightChromium() {
   return require('playwright-core').chromium
 }
 
+/** The User-Agent of a reader's Chrome. Headless Chromium names itself `HeadlessChrome`,
+ * which the edge's `auction.bots` list takes for a crawler (no navigation auction); the
+ * tests play readers. */
+export const READER_UA =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+
 /** A persistent headless context in `userDataDir`, offline-friendly (no background traffic),
- * with a tall viewport so viewport prefetches fire as in a real visit. */
+ * with a tall viewport so viewport prefetches fire as in a real visit, and a reader's
+ * User-Agent ([`READER_UA`]). */
 export function launch(chromium, userDataDir, options = {}) {
   return chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 2000 },
+    userAgent: READER_UA,
     ...options,
   })
 }

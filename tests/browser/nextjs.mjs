@@ -345,6 +345,14 @@ try {
     heading: 'The Demo Courier — Next edition',
     waitFor: ['Arrived after 300 ms', 'Arrived after 700 ms', `the whole edition is at http://${host}/next/`],
   })
+  // The demo settings put a slot (`ad-top`) on /next: the page hydrated above with the
+  // navigation auction's bids block before its </body> (docs/auctions.md).
+  const slots = await page.evaluate(() => {
+    const block = document.getElementById('ts-bids')
+    return block ? Object.keys(JSON.parse(block.textContent).slots) : null
+  })
+  if (!slots || !slots.includes('ad-top')) problem(`/next has no bids block for its slot (found ${JSON.stringify(slots)})`)
+  else note(`    /next carried its bids block (slots ${slots.join(', ')}) and hydrated`)
   await clientNavigation(page, 'main a[href="/next/about"]', '/next/about', {
     heading: 'About the Demo Courier',
     waitFor: ['The masthead (after 400 ms)'],

@@ -16,6 +16,10 @@
 //! service's `/_ts/openrtb2/auction` on the first-party host, and both ad slots must render a
 //! winning bid from the demo bidders.
 //!
+//! Then `tests/browser/page-bids.mjs` loads `fixtures/site/ads.html`, whose two slots the
+//! demo settings name: the bids come with the page (the navigation auction), `tsjs` renders
+//! both from first-party URLs, and again from `tsjs.pageBids` (`/_ts/page-bids`).
+//!
 //! Last, `tests/browser/creatives.mjs` loads every creative of the corpus
 //! (`fixtures/creatives`, served by another demo origin that `creatives.demo-partner.example`
 //! and `img.demo-partner2.example` lead to) directly and through `/first-party/proxy`, records
@@ -328,6 +332,7 @@ fn nextjs_app_hydrates_and_navigates_through_the_service() {
         "the test partner served the creative {served} times"
     );
     script("auction.mjs", &[]);
+    script("page-bids.mjs", &[]);
     script("creatives.mjs", &[&corpus_addr.to_string()]);
     script("creatives-auction.mjs", &[&corpus_addr.to_string()]);
 }

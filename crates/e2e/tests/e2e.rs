@@ -217,6 +217,10 @@ fn main() {
             auction::page::each_readers_consent_decides_their_bids,
         ),
         (
+            "auction with the page: a single-page app asks for the next page's bids",
+            auction::page::a_single_page_app_asks_for_the_next_pages_bids,
+        ),
+        (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
             delivery::server_timing_on_every_response,
         ),

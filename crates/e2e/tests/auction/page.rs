@@ -205,7 +205,7 @@ pub fn a_hanging_bidder_holds_the_end_only_until_the_deadline(w: &World) -> Outc
             })?;
             let last = ms(r.last_at);
             check(
-                last >= DEADLINE_MS - 100 && last < DEADLINE_MS + 400,
+                (DEADLINE_MS - 100..DEADLINE_MS + 400).contains(&last),
                 || format!("{what}: the page ended at {last} ms; the deadline is {DEADLINE_MS} ms"),
             )?;
             // The same page without an auction (a reader whose User-Agent is a bot's).
@@ -334,4 +334,81 @@ pub fn each_readers_consent_decides_their_bids(w: &World) -> Outcome {
     })?;
     let got = asked(w, &marker)?;
     check(got.is_empty(), || format!("asked without consent: {got:?}"))
+}
+
+/// `GET /_ts/page-bids?path=`: a single-page app's next page gets the same bids data, under
+/// the same rules; another site's page, a missing path, a path without slots and a reader
+/// whose consent allows no bidder each get their answer.
+pub fn a_single_page_app_asks_for_the_next_pages_bids(w: &World) -> Outcome {
+    let ua = navigation(&[])
+        .into_iter()
+        .find(|(n, _)| *n == "user-agent")
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    let same = [("sec-fetch-site", "same-origin"), ("user-agent", ua)];
+    let get = |source: [u8; 4], query: &str, headers: &[(&str, &str)]| {
+        let path = format!("/_ts/page-bids{query}");
+        e2e::send_from(
+            IpAddr::from(source),
+            w.streaming,
+            "GET",
+            &path,
+            headers,
+            b"",
+            TIMEOUT,
+        )
+        .map_err(|e| format!("GET {path}: {e}"))
+    };
+    let r = get(ELSEWHERE, "?path=%2Fslots%2Farticle.html", &same)?;
+    check(r.status == 200, || format!("status {}", r.status))?;
+    check(
+        r.header("cache-control")
+            .is_some_and(|c| c.contains("no-store")),
+        || format!("cache-control {:?}", r.header("cache-control")),
+    )?;
+    let data: Value = serde_json::from_slice(&r.body).map_err(|e| format!("not JSON: {e}"))?;
+    check(data["v"] == 1 && winner(&data, "ad-top").is_some(), || {
+        format!("{data}")
+    })?;
+    check(data["slots"]["ad-side"]["bid"].is_null(), || {
+        format!("{data}")
+    })?;
+    let marker = format!("spa-{}", crate::cache::unique());
+    // What, from where, the query, the headers, the status.
+    type Case<'a> = (&'a str, [u8; 4], String, Vec<(&'a str, &'a str)>, u16);
+    let cases: [Case; 4] = [
+        (
+            "another site's page",
+            ELSEWHERE,
+            format!("?path=%2Fslots%2Farticle.html%3F{marker}"),
+            vec![("sec-fetch-site", "cross-site"), ("user-agent", ua)],
+            403,
+        ),
+        ("no path", ELSEWHERE, String::new(), same.to_vec(), 400),
+        (
+            "a path without slots",
+            ELSEWHERE,
+            "?path=%2Findex.html".into(),
+            same.to_vec(),
+            404,
+        ),
+        (
+            "no consent",
+            GERMANY,
+            format!("?path=%2Fslots%2Farticle.html%3F{marker}"),
+            same.to_vec(),
+            404,
+        ),
+    ];
+    for (what, source, query, headers, status) in cases {
+        let r = get(source, &query, &headers)?;
+        check(r.status == status, || {
+            format!(
+                "{what}: status {} ({})",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            )
+        })?;
+    }
+    Ok(())
 }
