@@ -20,7 +20,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { CHROMIUM, chromiumOrExit, launch } from './chromium.mjs'
+import { CHROMIUM, chromiumOrExit, launch, trackPage } from './chromium.mjs'
 
 /** Longest wait for any one thing (the page load, the auction, the renders). */
 const STEP_TIMEOUT_MS = 20_000
@@ -47,26 +47,7 @@ const problem = (text) => {
 
 /** Every request the page made: method, URL, type, status or failure. */
 const requests = []
-function track(page) {
-  const entryOf = (req) => requests.find((r) => r.req === req)
-  page.on('request', (req) => {
-    requests.push({ req, method: req.method(), url: req.url(), type: req.resourceType(), status: null, failure: null })
-  })
-  page.on('response', (res) => {
-    const entry = entryOf(res.request())
-    if (entry) entry.status = res.status()
-  })
-  page.on('requestfailed', (req) => {
-    const entry = entryOf(req)
-    if (entry) entry.failure = req.failure()?.errorText ?? 'failed'
-  })
-  page.on('console', (msg) => {
-    const at = msg.location()?.url ? ` (${msg.location().url})` : ''
-    if (msg.type() === 'error') problem(`console error: ${msg.text()}${at}`)
-    else if (msg.type() === 'warning') console.log(`    (console warning: ${msg.text()})`)
-  })
-  page.on('pageerror', (err) => problem(`uncaught page error: ${err.message ?? err}`))
-}
+const track = (page) => trackPage(page, requests, problem)
 
 /** Why a request failed, or null: no response, a status of 400 or more, a broken transfer. */
 function failed(r) {

@@ -64,3 +64,27 @@ export function chromiumOrExit(label) {
     process.exit(3)
   }
 }
+
+/** Records every request `page` makes into `requests` (`{ req, method, url, type, status,
+ * failure }`, the status or failure filled in when known), and reports each console error and
+ * uncaught page error through `problem` (console warnings are printed). */
+export function trackPage(page, requests, problem) {
+  const entryOf = (req) => requests.find((r) => r.req === req)
+  page.on('request', (req) => {
+    requests.push({ req, method: req.method(), url: req.url(), type: req.resourceType(), status: null, failure: null })
+  })
+  page.on('response', (res) => {
+    const entry = entryOf(res.request())
+    if (entry) entry.status = res.status()
+  })
+  page.on('requestfailed', (req) => {
+    const entry = entryOf(req)
+    if (entry) entry.failure = req.failure()?.errorText ?? 'failed'
+  })
+  page.on('console', (msg) => {
+    const at = msg.location()?.url ? ` (${msg.location().url})` : ''
+    if (msg.type() === 'error') problem(`console error: ${msg.text()}${at}`)
+    else if (msg.type() === 'warning') console.log(`    (console warning: ${msg.text()})`)
+  })
+  page.on('pageerror', (err) => problem(`uncaught page error: ${err.message ?? err}`))
+}

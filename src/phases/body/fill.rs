@@ -19,6 +19,7 @@ use trusted_server_core::{BodyReport, PagePipeline, PageReport, Settings};
 use super::downstream::{ClientBody, HoldingSink};
 use super::job::{classify, end_page, record_report, report, BodyFailure, Job};
 use super::origin_read::read_to_end;
+use super::stream::finish_client;
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::timing::timed;
@@ -120,12 +121,7 @@ pub(crate) fn fill(
                 let (sink, _) = end_page(tee.client, Some(running), settings, &mut rewrite)
                     .map_err(classify)?;
                 drop(sink);
-                client_body.finish().map_err(|e| {
-                    (
-                        Failure::ClientGone,
-                        format!("client stream did not finish: {e}"),
-                    )
-                })?;
+                finish_client(client_body)?;
                 Ok(pipeline_report)
             });
             access.headers_at = client_stats.sent_at.get();

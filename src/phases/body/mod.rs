@@ -20,7 +20,7 @@ use fastly::Response;
 use trusted_server_core::{BodyPlan, Codec, PageOptions, Rewrite, Settings};
 
 pub(crate) use job::report_for;
-use job::{report, Job};
+use job::Job;
 
 use crate::kit::access::{Access, Outcome};
 use crate::phases::auction::Running;
@@ -141,15 +141,8 @@ pub fn send_stored(
         |pipeline, rewrite| job::end_page(pipeline, Some(auction), settings, rewrite),
         access,
     );
-    if let Err(failure) = streamed.result {
-        report(
-            failure,
-            streamed.bytes_in,
-            streamed.bytes_out,
-            settings,
-            access,
-        );
-    }
+    // The early hints are learned from the origin's page, never from a copy with bids.
+    let _ = stream::recorded(streamed, settings, access);
 }
 
 /// `rewrite:html+gzip`, `pass:NotText`, ...: the plan as the access line shows it.

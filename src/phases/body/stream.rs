@@ -45,6 +45,16 @@ pub(crate) fn stream(
         |pipeline, rewrite| end_page(pipeline, auction, settings, rewrite),
         access,
     );
+    recorded(streamed, settings, access)
+}
+
+/// Records what streaming a page did: the pipeline's report (the early hints of the page's
+/// head, returned), or the failure, reported.
+pub(crate) fn recorded(
+    streamed: Streamed,
+    settings: &Settings,
+    access: &mut Access,
+) -> Option<Vec<String>> {
     match streamed.result {
         Ok(pipeline_report) => Some(record_report(&pipeline_report, settings, access)),
         Err(failure) => {
@@ -164,11 +174,16 @@ fn pump<S: BodyStage>(
     }
     let (sink, pipeline_report) = end(pipeline, rewrite).map_err(classify)?;
     drop(sink);
+    finish_client(client_body)?;
+    Ok(pipeline_report)
+}
+
+/// Ends the client body (see `ClientBody::finish`); the client gone is the failure.
+pub(super) fn finish_client(client_body: ClientBody) -> Result<(), BodyFailure> {
     client_body.finish().map_err(|e| {
         (
             Failure::ClientGone,
             format!("client stream did not finish: {e}"),
         )
-    })?;
-    Ok(pipeline_report)
+    })
 }
