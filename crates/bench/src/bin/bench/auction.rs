@@ -89,7 +89,7 @@ fn code(i: usize) -> String {
 }
 
 /// What bidder `i` (from 1) bids: distinct, rising with `i`, so the last named wins.
-fn price(i: usize) -> f64 {
+pub(crate) fn price(i: usize) -> f64 {
     1.0 + 0.1 * i as f64
 }
 
@@ -144,7 +144,7 @@ fn deadline_bidders() -> Value {
 
 /// What the edge sends the slowest bidder, near enough: its impression and params, with
 /// `delay_ms` its own or 0.
-fn direct_body(id: &str, delay_ms: u64) -> Vec<u8> {
+pub(crate) fn direct_body(id: &str, delay_ms: u64) -> Vec<u8> {
     json!({
         "id": id,
         "tmax": TMAX,
@@ -162,7 +162,7 @@ fn direct_body(id: &str, delay_ms: u64) -> Vec<u8> {
 }
 
 /// The answer of a `200` as JSON, checked to be for `id`.
-fn answer_json(status: u16, body: &[u8], id: &str) -> Result<Value, String> {
+pub(crate) fn answer_json(status: u16, body: &[u8], id: &str) -> Result<Value, String> {
     if status != 200 {
         let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         return Err(format!("status {status}: {text}"));
@@ -184,7 +184,7 @@ fn seats(answer: &Value) -> Vec<&str> {
 }
 
 /// `seat`'s one bid, checked to be for the impression at `price`.
-fn one_bid<'a>(answer: &'a Value, seat: &str, price: f64) -> Result<&'a Value, String> {
+pub(crate) fn one_bid<'a>(answer: &'a Value, seat: &str, price: f64) -> Result<&'a Value, String> {
     let seatbid = (answer["seatbid"].as_array())
         .and_then(|s| s.iter().find(|s| s["seat"] == seat))
         .ok_or_else(|| format!("no seat {seat}"))?;

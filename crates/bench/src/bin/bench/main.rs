@@ -23,6 +23,9 @@
 //! 7. **auctions**: the edge's overhead beyond the slowest bidder for 1, 3 and 8 bidders, the
 //!    deadline kept with a bidder that hangs, and the guest CPU per auction ([`auction`]).
 //!    `--auction-only` runs just this part;
+//! 9. **navigation auction**: time to first and last byte of a page with a slot, the auction
+//!    on against off, beside the A/A control, and the last byte against the later of the
+//!    origin's and the bidder's own ([`navigation`]). `--navigation-only` runs just this part;
 //! 8. **guest CPU per request** (measured right after the output checks, before latency): a
 //!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
 //!    from the guest's own access lines ([`guest_cpu`]).
@@ -44,6 +47,7 @@ mod first_party;
 mod guest_cpu;
 mod latency;
 mod load;
+mod navigation;
 mod remote;
 mod report;
 mod rsc;
@@ -75,6 +79,8 @@ pub struct Options {
     pub cache_only: bool,
     /// `--auction-only`: only the auction cases.
     pub auction_only: bool,
+    /// `--navigation-only`: only the navigation auction cases.
+    pub navigation_only: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -88,6 +94,7 @@ fn parse_args() -> Result<Options, String> {
         first_party_only: false,
         cache_only: false,
         auction_only: false,
+        navigation_only: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -100,12 +107,13 @@ fn parse_args() -> Result<Options, String> {
             "--first-party-only" => options.first_party_only = true,
             "--cache-only" => options.cache_only = true,
             "--auction-only" => options.auction_only = true,
+            "--navigation-only" => options.navigation_only = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -174,6 +182,8 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
         ),
         // The auction cases' bidders, on the demo origin.
         ("TRUSTED_SERVER__AUCTION__BIDDERS", auction::bidders(origin)),
+        // The navigation cases' slots, on paths only they ask for.
+        ("TRUSTED_SERVER__AUCTION__SLOTS", navigation::slots()),
     ];
     let pair = start_service_pair(&root, &dir, origin, &overrides)?;
     let mut guards = vec![origin_guard];
@@ -252,6 +262,13 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         auction::print(&a);
         return finish(options, started, &auction::results(&a));
     }
+    if options.navigation_only {
+        let servers = start_servers(&options.out)?;
+        let n = navigation::run(servers.origin, &servers.streaming, options.quick)?;
+        drop(servers);
+        navigation::print(&n);
+        return finish(options, started, &navigation::results(&n));
+    }
     // Throughput first, while nothing else runs on the machine.
     let throughput = throughput::run(options)?;
     let root = workspace_root();
@@ -274,16 +291,19 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
     let fp = first_party::run(&root, &servers.partner, &servers.streaming, options.quick)?;
     let cached = cache::run(servers.origin, &servers.streaming, options.quick)?;
     let auctions = run_auctions(&servers, options.quick)?;
+    let nav = navigation::run(servers.origin, &servers.streaming, options.quick)?;
     drop(servers);
     let mut results = report::results(&latency, &throughput, &load, &captures);
     results.extend(first_party::results(&fp));
     results.extend(cache::results(&cached));
     results.extend(guest_cpu::results(&guest));
     results.extend(auction::results(&auctions));
+    results.extend(navigation::results(&nav));
     report::print_tables(&latency, &throughput, &load, &captures);
     first_party::print(&fp);
     cache::print(&cached);
     auction::print(&auctions);
+    navigation::print(&nav);
     let chart = options.out.join("latency.svg");
     report::write_svg(&chart, &latency).map_err(|e| format!("{}: {e}", chart.display()))?;
     println!("\nchart: {}", chart.display());
