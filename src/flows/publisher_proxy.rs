@@ -25,7 +25,8 @@ use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
 
-/// The flow: identity, hints, cache, origin, response, body, hints. The reader's consent
+/// The flow: identity, the navigation auction's start, hints, cache, origin, response, body
+/// (with the auction's bids before `</body>`), hints. The reader's consent
 /// `decision` gates the edge ID (the identity phase) and `X-TS-EC` to the origin; on a cache
 /// hit the stored page is reader-neutral and the cookie is this reader's, gated the same way.
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
