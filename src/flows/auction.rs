@@ -62,7 +62,7 @@ fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision)
     };
     // The app's own fetch stands for a navigation to `path`.
     let page = auction::page_request(request, path, true);
-    match auction::for_slots(request, &page, &page_url, &asker, settings, decision) {
+    match auction::for_slots(request, &page, || page_url, &asker, settings, decision) {
         Ok(running) => reply::json(
             StatusCode::OK,
             running.page_bids(settings).to_string(),

@@ -330,7 +330,8 @@ pub fn for_page<'s>(
     decision: &Decision,
 ) -> Result<Running<'s>, &'static str> {
     let path = request.get_path();
-    let page_url = match request.get_query_str() {
+    // Built only once the page has slots: every proxied request comes through here.
+    let page_url = || match request.get_query_str() {
         Some(query) => format!("{}://{}{path}?{query}", client.scheme, client.authority),
         None => format!("{}://{}{path}", client.scheme, client.authority),
     };
@@ -339,7 +340,7 @@ pub fn for_page<'s>(
         host: &client.authority,
         edge_id,
     };
-    for_slots(request, &page, &page_url, &asker, settings, decision)
+    for_slots(request, &page, page_url, &asker, settings, decision)
 }
 
 /// The parts of `request` the navigation decision reads, for the page at `path`; `document`:
@@ -359,19 +360,19 @@ pub fn page_request<'r>(request: &'r Request, path: &'r str, document: bool) -> 
     }
 }
 
-/// The auction of the slots on `page` (at `page_url`), started for the reader of `request`,
-/// or why none starts.
+/// The auction of the slots on `page` (at the URL `page_url` gives, asked only when it has
+/// slots), started for the reader of `request`, or why none starts.
 pub fn for_slots<'s>(
     request: &Request,
     page: &PageRequest,
-    page_url: &str,
+    page_url: impl FnOnce() -> String,
     asker: &Asker,
     settings: &'s Settings,
     decision: &Decision,
 ) -> Result<Running<'s>, &'static str> {
     let a = &settings.auction;
     let slots = page_slots(a, page).map_err(Skip::as_str)?;
-    let Some(bid_request) = navigation_request(&transaction_id(), page_url, &slots, a) else {
+    let Some(bid_request) = navigation_request(&transaction_id(), &page_url(), &slots, a) else {
         return Err(Skip::NoSlot.as_str());
     };
     if !anyone_asked(&bid_request, &a.bidders, decision) {
