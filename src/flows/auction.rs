@@ -14,7 +14,7 @@ use trusted_server_core::{client_authority, Settings};
 
 use crate::kit::access::Access;
 use crate::kit::{leaving, reply, request_body};
-use crate::phases::auction::{self, Asker};
+use crate::phases::auction::{self, Asker, Reader};
 use crate::phases::{client, identity};
 
 /// The path Prebid.js's `s2sConfig.endpoint` points at.
@@ -62,10 +62,13 @@ fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision)
     };
     // The app's own fetch stands for a navigation to `path`.
     let page = auction::page_request(request, path, true);
-    match auction::for_slots(request, &page, || page_url, &asker, settings, decision) {
-        Ok(running) => reply::json(
+    match auction::for_slots(request, &page, || page_url, asker, settings, decision) {
+        Ok(planned) => reply::json(
             StatusCode::OK,
-            running.page_bids(settings).to_string(),
+            planned
+                .start(settings, decision)
+                .page_bids(settings)
+                .to_string(),
             "no-store, private",
             settings,
         ),
@@ -119,7 +122,8 @@ fn answer(mut request: Request, settings: &Settings, decision: &Decision) -> Res
         host: &host,
         edge_id: edge_id.as_deref(),
     };
-    let running = auction::start(&request, bid_request, &asker, settings, decision);
+    let reader = Reader::of(&request, asker);
+    let running = auction::start(&reader, bid_request, settings, decision);
     let (json, _) = running.finish(settings);
     reply::json(
         StatusCode::OK,

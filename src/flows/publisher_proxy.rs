@@ -20,27 +20,25 @@ use crate::flows::refresh::refresh;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, Failure, OriginFailure, Phase};
 use crate::kit::{leaving, reply};
-use crate::phases::auction::{self, Running};
+use crate::phases::auction::{self, Planned, Running};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
 
-/// The flow: identity, the navigation auction's start, hints, cache, origin, response, body
-/// (with the auction's bids before `</body>`), hints. The reader's consent
+/// The flow: identity, the navigation auction's plan, hints, cache, origin (with the auction's
+/// start), response, body (with the auction's bids before `</body>`), hints. The reader's consent
 /// `decision` gates the edge ID (the identity phase) and `X-TS-EC` to the origin; on a cache
 /// hit the stored page is reader-neutral and the cookie is this reader's, gated the same way.
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let client = client::observe(&request, settings);
     let edge_id = identity::request_phase(&request, decision, settings);
-    // The bidders are asked before the cache or the origin: they think while the page comes.
+    // Decided on now, from the reader's request; started once the origin has been asked (or,
+    // for a stored page, once its bytes before `</body>` have left): the bidders think while
+    // the page comes, and no bidder's request delays the origin's.
     let reader_id = edge_id.valid_cookie.as_deref();
-    let auction = match auction::for_page(&request, &client, reader_id, settings, decision) {
-        Ok(running) => Some(running),
-        Err(why) => {
-            log::debug!("no navigation auction: {why}");
-            None
-        }
-    };
+    let auction = auction::for_page(&request, &client, reader_id, settings, decision);
+    access.auction = Some(auction.as_ref().map_or_else(|why| *why, |_| "on"));
+    let auction = auction.ok();
     let is_head = request.get_method_str() == "HEAD";
     let key = cache::page_key(&request, &client);
     // Learned early hints leave first, before the page cache or the origin is asked.
@@ -56,13 +54,11 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
         client: &client,
         edge_id: &edge_id,
     };
-    let bids = auction.is_some();
-    let lookup = match cache::answer_hit(lookup, &recipient, bids, settings, access) {
+    let (lookup, auction) = match cache::answer_hit(lookup, &recipient, auction, settings, access) {
         AfterHit::Served => return,
-        AfterHit::Bids(response, codec, refresh_fill) => {
-            if let Some(running) = auction {
-                body::send_stored(*response, codec, running, settings, access);
-            }
+        AfterHit::Bids(response, codec, planned, refresh_fill) => {
+            let start = || planned.start(settings, decision);
+            body::send_stored(*response, codec, start, settings, access);
             if let Some(fill) = refresh_fill {
                 origin::for_fill(&mut upstream);
                 let learn_hints = learning.is_some();
@@ -75,16 +71,18 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
             let learn_hints = learning.is_some();
             return refresh(upstream, fill, &client, learn_hints, settings, access);
         }
-        AfterHit::Origin(lookup) => lookup,
+        AfterHit::Origin(lookup, auction) => (lookup, auction),
     };
     // A fill asks for the whole page; a request that passes forwards its range and
     // preconditions as they came.
     if lookup.fills() {
         origin::for_fill(&mut upstream);
     }
-    let Some((origin_response, lookup)) =
-        ask_origin(upstream, lookup, &recipient, settings, access)
-    else {
+    let start = |planned: Planned| planned.start(settings, decision);
+    let asked = ask_origin(
+        upstream, lookup, &recipient, auction, start, settings, access,
+    );
+    let Some((origin_response, lookup, auction)) = asked else {
         return;
     };
     // Hints are learned only from an answer any reader could get.
@@ -108,19 +106,25 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     }
 }
 
-/// Sends the origin request. The origin's answer comes back with the lookup, to be relayed;
-/// when the origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale copy
-/// answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
+/// Sends the origin request, and starts the navigation's `auction` while the origin thinks
+/// (`start`). The origin's answer comes back with the lookup and the auction, to be relayed;
+/// when the origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
+/// copy answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
 /// relayed as the origin's answer, and the others get the service's `502` or `504` here.
-fn ask_origin(
+fn ask_origin<'r, 's>(
     upstream: Request,
     lookup: Lookup,
     recipient: &Recipient,
+    auction: Option<Planned<'r>>,
+    start: impl FnOnce(Planned<'r>) -> Running<'s>,
     settings: &Settings,
     access: &mut Access,
-) -> Option<(Response, Lookup)> {
+) -> Option<(Response, Lookup, Option<Running<'s>>)> {
     let asked = Instant::now();
-    let fetched = origin::send(upstream, settings);
+    let sent = origin::send_async(upstream, settings);
+    // Only a page on its way can take bids.
+    let auction = auction.filter(|_| sent.is_ok()).map(start);
+    let fetched = sent.and_then(|sent| sent.wait(settings));
     access.origin_wait = Some(asked.elapsed());
     // What failed, for the log, and what to relay or answer unless a stale copy answers.
     let (failed, unusable) = match fetched {
@@ -142,11 +146,11 @@ fn ask_origin(
             format!("origin answered {}", response.get_status()),
             Ok(response),
         ),
-        Ok(response) => return Some((response, lookup)),
+        Ok(response) => return Some((response, lookup, auction)),
     };
     let lookup = cache::serve_stale_if_error(lookup, &failed, recipient, settings, access).err()?;
     match unusable {
-        Ok(response) => Some((response, lookup)),
+        Ok(response) => Some((response, lookup, auction)),
         Err((failure, kind)) => {
             answer_origin_failure(access, lookup, failure, kind, settings);
             None

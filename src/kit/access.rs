@@ -131,6 +131,9 @@ pub struct Access {
     /// The consent decision, as [`consent_field`] writes it (`opt-in:no`): the rule and
     /// whether an edge ID was allowed, never a consent string.
     pub consent: Option<String>,
+    /// For a proxied request: whether a navigation auction runs with it (`on`) or why not
+    /// (`no-slot`, `not-document`, `bot`, `prefetch`, `consent`, ...).
+    pub auction: Option<&'static str>,
 }
 
 /// The access line's `consent=` value for a decision: its rule and whether an edge ID is
@@ -163,6 +166,7 @@ impl Access {
             cache: None,
             expire_edge_id: false,
             consent: None,
+            auction: None,
         }
     }
 
@@ -223,7 +227,7 @@ impl Access {
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
              origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
-             consent={}",
+             consent={} auction={}",
             self.trace_id,
             self.method,
             self.path,
@@ -240,7 +244,8 @@ impl Access {
             ms(self.last_byte_at),
             outcome,
             self.cache.as_deref().unwrap_or("-"),
-            self.consent.as_deref().unwrap_or("-")
+            self.consent.as_deref().unwrap_or("-"),
+            self.auction.unwrap_or("-")
         );
         line
     }
@@ -287,6 +292,7 @@ mod tests {
             "outcome=finished",
             "cache=-",
             "consent=-",
+            "auction=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -3,7 +3,8 @@
 //! once collected, the answer put together by the core
 //! (`trusted_server_core::auction::respond`). One orchestrator for both kinds of auction: the
 //! endpoint's (`flows::auction`) starts and finishes at once; a navigation's
-//! (`flows::publisher_proxy`) starts before the origin is asked and finishes when the page's
+//! (`flows::publisher_proxy`) is planned from the reader's request ([`for_page`]), started
+//! once the origin request is on its way ([`Planned::start`]) and finished when the page's
 //! body has ended, so the page streams while the bidders think.
 //!
 //! The deadline: the smaller of the request's `tmax` less `auction.margin_ms`, and
@@ -11,6 +12,7 @@
 //! `timeout_ms`, and is told in its request's `tmax` how long it has. A bidder's fault costs
 //! only its own bids.
 
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,46 @@ pub struct Asker<'r> {
     pub edge_id: Option<&'r str>,
 }
 
+/// What an auction reads of the reader's request, copied out of it, so that an auction
+/// decided on before the request goes to the origin ([`Planned`]) can start after.
+pub struct Reader<'r> {
+    /// Who asks.
+    pub asker: Asker<'r>,
+    ip: Option<IpAddr>,
+    user_agent: Option<String>,
+    cookies: String,
+    /// The page's scheme: the markup is written into a frame of the page that asked.
+    page_scheme: Scheme,
+}
+
+impl<'r> Reader<'r> {
+    /// The reader of `request`: its address, `User-Agent`, cookies and scheme.
+    pub fn of(request: &Request, asker: Asker<'r>) -> Self {
+        Reader {
+            asker,
+            ip: request.get_client_ip_addr(),
+            user_agent: request.get_header_str("user-agent").map(str::to_owned),
+            cookies: request.get_header_all_str_lossy("cookie").join("; "),
+            page_scheme: client::scheme(request),
+        }
+    }
+}
+
+/// A navigation's auction decided on ([`for_page`], [`for_slots`]) and not yet started: the
+/// bid request of the page's slots and its reader. The flow starts it once the origin has
+/// been asked, so that no bidder's request delays the origin's.
+pub struct Planned<'r> {
+    bid_request: BidRequest,
+    reader: Reader<'r>,
+}
+
+impl Planned<'_> {
+    /// Asks the bidders ([`start`]).
+    pub fn start<'s>(self, settings: &'s Settings, decision: &Decision) -> Running<'s> {
+        start(&self.reader, self.bid_request, settings, decision)
+    }
+}
+
 /// An auction whose bidders were asked ([`start`]) and are not yet collected: the platform
 /// carries the requests meanwhile. Dropping it abandons them.
 pub struct Running<'s> {
@@ -54,18 +96,23 @@ pub struct Running<'s> {
     asked: Asked,
 }
 
-/// Starts the auction of `bid_request` for the reader of `request`: every bidder it names
-/// that the settings know and the reader's `decision` allows is asked at once.
+/// Starts the auction of `bid_request` for `reader`: every bidder it names that the
+/// settings know and the reader's `decision` allows is asked at once.
 pub fn start<'s>(
-    request: &Request,
+    reader: &Reader,
     bid_request: BidRequest,
-    asker: &Asker,
     settings: &'s Settings,
     decision: &Decision,
 ) -> Running<'s> {
     let start = Instant::now();
-    // The page's scheme: the markup is written into a frame of the page that asked.
-    let page_scheme = client::scheme(request);
+    let Reader {
+        asker,
+        ip,
+        user_agent,
+        cookies,
+        page_scheme,
+    } = reader;
+    let (ip, page_scheme) = (*ip, *page_scheme);
     let a = &settings.auction;
     let deadline_ms = match bid_request.tmax_ms {
         Some(tmax) => tmax
@@ -76,14 +123,12 @@ pub fn start<'s>(
     let deadline = start + Duration::from_millis(deadline_ms);
     let (granularity, granularity_warning) = granularity_of(&bid_request, a.price_granularity);
 
-    let ip = request.get_client_ip_addr();
     let geo = ip.and_then(fastly::geo::geo_lookup);
-    let cookies = request.get_header_all_str_lossy("cookie").join("; ");
     let tid = transaction_id();
     let edge = Edge {
         host: asker.host,
         publisher_domain: &settings.publisher.domain,
-        user_agent: request.get_header_str("user-agent"),
+        user_agent: user_agent.as_deref(),
         ip,
         geo: geo.as_ref().map(|g| Geo {
             country: Some(g.country_code3()).filter(|c| !c.is_empty()),
@@ -92,7 +137,7 @@ pub fn start<'s>(
         }),
         edge_id: asker.edge_id,
         gdpr: decision.rule == trusted_server_settings::ConsentRule::OptIn,
-        strings: ConsentStrings::from_cookies(&cookies),
+        strings: ConsentStrings::from_cookies(cookies),
         tid: &tid,
         currency: &a.currency,
     };
@@ -317,18 +362,18 @@ fn backend(bidder: &Bidder, settings: &Settings) -> Result<Backend, String> {
     }
 }
 
-/// A navigation's auction, started with the page's request (before the cache and the
+/// A navigation's auction, decided on with the page's request (before the cache and the
 /// origin are asked): the page's slots (`[[auction.slots]]`) and the reader's consent allow
-/// one (`trusted_server_core::auction::page_slots`, `anyone_asked`), or why it starts none.
+/// one (`trusted_server_core::auction::page_slots`, `anyone_asked`), or why there is none.
 /// The page is asked for at `client`'s scheme and authority, so `site.page` is the address
 /// the reader sees.
-pub fn for_page<'s>(
+pub fn for_page<'r>(
     request: &Request,
-    client: &Client,
-    edge_id: Option<&str>,
-    settings: &'s Settings,
+    client: &'r Client,
+    edge_id: Option<&'r str>,
+    settings: &Settings,
     decision: &Decision,
-) -> Result<Running<'s>, &'static str> {
+) -> Result<Planned<'r>, &'static str> {
     let path = request.get_path();
     // Built only once the page has slots: every proxied request comes through here.
     let page_url = || match request.get_query_str() {
@@ -340,7 +385,7 @@ pub fn for_page<'s>(
         host: &client.authority,
         edge_id,
     };
-    for_slots(request, &page, page_url, &asker, settings, decision)
+    for_slots(request, &page, page_url, asker, settings, decision)
 }
 
 /// The parts of `request` the navigation decision reads, for the page at `path`; `document`:
@@ -361,15 +406,15 @@ pub fn page_request<'r>(request: &'r Request, path: &'r str, document: bool) -> 
 }
 
 /// The auction of the slots on `page` (at the URL `page_url` gives, asked only when it has
-/// slots), started for the reader of `request`, or why none starts.
-pub fn for_slots<'s>(
+/// slots) for the reader of `request`, planned, or why there is none.
+pub fn for_slots<'r>(
     request: &Request,
     page: &PageRequest,
     page_url: impl FnOnce() -> String,
-    asker: &Asker,
-    settings: &'s Settings,
+    asker: Asker<'r>,
+    settings: &Settings,
     decision: &Decision,
-) -> Result<Running<'s>, &'static str> {
+) -> Result<Planned<'r>, &'static str> {
     let a = &settings.auction;
     let slots = page_slots(a, page).map_err(Skip::as_str)?;
     let Some(bid_request) = navigation_request(&transaction_id(), &page_url(), &slots, a) else {
@@ -378,7 +423,10 @@ pub fn for_slots<'s>(
     if !anyone_asked(&bid_request, &a.bidders, decision) {
         return Err("consent");
     }
-    Ok(start(request, bid_request, asker, settings, decision))
+    Ok(Planned {
+        bid_request,
+        reader: Reader::of(request, asker),
+    })
 }
 
 /// A fresh random ID, 16 bytes as hex (no time, no reader in it): `source.tid`, and a

@@ -265,48 +265,52 @@ pub struct Recipient<'a> {
     pub edge_id: &'a IdentityPlan,
 }
 
-/// What is left to do after [`answer_hit`].
-pub enum AfterHit {
+/// What is left to do after [`answer_hit`], which was given the reader's bids `B` (whatever
+/// the flow adds to a page; the cache never looks inside).
+pub enum AfterHit<B> {
     /// The response left; nothing else.
     Served,
     /// The response left (a stale copy); refresh the entry (`flows::refresh`).
     Refresh(Fill),
-    /// Not answered: ask the origin with this lookup.
-    Origin(Lookup),
-    /// A stored page that takes a navigation auction's bids: its response, headers final and
-    /// recorded, body the stored bytes in `codec`, for the body phase to send with the bids
+    /// Not answered: ask the origin with this lookup; the bids come back untouched.
+    Origin(Lookup, Option<B>),
+    /// A stored page that takes the reader's bids: its response, headers final and recorded,
+    /// body the stored bytes in `codec`, for the body phase to send with the bids
     /// (`body::send_stored`); then the refresh, if the copy was stale.
-    Bids(Box<Response>, Codec, Option<Fill>),
+    Bids(Box<Response>, Codec, B, Option<Fill>),
 }
 
 /// Answers a hit, fresh or stale, or gives the lookup back for the origin. An entry that cannot
 /// be read is served around: the origin is asked, nothing stored.
 ///
-/// With `bids` (a navigation auction is running), a stored `200` HTML page is not sent but
-/// given back ([`AfterHit::Bids`]): the stored bytes stay reader-neutral, and the reader's
-/// bids are added on the way out.
-pub fn answer_hit(
+/// With `bids` (a navigation's auction), a stored `200` HTML page is not sent but given back
+/// with them ([`AfterHit::Bids`]): the stored bytes stay reader-neutral, and the reader's bids
+/// are added on the way out. Any other hit drops them.
+pub fn answer_hit<B>(
     lookup: Lookup,
     recipient: &Recipient,
-    bids: bool,
+    bids: Option<B>,
     settings: &Settings,
     access: &mut Access,
-) -> AfterHit {
+) -> AfterHit<B> {
     let (entry, refresh) = match lookup {
         Lookup::Hit(entry) => (entry, None),
         Lookup::Stale(entry, fill) => (entry, Some(fill)),
-        other => return AfterHit::Origin(other),
+        other => return AfterHit::Origin(other, bids),
     };
     let state = CacheState::Hit;
     let Some(mut response) = hit(&entry, recipient, &state, settings) else {
-        return AfterHit::Origin(match refresh {
+        let lookup = match refresh {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
-        });
+        };
+        return AfterHit::Origin(lookup, bids);
     };
-    if let Some(codec) = bids.then(|| html_page(&response)).flatten() {
-        record_from_cache(&mut response, &state, "cache-hit+bids", settings, access);
-        return AfterHit::Bids(Box::new(response), codec, refresh);
+    if let Some(bids) = bids {
+        if let Some(codec) = html_page(&response) {
+            record_from_cache(&mut response, &state, "cache-hit+bids", settings, access);
+            return AfterHit::Bids(Box::new(response), codec, bids, refresh);
+        }
     }
     send_from_cache(response, &state, "cache-hit", settings, access);
     match refresh {

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
-use fastly::http::request::{SendError, SendErrorCause};
+use fastly::http::request::{PendingRequest, SendError, SendErrorCause};
 use fastly::http::{HeaderValue, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::cache::{fill, shared};
@@ -28,18 +28,41 @@ pub fn backend_info(settings: &Settings) -> BackendInfo {
 }
 
 /// Sends the origin request ([`build_request`]) and returns the origin's response as soon as
-/// the headers arrive; the body streams afterwards. A request whose answer may be the reader's
-/// own bypasses the platform's HTTP cache in front of the origin
+/// the headers arrive; the body streams afterwards.
+pub fn send(request: Request, settings: &Settings) -> Result<Response, OriginFailure> {
+    send_async(request, settings)?.wait(settings)
+}
+
+/// An origin request on its way: the platform carries it while the guest does other work
+/// (a navigation's auction asks its bidders meanwhile); [`Sent::wait`] gives its answer.
+pub struct Sent {
+    pending: PendingRequest,
+    sent_at: Instant,
+}
+
+/// Sends the origin request ([`build_request`]) without waiting for it. A request whose answer
+/// may be the reader's own bypasses the platform's HTTP cache in front of the origin
 /// (`trusted_server_core::cache::shared::origin_fetch_passes`).
-pub fn send(mut request: Request, settings: &Settings) -> Result<Response, OriginFailure> {
+pub fn send_async(mut request: Request, settings: &Settings) -> Result<Sent, OriginFailure> {
     let backend = backend(settings)?;
     if shared::origin_fetch_passes(ask(&request)) {
         request.set_pass(true);
     }
     let sent_at = Instant::now();
-    request
-        .send(backend)
-        .map_err(|e| send_failure(&e, sent_at, settings))
+    match request.send_async(backend) {
+        Ok(pending) => Ok(Sent { pending, sent_at }),
+        Err(e) => Err(send_failure(&e, sent_at, settings)),
+    }
+}
+
+impl Sent {
+    /// Waits for the origin's response headers; the body streams afterwards.
+    pub fn wait(self, settings: &Settings) -> Result<Response, OriginFailure> {
+        let Sent { pending, sent_at } = self;
+        pending
+            .wait()
+            .map_err(|e| send_failure(&e, sent_at, settings))
+    }
 }
 
 /// What the shared-cache rule (`trusted_server_core::cache::shared`) needs of `request`: its

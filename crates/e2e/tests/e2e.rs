@@ -1059,7 +1059,7 @@ fn origin_dies_mid_body(w: &World) -> Outcome {
 
 /// Waits up to 5 s for a line of the streaming build's Viceroy log that contains every
 /// needle, and returns it.
-fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
+pub(crate) fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
     build_log_line(w, "streaming", needles)
 }
 

@@ -124,7 +124,13 @@ fn with_bids(
     let mut rewrite = access.rewrite.unwrap_or_default();
     let mut pipeline = stored_pipeline(codec, CappedVec(Vec::new()));
     let pushed = timed(&mut rewrite, || pipeline.push(out));
-    let ended = pushed.and_then(|()| end_page(pipeline, Some(running), settings, &mut rewrite));
+    let ended = pushed.and_then(|()| {
+        end_page(
+            pipeline,
+            Some(|| running.bids_script(settings)),
+            &mut rewrite,
+        )
+    });
     access.rewrite = Some(rewrite);
     match ended {
         Ok((CappedVec(with), _)) => Ok(with),

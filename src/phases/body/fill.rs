@@ -118,8 +118,12 @@ pub(crate) fn fill(
             access.headers_sent(status);
             let result = sent.and_then(|(tee, pipeline_report)| {
                 finish_insert(tee.insert)?;
-                let (sink, _) = end_page(tee.client, Some(running), settings, &mut rewrite)
-                    .map_err(classify)?;
+                let (sink, _) = end_page(
+                    tee.client,
+                    Some(|| running.bids_script(settings)),
+                    &mut rewrite,
+                )
+                .map_err(classify)?;
                 drop(sink);
                 finish_client(client_body)?;
                 Ok(pipeline_report)

@@ -28,18 +28,18 @@ pub(crate) struct Job<'s> {
     pub(super) auction: Option<Running<'s>>,
 }
 
-/// Ends a page's pipeline once the origin's body has ended. Without an auction, as any body.
-/// With one, everything before the hold point (`</body>`) is sent first, then the bidders are
-/// waited for (until the auction's deadline), and their bids go in before the held tail: only
-/// the bytes from `</body>` on ever wait for the auction. The time spent rewriting is added to
-/// `rewrite`; the wait is not.
+/// Ends a page's pipeline once the origin's body has ended. Without `bids`, as any body.
+/// With them (a navigation auction's `#ts-bids` block, made when asked: `Running::bids_script`
+/// waits for the bidders until the auction's deadline), everything before the hold point
+/// (`</body>`) is sent first, then the bids are made and go in before the held tail: only the
+/// bytes from `</body>` on ever wait for them. The time spent rewriting is added to `rewrite`;
+/// the wait is not.
 pub(crate) fn end_page<W: Write>(
     pipeline: PagePipeline<W>,
-    auction: Option<Running>,
-    settings: &Settings,
+    bids: Option<impl FnOnce() -> String>,
     rewrite: &mut Duration,
 ) -> Result<(W, BodyReport<PageReport>), PipelineError> {
-    let Some(running) = auction else {
+    let Some(bids) = bids else {
         return timed(rewrite, || pipeline.finish());
     };
     let mut ending = timed(rewrite, || trusted_server_core::page::end_page(pipeline))?;
@@ -48,7 +48,7 @@ pub(crate) fn end_page<W: Write>(
         return timed(rewrite, || ending.finish(""));
     }
     timed(rewrite, || ending.flush())?;
-    let script = running.bids_script(settings);
+    let script = bids();
     timed(rewrite, || ending.finish(&script))
 }
 

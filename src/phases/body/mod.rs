@@ -123,12 +123,14 @@ pub fn takes_bids(status: u16, plan: &BodyPlan) -> bool {
 
 /// A page from the cache with a navigation auction's bids: the stored `response` (headers
 /// final, body the stored bytes in `codec`), streamed to the client through the stored-page
-/// pipeline, which holds the bytes from `</body>` on until the auction has answered. A
-/// failure abandons the transfer, as for any streamed page.
-pub fn send_stored(
+/// pipeline, which holds the bytes from `</body>` on until `start` has started the auction and
+/// it has answered. `start` is called once everything before `</body>` has left: no bidder's
+/// request comes before the reader's first byte. A failure abandons the transfer, as for any
+/// streamed page.
+pub fn send_stored<'s>(
     mut response: Response,
     codec: Codec,
-    auction: Running,
+    start: impl FnOnce() -> Running<'s>,
     settings: &Settings,
     access: &mut Access,
 ) {
@@ -138,7 +140,9 @@ pub fn send_stored(
         stored_body,
         codec,
         |sink| trusted_server_core::page::stored_pipeline(codec, sink),
-        |pipeline, rewrite| job::end_page(pipeline, Some(auction), settings, rewrite),
+        |pipeline, rewrite| {
+            job::end_page(pipeline, Some(|| start().bids_script(settings)), rewrite)
+        },
         access,
     );
     // The early hints are learned from the origin's page, never from a copy with bids.

@@ -42,7 +42,10 @@ pub(crate) fn stream(
         origin_body,
         codec,
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
-        |pipeline, rewrite| end_page(pipeline, auction, settings, rewrite),
+        |pipeline, rewrite| {
+            let bids = auction.map(|running| move || running.bids_script(settings));
+            end_page(pipeline, bids, rewrite)
+        },
         access,
     );
     recorded(streamed, settings, access)

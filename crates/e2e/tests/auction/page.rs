@@ -333,7 +333,17 @@ pub fn each_readers_consent_decides_their_bids(w: &World) -> Outcome {
         format!("the page without an auction took {:?}", r.last_at)
     })?;
     let got = asked(w, &marker)?;
-    check(got.is_empty(), || format!("asked without consent: {got:?}"))
+    check(got.is_empty(), || format!("asked without consent: {got:?}"))?;
+    // The access lines say which pages ran an auction and why one did not.
+    for why in ["on", "consent"] {
+        let needles = [
+            "access",
+            "path=\"/slots/article.html\"",
+            &format!("auction={why}"),
+        ];
+        crate::log_line(w, &needles)?;
+    }
+    Ok(())
 }
 
 /// `GET /_ts/page-bids?path=`: a single-page app's next page gets the same bids data, under
