@@ -20,7 +20,7 @@ cd "$ROOT/fuzz"
 CARGO_FUZZ_VERSION="0.13.2"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
-ALL_TARGETS=(html flight_html flight_fast rsc js_string decode url_rule settings creative target_url consent_tcf consent_gpp consent_usp auction_request auction_answer)
+ALL_TARGETS=(html flight_html flight_fast rsc js_string decode url_rule settings creative target_url consent_tcf consent_gpp consent_usp auction_request auction_answer ids_sync)
 TARGETS=("${@:-${ALL_TARGETS[@]}}")
 SANITIZER="${FUZZ_SANITIZER:-none}"
 

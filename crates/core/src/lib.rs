@@ -21,6 +21,7 @@
 //! * [`timing`]: the `Server-Timing` header; [`compression`]: compression at the edge.
 //! * [`first_party`]: first-party URLs: the SSRF policy, signed URLs, the sign and click
 //!   decisions.
+//! * [`ids`]: partner IDs kept per reader: the entry, its encoding, and the sync endpoint's body.
 //!
 //! The one URL replacement rule lives in [`UrlRule`]; see its module for what it rewrites.
 #![warn(missing_docs)]
@@ -37,6 +38,7 @@ pub mod first_party;
 mod forward;
 pub mod hints;
 pub mod hmac_key;
+pub mod ids;
 pub mod page;
 pub mod publisher;
 mod qvalue;

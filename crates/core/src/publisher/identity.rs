@@ -96,6 +96,14 @@ fn mac_message(ip: IpAddr, suffix: &str) -> String {
     format!("{MAC_LABEL}\n{}\n{suffix}", client_network(ip))
 }
 
+/// Whether `id` has the form of an edge ID, `<64 lowercase hex>.<6 letters or digits>`, whoever
+/// made it. Only the form: [`EdgeIdKey::verify`] is what says the service minted it. Other
+/// features keyed by edge ID (partner ID sync, `crate::ids`) refuse anything else before
+/// looking anything up.
+pub fn is_well_formed(id: &str) -> bool {
+    well_formed(id).is_some()
+}
+
 /// The HMAC part and the suffix of `id` when `id` has the form
 /// `<64 lowercase hex>.<6 letters or digits>`.
 fn well_formed(id: &str) -> Option<(&str, &str)> {
