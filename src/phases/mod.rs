@@ -12,4 +12,5 @@ pub mod hints;
 pub mod identity;
 pub mod inject;
 pub mod origin;
+pub mod partner_ids;
 pub mod response;

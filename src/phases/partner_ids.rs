@@ -1,0 +1,264 @@
+//! The partner-ID graph in Fastly's KV Store: one entry per edge ID, the core's
+//! `trusted_server_core::ids::Entry`, encoded as the core encodes it. This phase only stores:
+//! what a change means is the core's, which flow makes it is the flows'.
+//!
+//! Every change is a compare-and-set: the entry is read with its generation, the change is
+//! applied to it, and it is written only if the store still holds that generation (a new
+//! entry only if there is none yet). When another writer got there first (a page view and a
+//! partner's sync for the same reader, from two POPs), the entry is read again and the same
+//! change applied again, up to [`MAX_TRIES`] times, so no writer's change is lost. A change
+//! that changes nothing is not written. Each write sets the entry's time to live, so an
+//! entry no reader or partner touches leaves the store by itself.
+
+// Landed before the flows that use it (issue 39: the sync endpoint, the page's consent, the
+// auction's EIDs, erasure); its tests run under Viceroy's KV store emulation.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::time::Duration;
+
+use fastly::kv_store::{InsertMode, KVStore, KVStoreError};
+use trusted_server_core::ids::{DecodeError, Entry};
+
+/// How many times a change is tried before the store's contention is reported.
+pub const MAX_TRIES: usize = 8;
+
+/// Why the graph could not be read or changed.
+#[derive(Debug)]
+pub enum GraphError {
+    /// The store named in the settings is not linked to the service.
+    NoStore(String),
+    /// The store refused or failed a read or a write.
+    Store(KVStoreError),
+    /// The entry held for this key is not one the core can read; it is left as it is.
+    Unreadable(DecodeError),
+    /// Every try met a newer generation.
+    Contended,
+}
+
+impl std::fmt::Display for GraphError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GraphError::NoStore(name) => write!(f, "KV store {name:?} is not linked"),
+            GraphError::Store(e) => write!(f, "KV store: {e}"),
+            GraphError::Unreadable(e) => write!(f, "partner-ID entry unreadable: {e:?}"),
+            GraphError::Contended => write!(f, "partner-ID entry changed {MAX_TRIES} times"),
+        }
+    }
+}
+
+/// The graph's store, opened.
+pub struct Graph {
+    store: KVStore,
+}
+
+/// An entry as read: the entry and the generation it was read at (`None`: there is none).
+struct Read {
+    entry: Option<Entry>,
+    generation: Option<u64>,
+}
+
+impl Graph {
+    /// Opens the KV store `name`.
+    pub fn open(name: &str) -> Result<Graph, GraphError> {
+        match KVStore::open(name) {
+            Ok(Some(store)) => Ok(Graph { store }),
+            Ok(None) => Err(GraphError::NoStore(name.to_owned())),
+            Err(KVStoreError::StoreNotFound(_)) => Err(GraphError::NoStore(name.to_owned())),
+            Err(e) => Err(GraphError::Store(e)),
+        }
+    }
+
+    /// The entry held for `edge_id`, if any.
+    pub fn read(&self, edge_id: &str) -> Result<Option<Entry>, GraphError> {
+        self.lookup(edge_id).map(|read| read.entry)
+    }
+
+    /// Applies `change` to the entry of `edge_id` and writes it back by compare-and-set (see
+    /// the module docs). `change` returns its answer and whether it changed the entry; it may
+    /// run more than once, each time on the newest entry, and the answer returned is the one
+    /// of the try that was written. Without an entry, `change` runs on a new one when
+    /// `create` is true, and otherwise not at all (`Ok(None)`). `ttl` is the entry's time to
+    /// live from this write.
+    pub fn update<T>(
+        &self,
+        edge_id: &str,
+        create: bool,
+        ttl: Duration,
+        mut change: impl FnMut(&mut Entry) -> (T, bool),
+    ) -> Result<Option<T>, GraphError> {
+        for _ in 0..MAX_TRIES {
+            let Read { entry, generation } = self.lookup(edge_id)?;
+            let mut entry = match entry {
+                Some(entry) => entry,
+                None if create => Entry::new(),
+                None => return Ok(None),
+            };
+            let (answer, changed) = change(&mut entry);
+            if !changed {
+                return Ok(Some(answer));
+            }
+            let insert = self.store.build_insert().time_to_live(ttl);
+            let insert = match generation {
+                Some(generation) => insert.if_generation_match(generation),
+                None => insert.mode(InsertMode::Add),
+            };
+            match insert.execute(edge_id, entry.encode()) {
+                Ok(()) => return Ok(Some(answer)),
+                Err(KVStoreError::ItemPreconditionFailed) => continue,
+                Err(e) => return Err(GraphError::Store(e)),
+            }
+        }
+        Err(GraphError::Contended)
+    }
+
+    fn lookup(&self, edge_id: &str) -> Result<Read, GraphError> {
+        match self.store.lookup(edge_id) {
+            Ok(mut found) => {
+                let generation = found.current_generation();
+                let entry =
+                    Entry::decode(&found.take_body_bytes()).map_err(GraphError::Unreadable)?;
+                Ok(Read {
+                    entry: Some(entry),
+                    generation: Some(generation),
+                })
+            }
+            Err(KVStoreError::ItemNotFound) => Ok(Read {
+                entry: None,
+                generation: None,
+            }),
+            Err(e) => Err(GraphError::Store(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Under Viceroy, against the KV store `fastly.toml` declares for local runs.
+    use super::*;
+
+    const STORE: &str = "ts_partner_ids";
+    const TTL: Duration = Duration::from_secs(3600);
+    const NOW: u64 = 1_800_000_000;
+
+    fn key(test: &str) -> String {
+        format!("{}.{test}", "a".repeat(64))
+    }
+
+    fn allow(entry: &mut Entry, codes: &[&str]) -> bool {
+        entry.note_consent(codes, NOW)
+    }
+
+    /// Sets `partner`'s ID on an entry whose consent allows both test partners.
+    fn set(entry: &mut Entry, partner: &str, id: &str) -> (bool, bool) {
+        let allowed = allow(entry, &["alpha", "beta"]);
+        let set = entry.set(partner, id, NOW, 86_400);
+        let changed = allowed || set.as_ref().is_ok_and(|o| o.changed());
+        (set.is_ok(), changed)
+    }
+
+    #[test]
+    fn a_change_between_a_read_and_its_write_is_kept_and_the_write_retried() {
+        let graph = Graph::open(STORE).unwrap();
+        let k = key("race01");
+        // Partner beta's sync reads the entry; before it writes, alpha's whole sync lands.
+        let mut tries = 0;
+        let beta = graph.update(&k, true, TTL, |entry| {
+            tries += 1;
+            if tries == 1 {
+                let alpha = graph.update(&k, true, TTL, |e| set(e, "alpha", "A-1"));
+                assert_eq!(alpha.unwrap(), Some(true));
+            }
+            set(entry, "beta", "B-1")
+        });
+        assert_eq!(beta.unwrap(), Some(true));
+        assert_eq!(
+            tries, 2,
+            "beta's first write must have met alpha's generation"
+        );
+        let entry = graph.read(&k).unwrap().unwrap();
+        assert_eq!(entry.held("alpha").map(|h| h.id.as_str()), Some("A-1"));
+        assert_eq!(entry.held("beta").map(|h| h.id.as_str()), Some("B-1"));
+        // And once more on an entry that exists: the generation, not Add, guards it.
+        let mut tries = 0;
+        graph
+            .update(&k, true, TTL, |entry| {
+                tries += 1;
+                if tries == 1 {
+                    let alpha = graph.update(&k, true, TTL, |e| set(e, "alpha", "A-2"));
+                    assert_eq!(alpha.unwrap(), Some(true));
+                }
+                set(entry, "beta", "B-2")
+            })
+            .unwrap();
+        assert_eq!(tries, 2);
+        let entry = graph.read(&k).unwrap().unwrap();
+        assert_eq!(entry.held("alpha").map(|h| h.id.as_str()), Some("A-2"));
+        assert_eq!(entry.held("beta").map(|h| h.id.as_str()), Some("B-2"));
+    }
+
+    #[test]
+    fn without_an_entry_nothing_is_made_unless_asked() {
+        let graph = Graph::open(STORE).unwrap();
+        let k = key("none01");
+        let ran = graph.update(&k, false, TTL, |e| set(e, "alpha", "A-1"));
+        assert_eq!(ran.unwrap(), None);
+        assert!(graph.read(&k).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_unchanged_entry_is_not_written() {
+        let graph = Graph::open(STORE).unwrap();
+        let k = key("same01");
+        graph
+            .update(&k, true, TTL, |e| set(e, "alpha", "A-1"))
+            .unwrap();
+        let generation = || graph.store.lookup(&k).unwrap().current_generation();
+        let before = generation();
+        let mut tries = 0;
+        let answer = graph.update(&k, true, TTL, |_| {
+            tries += 1;
+            ("nothing", false)
+        });
+        assert_eq!(answer.unwrap(), Some("nothing"));
+        assert_eq!(tries, 1);
+        assert_eq!(generation(), before, "written although unchanged");
+        // The same ID again, still live and no later expiry: unchanged, not written.
+        graph
+            .update(&k, true, TTL, |e| set(e, "alpha", "A-1"))
+            .unwrap();
+        assert_eq!(generation(), before, "the same ID again was written");
+    }
+
+    #[test]
+    fn a_withdrawn_reader_stays_withdrawn() {
+        let graph = Graph::open(STORE).unwrap();
+        let k = key("gone01");
+        graph
+            .update(&k, true, TTL, |e| set(e, "alpha", "A-1"))
+            .unwrap();
+        let withdrawn = graph.update(&k, false, TTL, |e| ((), e.withdraw(NOW)));
+        assert_eq!(withdrawn.unwrap(), Some(()));
+        let late = graph.update(&k, false, TTL, |e| set(e, "beta", "B-1"));
+        assert_eq!(late.unwrap(), Some(false), "a late sync was stored");
+        let entry = graph.read(&k).unwrap().unwrap();
+        assert!(entry.withdrawn().is_some());
+        assert!(entry.held("alpha").is_none() && entry.held("beta").is_none());
+    }
+
+    #[test]
+    fn an_unreadable_entry_is_reported_and_left_alone() {
+        let graph = Graph::open(STORE).unwrap();
+        let k = key("junk01");
+        graph.store.insert(&k, "not an entry").unwrap();
+        let e = graph.update(&k, true, TTL, |e| set(e, "alpha", "A-1"));
+        assert!(matches!(e, Err(GraphError::Unreadable(_))), "{e:?}");
+        let mut held = graph.store.lookup(&k).unwrap();
+        assert_eq!(held.take_body_bytes(), b"not an entry");
+    }
+
+    #[test]
+    fn a_store_that_is_not_linked_is_named() {
+        let e = Graph::open("no_such_store").err().unwrap();
+        assert!(e.to_string().contains("no_such_store"), "{e}");
+    }
+}
