@@ -45,7 +45,7 @@ pub struct Asker<'r> {
 /// decided on before the request goes to the origin ([`Planned`]) can start after.
 pub struct Reader<'r> {
     /// Who asks.
-    pub asker: Asker<'r>,
+    asker: Asker<'r>,
     ip: Option<IpAddr>,
     user_agent: Option<String>,
     cookies: String,

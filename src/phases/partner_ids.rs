@@ -51,12 +51,6 @@ pub struct Graph {
     store: KVStore,
 }
 
-/// An entry as read: the entry and the generation it was read at (`None`: there is none).
-struct Read {
-    entry: Option<Entry>,
-    generation: Option<u64>,
-}
-
 impl Graph {
     /// Opens the KV store `name`.
     pub fn open(name: &str) -> Result<Graph, GraphError> {
@@ -70,7 +64,7 @@ impl Graph {
 
     /// The entry held for `edge_id`, if any.
     pub fn read(&self, edge_id: &str) -> Result<Option<Entry>, GraphError> {
-        self.lookup(edge_id).map(|read| read.entry)
+        Ok(self.lookup(edge_id)?.map(|(entry, _)| entry))
     }
 
     /// Applies `change` to the entry of `edge_id` and writes it back by compare-and-set (see
@@ -87,10 +81,9 @@ impl Graph {
         mut change: impl FnMut(&mut Entry) -> (T, bool),
     ) -> Result<Option<T>, GraphError> {
         for _ in 0..MAX_TRIES {
-            let Read { entry, generation } = self.lookup(edge_id)?;
-            let mut entry = match entry {
-                Some(entry) => entry,
-                None if create => Entry::new(),
+            let (mut entry, generation) = match self.lookup(edge_id)? {
+                Some((entry, generation)) => (entry, Some(generation)),
+                None if create => (Entry::new(), None),
                 None => return Ok(None),
             };
             let (answer, changed) = change(&mut entry);
@@ -111,21 +104,16 @@ impl Graph {
         Err(GraphError::Contended)
     }
 
-    fn lookup(&self, edge_id: &str) -> Result<Read, GraphError> {
+    /// The entry held for `edge_id` and the generation it was read at, if any.
+    fn lookup(&self, edge_id: &str) -> Result<Option<(Entry, u64)>, GraphError> {
         match self.store.lookup(edge_id) {
             Ok(mut found) => {
                 let generation = found.current_generation();
                 let entry =
                     Entry::decode(&found.take_body_bytes()).map_err(GraphError::Unreadable)?;
-                Ok(Read {
-                    entry: Some(entry),
-                    generation: Some(generation),
-                })
+                Ok(Some((entry, generation)))
             }
-            Err(KVStoreError::ItemNotFound) => Ok(Read {
-                entry: None,
-                generation: None,
-            }),
+            Err(KVStoreError::ItemNotFound) => Ok(None),
             Err(e) => Err(GraphError::Store(e)),
         }
     }
@@ -161,39 +149,24 @@ mod tests {
         let graph = Graph::open(STORE).unwrap();
         let k = key("race01");
         // Partner beta's sync reads the entry; before it writes, alpha's whole sync lands.
-        let mut tries = 0;
-        let beta = graph.update(&k, true, TTL, |entry| {
-            tries += 1;
-            if tries == 1 {
-                let alpha = graph.update(&k, true, TTL, |e| set(e, "alpha", "A-1"));
-                assert_eq!(alpha.unwrap(), Some(true));
-            }
-            set(entry, "beta", "B-1")
-        });
-        assert_eq!(beta.unwrap(), Some(true));
-        assert_eq!(
-            tries, 2,
-            "beta's first write must have met alpha's generation"
-        );
-        let entry = graph.read(&k).unwrap().unwrap();
-        assert_eq!(entry.held("alpha").map(|h| h.id.as_str()), Some("A-1"));
-        assert_eq!(entry.held("beta").map(|h| h.id.as_str()), Some("B-1"));
-        // And once more on an entry that exists: the generation, not Add, guards it.
-        let mut tries = 0;
-        graph
-            .update(&k, true, TTL, |entry| {
+        // First on a new entry (insert mode Add guards it), then on one that exists (its
+        // generation does).
+        for (a, b) in [("A-1", "B-1"), ("A-2", "B-2")] {
+            let mut tries = 0;
+            let beta = graph.update(&k, true, TTL, |entry| {
                 tries += 1;
                 if tries == 1 {
-                    let alpha = graph.update(&k, true, TTL, |e| set(e, "alpha", "A-2"));
+                    let alpha = graph.update(&k, true, TTL, |e| set(e, "alpha", a));
                     assert_eq!(alpha.unwrap(), Some(true));
                 }
-                set(entry, "beta", "B-2")
-            })
-            .unwrap();
-        assert_eq!(tries, 2);
-        let entry = graph.read(&k).unwrap().unwrap();
-        assert_eq!(entry.held("alpha").map(|h| h.id.as_str()), Some("A-2"));
-        assert_eq!(entry.held("beta").map(|h| h.id.as_str()), Some("B-2"));
+                set(entry, "beta", b)
+            });
+            assert_eq!(beta.unwrap(), Some(true));
+            assert_eq!(tries, 2, "beta's first write must have met alpha's write");
+            let entry = graph.read(&k).unwrap().unwrap();
+            assert_eq!(entry.held("alpha").map(|h| h.id.as_str()), Some(a));
+            assert_eq!(entry.held("beta").map(|h| h.id.as_str()), Some(b));
+        }
     }
 
     #[test]
