@@ -107,6 +107,7 @@ pub fn run(mut request: Request, settings: &Settings, decision: &Decision, acces
             };
             creative::pipeline(codec, creative, sign, placement, sink)
         },
+        || {},
         |pipeline, rewrite| timed(rewrite, || pipeline.finish()),
         access,
     );

@@ -1,14 +1,14 @@
 //! The publisher proxy: every request no own endpoint answers. Read top to bottom as its
 //! phases: **client** and **identity** (what the platform observed, the edge ID) → the
-//! **auction** of a navigation to a page with ad slots (its bidders asked now, collected when
-//! the page's body has ended) → **hints**
+//! **auction** of a navigation to a page with ad slots (planned now, its bidders asked after
+//! the origin, collected when the page's body has ended) → **hints**
 //! (learned early hints leave first) → **cache** (a hit is answered without the origin) →
 //! **origin** (or, when it fails, a stale copy or the service's 502/504) → **response** and
 //! **injection** (every header decided before any is sent) → **body** (streamed through the
 //! pipeline, buffered, or passed through untouched; filling the cache entry when it may be
 //! stored) → **hints** learned from the page.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fastly::{Request, Response};
 use trusted_server_core::cache::stale;
@@ -20,7 +20,7 @@ use crate::flows::refresh::refresh;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, Failure, OriginFailure, Phase};
 use crate::kit::{leaving, reply};
-use crate::phases::auction::{self, Planned, Running};
+use crate::phases::auction::{self, Bidding, Planned};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
@@ -32,9 +32,10 @@ use crate::phases::{body, client, hints, identity, inject, origin, response};
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let client = client::observe(&request, settings);
     let edge_id = identity::request_phase(&request, decision, settings);
-    // Decided on now, from the reader's request; started once the origin has been asked (or,
-    // for a stored page, once its bytes before `</body>` have left): the bidders think while
-    // the page comes, and no bidder's request delays the origin's.
+    // Decided on now, from the reader's request; the bidders are asked after the origin: while
+    // it thinks if it is slow to answer (`ORIGIN_FIRST_WITHIN`), else once the page's first
+    // bytes have left (for a stored page, once its bytes before `</body>` have). No bidder's
+    // request delays the origin's or the reader's first byte.
     let reader_id = edge_id.valid_cookie.as_deref();
     let auction = auction::for_page(&request, &client, reader_id, settings, decision);
     access.auction = Some(auction.as_ref().map_or_else(|why| *why, |_| "on"));
@@ -78,9 +79,8 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     if lookup.fills() {
         origin::for_fill(&mut upstream);
     }
-    let start = |planned: Planned| planned.start(settings, decision);
     let asked = ask_origin(
-        upstream, lookup, &recipient, auction, start, settings, access,
+        upstream, lookup, &recipient, auction, settings, decision, access,
     );
     let Some((origin_response, lookup, auction)) = asked else {
         return;
@@ -106,24 +106,46 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     }
 }
 
-/// Sends the origin request, and starts the navigation's `auction` while the origin thinks
-/// (`start`). The origin's answer comes back with the lookup and the auction, to be relayed;
+/// How long the origin may take to answer before a navigation's bidders are asked while it
+/// thinks. Asking them takes the guest (and, under Viceroy, the host's runtime) a fraction of
+/// a millisecond per bidder: an origin that answers within this has its first bytes sent
+/// first, and the bidders are asked right after them; a slower origin's think time hides the
+/// cost, and its bidders think alongside it. 1 ms is the platform's finest wait.
+const ORIGIN_FIRST_WITHIN: Duration = Duration::from_millis(1);
+
+/// Sends the origin request, and, unless the origin answers within [`ORIGIN_FIRST_WITHIN`],
+/// asks the navigation's bidders while it thinks (otherwise the body phase asks them once the
+/// page's first bytes have left). The origin's answer comes back with the lookup and the
+/// auction, to be relayed;
 /// when the origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
 /// copy answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
 /// relayed as the origin's answer, and the others get the service's `502` or `504` here.
-fn ask_origin<'r, 's>(
+fn ask_origin<'a>(
     upstream: Request,
     lookup: Lookup,
     recipient: &Recipient,
-    auction: Option<Planned<'r>>,
-    start: impl FnOnce(Planned<'r>) -> Running<'s>,
-    settings: &Settings,
+    auction: Option<Planned<'a>>,
+    settings: &'a Settings,
+    decision: &'a Decision<'a>,
     access: &mut Access,
-) -> Option<(Response, Lookup, Option<Running<'s>>)> {
+) -> Option<(Response, Lookup, Option<Bidding<'a>>)> {
     let asked = Instant::now();
     let sent = origin::send_async(upstream, settings);
     // Only a page on its way can take bids.
-    let auction = auction.filter(|_| sent.is_ok()).map(start);
+    let auction = match (&sent, auction) {
+        (Ok(sent), Some(planned)) => Some(match sent.answered_within(ORIGIN_FIRST_WITHIN) {
+            true => Bidding::Waiting {
+                planned,
+                settings,
+                decision,
+            },
+            false => {
+                access.auction_asked = Some(Instant::now());
+                Bidding::Asked(planned.start(settings, decision))
+            }
+        }),
+        _ => None,
+    };
     let fetched = sent.and_then(|sent| sent.wait(settings));
     access.origin_wait = Some(asked.elapsed());
     // What failed, for the log, and what to relay or answer unless a stale copy answers.
@@ -195,10 +217,10 @@ fn prepare<'s>(
     lookup: Lookup,
     recipient: &Recipient,
     is_head: bool,
-    auction: Option<Running<'s>>,
+    auction: Option<Bidding<'s>>,
     settings: &Settings,
     access: &mut Access,
-) -> (Prepared, Option<Store>, Option<Running<'s>>) {
+) -> (Prepared, Option<Store>, Option<Bidding<'s>>) {
     let Recipient {
         preconditions,
         client,

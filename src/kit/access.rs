@@ -134,6 +134,9 @@ pub struct Access {
     /// For a proxied request: whether a navigation auction runs with it (`on`) or why not
     /// (`no-slot`, `not-document`, `bot`, `prefetch`, `consent`, ...).
     pub auction: Option<&'static str>,
+    /// When the navigation auction's bidders were asked, if they were: with the origin request
+    /// when the origin was slow to answer, else once the page's first bytes had left.
+    pub auction_asked: Option<Instant>,
 }
 
 /// The access line's `consent=` value for a decision: its rule and whether an edge ID is
@@ -167,6 +170,7 @@ impl Access {
             expire_edge_id: false,
             consent: None,
             auction: None,
+            auction_asked: None,
         }
     }
 
@@ -227,7 +231,7 @@ impl Access {
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
              origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
-             consent={} auction={}",
+             consent={} auction={} bidders_asked_ms={}",
             self.trace_id,
             self.method,
             self.path,
@@ -245,7 +249,8 @@ impl Access {
             outcome,
             self.cache.as_deref().unwrap_or("-"),
             self.consent.as_deref().unwrap_or("-"),
-            self.auction.unwrap_or("-")
+            self.auction.unwrap_or("-"),
+            ms(self.auction_asked)
         );
         line
     }
@@ -293,6 +298,7 @@ mod tests {
             "cache=-",
             "consent=-",
             "auction=-",
+            "bidders_asked_ms=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -4,8 +4,9 @@
 //! (`trusted_server_core::auction::respond`). One orchestrator for both kinds of auction: the
 //! endpoint's (`flows::auction`) starts and finishes at once; a navigation's
 //! (`flows::publisher_proxy`) is planned from the reader's request ([`for_page`]), started
-//! once the origin request is on its way ([`Planned::start`]) and finished when the page's
-//! body has ended, so the page streams while the bidders think.
+//! after the origin request ([`Bidding`]: while a slow origin thinks, else once the page's
+//! first bytes have left) and finished when the page's body has ended, so the page streams
+//! while the bidders think.
 //!
 //! The deadline: the smaller of the request's `tmax` less `auction.margin_ms`, and
 //! `auction.timeout_ms`, counted from [`start`]; each bidder is also cut off at its own
@@ -94,6 +95,42 @@ pub struct Running<'s> {
     /// Per call: its place in `outcomes`, the impressions it was asked about, its bidder.
     calls: Vec<(usize, Vec<Imp>, &'s Bidder)>,
     asked: Asked,
+}
+
+/// A navigation's auction as the page's body carries it: its bidders asked already, or to be
+/// asked once the reader's first bytes have left ([`Bidding::asked`]), whichever the flow
+/// chose. Dropping it abandons the bidders, or never asks them.
+pub enum Bidding<'a> {
+    /// The bidders were asked.
+    Asked(Running<'a>),
+    /// Not yet: [`Bidding::asked`] asks them.
+    Waiting {
+        /// The auction decided on.
+        planned: Planned<'a>,
+        /// The settings it runs with.
+        settings: &'a Settings,
+        /// The reader's consent, which chooses the bidders.
+        decision: &'a Decision<'a>,
+    },
+}
+
+impl<'a> Bidding<'a> {
+    /// The auction with its bidders asked: asked now if they were not yet.
+    pub fn asked(self) -> Running<'a> {
+        match self {
+            Bidding::Asked(running) => running,
+            Bidding::Waiting {
+                planned,
+                settings,
+                decision,
+            } => planned.start(settings, decision),
+        }
+    }
+
+    /// Whether the bidders were asked.
+    pub fn is_asked(&self) -> bool {
+        matches!(self, Bidding::Asked(_))
+    }
 }
 
 /// Starts the auction of `bid_request` for `reader`: every bidder it names that the

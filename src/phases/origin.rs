@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use fastly::backend::BackendCreationError;
-use fastly::http::request::{PendingRequest, SendError, SendErrorCause};
+use fastly::handle::{BodyHandle, PendingRequestHandle};
+use fastly::http::request::{SendError, SendErrorCause};
 use fastly::http::{HeaderValue, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::cache::{fill, shared};
@@ -14,6 +15,7 @@ use trusted_server_settings::Scheme;
 
 use crate::kit::failure::{BackendInfo, OriginFailure};
 use crate::kit::headers;
+use crate::kit::ready::{self, Waitable};
 use crate::phases::client::Client;
 
 /// Name of the dynamic backend for `publisher.origin_url`.
@@ -33,10 +35,13 @@ pub fn send(request: Request, settings: &Settings) -> Result<Response, OriginFai
     send_async(request, settings)?.wait(settings)
 }
 
-/// An origin request on its way: the platform carries it while the guest does other work
-/// (a navigation's auction asks its bidders meanwhile); [`Sent::wait`] gives its answer.
+/// An origin request on its way: the platform carries it while the guest does other work;
+/// [`Sent::answered_within`] asks whether its head came in time, [`Sent::wait`] gives it.
+///
+/// Sent through the handle API (as the fastly crate itself sends a request the host caches),
+/// because only a handle can be waited on with a time limit (`kit::ready`).
 pub struct Sent {
-    pending: PendingRequest,
+    pending: PendingRequestHandle,
     sent_at: Instant,
 }
 
@@ -48,20 +53,29 @@ pub fn send_async(mut request: Request, settings: &Settings) -> Result<Sent, Ori
     if shared::origin_fetch_passes(ask(&request)) {
         request.set_pass(true);
     }
+    let (request, body) = request.into_handles();
+    let body = body.unwrap_or_else(BodyHandle::new);
     let sent_at = Instant::now();
-    match request.send_async(backend) {
+    match request.send_async_to_backend(body, &backend) {
         Ok(pending) => Ok(Sent { pending, sent_at }),
-        Err(e) => Err(send_failure(&e, sent_at, settings)),
+        Err(cause) => Err(failure_of(&cause, sent_at, settings)),
     }
 }
 
 impl Sent {
+    /// Whether the origin's head (or its failure) came in within `limit` (at least 1 ms, the
+    /// platform's finest wait), waiting at most that long.
+    pub fn answered_within(&self, limit: Duration) -> bool {
+        ready::first_ready(&[Waitable::Pending(&self.pending)], limit).is_some()
+    }
+
     /// Waits for the origin's response headers; the body streams afterwards.
     pub fn wait(self, settings: &Settings) -> Result<Response, OriginFailure> {
         let Sent { pending, sent_at } = self;
-        pending
-            .wait()
-            .map_err(|e| send_failure(&e, sent_at, settings))
+        match pending.wait() {
+            Ok((head, body)) => Ok(Response::from_handles(head, body)),
+            Err(cause) => Err(failure_of(&cause, sent_at, settings)),
+        }
     }
 }
 
@@ -97,9 +111,24 @@ pub fn for_fill(request: &mut Request) {
 /// What a failed `send` means: a timeout (504) or an unavailable upstream (502). Shared with
 /// the first-party proxy, whose backends use the same timeouts.
 pub fn send_failure(e: &SendError, sent_at: Instant, settings: &Settings) -> OriginFailure {
-    let detail = format!("{e}");
+    classify_failure(e.root_cause(), format!("{e}"), sent_at, settings)
+}
+
+/// [`send_failure`] for the origin's own request, sent through the handle API: the platform's
+/// cause, named with the origin's backend as the fastly crate names it.
+fn failure_of(cause: &SendErrorCause, sent_at: Instant, settings: &Settings) -> OriginFailure {
+    let detail = format!("error sending request: {cause} to backend {BACKEND_NAME}");
+    classify_failure(cause, detail, sent_at, settings)
+}
+
+fn classify_failure(
+    cause: &SendErrorCause,
+    detail: String,
+    sent_at: Instant,
+    settings: &Settings,
+) -> OriginFailure {
     let timed_out = matches!(
-        e.root_cause(),
+        cause,
         SendErrorCause::ConnectionTimeout
             | SendErrorCause::HttpResponseTimeout
             | SendErrorCause::DnsTimeout

@@ -201,6 +201,10 @@ fn main() {
             auction::page::the_page_leaves_before_the_bidders_answer,
         ),
         (
+            "auction with the page: bidders asked after the origin, before its answer only when it is slow",
+            auction::page::the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_slow,
+        ),
+        (
             "auction with the page: a hanging bidder holds the end only until the deadline",
             auction::page::a_hanging_bidder_holds_the_end_only_until_the_deadline,
         ),

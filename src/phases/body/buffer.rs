@@ -50,7 +50,7 @@ pub(crate) fn buffer(
     // (the stored page through the stored-page pipeline: the entry never holds them).
     let result = result.and_then(|(CappedVec(out), pipeline_report)| {
         let with_bids = match auction {
-            Some(running) => Some(with_bids(codec, &out, running, settings, access)?),
+            Some(bidding) => Some(with_bids(codec, &out, bidding.asked(), settings, access)?),
             None => None,
         };
         Ok((out, with_bids, pipeline_report))

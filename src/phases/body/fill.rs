@@ -71,7 +71,7 @@ pub(crate) fn fill(
         access.headers_sent(response.get_status().as_u16());
         response.send_to_client();
     } else if let Some(running) = job.auction.take() {
-        auction = Some((response, running));
+        auction = Some((response, running.asked()));
     }
     let stats = Rc::new(SinkStats::default());
     let fill_key = filling.fill_key();

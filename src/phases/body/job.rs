@@ -14,18 +14,19 @@ use trusted_server_core::{
 use crate::kit::access::{Access, HtmlReader};
 use crate::kit::failure::{self, Failure, Phase};
 use crate::kit::timing::timed;
-use crate::phases::auction::Running;
+use crate::phases::auction::Bidding;
 use crate::phases::origin;
 
 /// What a body is rewritten with: its coding, its rewrite, the URL rule and the page's
 /// options; and the navigation's auction whose bids go before the page's `</body>`, if one
-/// runs (an HTML page only; `options.hold_tail` is then set).
+/// runs (an HTML page only): already asked unless the page streams to the reader
+/// (`options.hold_tail` set).
 pub(crate) struct Job<'s> {
     pub(super) codec: Codec,
     pub(super) rewrite: Rewrite,
     pub(super) rule: UrlRule,
     pub(super) options: PageOptions,
-    pub(super) auction: Option<Running<'s>>,
+    pub(super) auction: Option<Bidding<'s>>,
 }
 
 /// Ends a page's pipeline once the origin's body has ended. Without `bids`, as any body.

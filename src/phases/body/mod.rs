@@ -23,7 +23,7 @@ pub(crate) use job::report_for;
 use job::Job;
 
 use crate::kit::access::{Access, Outcome};
-use crate::phases::auction::Running;
+use crate::phases::auction::{Bidding, Running};
 use crate::phases::cache::Store;
 use crate::phases::response::Prepared;
 
@@ -44,12 +44,14 @@ pub struct Sent {
 ///
 /// `auction`: a navigation's auction, for an HTML page (see [`takes_bids`]): its bids go before
 /// the page's `</body>`, and only the bytes from there on wait for it; in a response being
-/// stored, only the reader's copy gets them.
+/// stored, only the reader's copy gets them. Bidders not yet asked are asked once the page's
+/// first bytes have left when it streams to the reader, and at once otherwise (a fill or a
+/// buffered build, where the reader's bytes wait for the whole page anyway).
 pub fn send(
     prepared: Prepared,
     storing: Option<Store>,
     learn_hints: bool,
-    auction: Option<Running>,
+    auction: Option<Bidding>,
     settings: &Settings,
     access: &mut Access,
 ) -> Sent {
@@ -72,6 +74,14 @@ pub fn send(
     };
     let origin_body = response.take_body();
     let auction = auction.filter(|_| matches!(rewrite, Rewrite::Html(_)));
+    let streams = storing.is_none() && settings.publisher.streaming;
+    let auction = auction.map(|bidding| match streams || bidding.is_asked() {
+        true => bidding,
+        false => {
+            access.auction_asked = Some(std::time::Instant::now());
+            Bidding::Asked(bidding.asked())
+        }
+    });
     let options = PageOptions {
         nextjs: settings.integrations.nextjs,
         inject,
@@ -79,7 +89,7 @@ pub fn send(
         // Only a page streamed straight to the reader holds its tail. A fill, or a buffered
         // build, writes the page whole (the tail stage would keep the tail out of it) and
         // gives the reader a copy with the bids through the stored-page pipeline.
-        hold_tail: auction.is_some() && storing.is_none() && settings.publisher.streaming,
+        hold_tail: auction.is_some() && streams,
         ..PageOptions::default()
     };
     let job = Job {
@@ -135,16 +145,23 @@ pub fn send_stored<'s>(
     access: &mut Access,
 ) {
     let stored_body = response.take_body();
+    let asked_at = std::cell::Cell::new(None);
+    let start = || {
+        asked_at.set(Some(std::time::Instant::now()));
+        start()
+    };
     let streamed = stream::stream_through(
         response,
         stored_body,
         codec,
         |sink| trusted_server_core::page::stored_pipeline(codec, sink),
+        || {},
         |pipeline, rewrite| {
             job::end_page(pipeline, Some(|| start().bids_script(settings)), rewrite)
         },
         access,
     );
+    access.auction_asked = asked_at.get();
     // The early hints are learned from the origin's page, never from a copy with bids.
     let _ = stream::recorded(streamed, settings, access);
 }

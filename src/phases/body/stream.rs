@@ -1,5 +1,6 @@
 //! Streaming: the origin body through the pipeline into the client body, read by read.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ use super::origin_read::read_to_end;
 use crate::kit::access::{Access, Outcome, SinkStats};
 use crate::kit::failure::Failure;
 use crate::kit::timing::timed;
+use crate::phases::auction::{Bidding, Running};
 
 /// The head and the body as the origin delivers it, through the pipeline into a
 /// [`ClientBody`]: output waits only while the origin has more ready (see `downstream`), so a
@@ -37,18 +39,39 @@ pub(crate) fn stream(
         options,
         auction,
     } = job;
+    // Bidders not yet asked are asked once the page's first bytes have left (or, for a page
+    // held whole until its end, once everything before `</body>` has).
+    let bidding = Cell::new(auction);
+    let asked_at = Cell::new(None);
+    let ask = || {
+        if let Some(b) = bidding.take() {
+            bidding.set(Some(Bidding::Asked(asked(b, &asked_at))));
+        }
+    };
     let streamed = stream_through(
         response,
         origin_body,
         codec,
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
+        ask,
         |pipeline, rewrite| {
-            let bids = auction.map(|running| move || running.bids_script(settings));
+            let bids = (bidding.take()).map(|b| || asked(b, &asked_at).bids_script(settings));
             end_page(pipeline, bids, rewrite)
         },
         access,
     );
+    if let Some(at) = asked_at.get() {
+        access.auction_asked = Some(at);
+    }
     recorded(streamed, settings, access)
+}
+
+/// The auction of `bidding` with its bidders asked, noting in `asked_at` when, if that is now.
+fn asked<'a>(bidding: Bidding<'a>, asked_at: &Cell<Option<Instant>>) -> Running<'a> {
+    if !bidding.is_asked() {
+        asked_at.set(Some(Instant::now()));
+    }
+    bidding.asked()
 }
 
 /// Records what streaming a page did: the pipeline's report (the early hints of the page's
@@ -84,7 +107,9 @@ pub(crate) struct Streamed<R = PageReport> {
 /// The streaming machinery for any pipeline over `codec` (the publisher's page, or a
 /// first-party creative): `make` builds the pipeline on the client body's sink, and `end` ends
 /// it when the origin's body has ended (adding the time it spends rewriting to its second
-/// argument): `BodyPipeline::finish`, or a page's `job::end_page`. Records in
+/// argument): `BodyPipeline::finish`, or a page's `job::end_page`. `first_sent` is called once,
+/// right after the first bytes of the body were sent to the client, if any were before the
+/// end (a body held whole until its end leaves in `end`). Records in
 /// `access` the time spent rewriting, when the head and the last byte left and the outcome;
 /// the caller reports a failure, naming its own backend.
 pub(crate) fn stream_through<S: BodyStage>(
@@ -92,6 +117,7 @@ pub(crate) fn stream_through<S: BodyStage>(
     origin_body: Body,
     codec: Codec,
     make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink, S>,
+    first_sent: impl FnOnce(),
     end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
     access: &mut Access,
 ) -> Streamed<S::Report> {
@@ -110,6 +136,7 @@ pub(crate) fn stream_through<S: BodyStage>(
         release,
         client_body,
         (&mut bytes_in, &mut rewrite),
+        first_sent,
         end,
     );
     access.rewrite = Some(rewrite);
@@ -142,16 +169,18 @@ pub(crate) type Ended<R> = Result<(HoldingSink, BodyReport<R>), PipelineError>;
 /// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
 /// client body holds, flushing the pipeline first when that is worth it. On an error the
 /// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
-/// the pipeline into `counters`.
+/// the pipeline into `counters`. Calls `first_sent` after the first send.
 fn pump<S: BodyStage>(
     mut pipeline: BodyPipeline<HoldingSink, S>,
     mut origin_body: BodyHandle,
     mut release: Release,
     client_body: ClientBody,
     counters: (&mut u64, &mut Duration),
+    first_sent: impl FnOnce(),
     end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
 ) -> Result<BodyReport<S::Report>, BodyFailure> {
     let (bytes_in, rewrite) = counters;
+    let mut first_sent = Some(first_sent);
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
     let length = release.origin_length();
     read_to_end(&mut origin_body, length, bytes_in, |chunk, origin_body| {
@@ -162,10 +191,13 @@ fn pump<S: BodyStage>(
         match release.after_read(chunk.len(), progress, || {
             downstream::origin_has_more_ready(origin_body)
         }) {
-            Step::Hold => {}
+            Step::Hold => return Ok(()),
             // Flushing the pipeline flushes the client body: what it holds leaves.
             Step::Send { flush: true } => timed(rewrite, || pipeline.flush()).map_err(classify)?,
             Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
+        }
+        if let Some(first_sent) = first_sent.take() {
+            first_sent();
         }
         Ok(())
     })?;

@@ -174,6 +174,72 @@ pub fn the_page_leaves_before_the_bidders_answer(w: &World) -> Outcome {
     check(asked(w, &marker)? == ["slow"], || "asked whom?".into())
 }
 
+/// When the bidders are asked: an origin slow to send its head (300 ms here) has its bidders
+/// asked while it thinks, so the page ends about when the later of the two answered, not at
+/// their sum; and over every navigation auction in the log, bidders were asked before the
+/// head left only when the origin had not answered within 1 ms, and otherwise after the
+/// page's first bytes (`bidders_asked_ms`, `first_byte_ms`, `origin_ms` on the access line),
+/// for every page streamed to its reader.
+pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_slow(
+    w: &World,
+) -> Outcome {
+    const HEAD_MS: u64 = 300;
+    let marker = format!("slow-head-{}", crate::cache::unique());
+    let path = format!("/slots/late.html?r={marker}&headers_delay_ms={HEAD_MS}");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let (_, data) = bids(&text(&r)?)?;
+    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
+        format!("ad-late: {data}")
+    })?;
+    // Asked after the head, the bidder would end the page at 800 ms or later.
+    let sum = HEAD_MS + LATE_MS;
+    check(ms(r.last_at) + 100 < sum, || {
+        format!(
+            "the page ended at {:?}: the bidder did not think alongside the origin ({HEAD_MS} ms to its head, the bidder {LATE_MS} ms)",
+            r.last_at
+        )
+    })?;
+    // A fast origin's page: some navigations in the log are of this kind.
+    let fast = format!("/slots/late.html?r=fast-head-{}", crate::cache::unique());
+    page(w.streaming, ELSEWHERE, &fast, &navigation(&[]))?;
+    let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log"))
+        .map_err(|e| format!("streaming log: {e}"))?;
+    let field = |line: &str, name: &str| -> Option<f64> {
+        let at = line.find(&format!(" {name}="))? + name.len() + 2;
+        line[at..].split(' ').next()?.parse().ok()
+    };
+    let (mut with_origin, mut after_first_bytes) = (0, 0);
+    // A page filling the cache (`cache=MISS`) is written whole before the reader's copy
+    // leaves: its bidders are asked at once.
+    let streamed = |l: &&str| {
+        l.contains("access ") && l.contains(" auction=on") && !l.contains(" cache=MISS")
+    };
+    for line in log.lines().filter(streamed) {
+        let Some(asked) = field(line, "bidders_asked_ms") else {
+            continue;
+        };
+        let (origin, headers, first) = (
+            field(line, "origin_ms"),
+            field(line, "headers_ms"),
+            field(line, "first_byte_ms"),
+        );
+        if first.is_some_and(|first| asked >= first) {
+            after_first_bytes += 1;
+        } else {
+            // Asked before the reader's first byte: only for an origin that took 1 ms or
+            // more, and then before the head left.
+            check(
+                origin.is_some_and(|o| o >= 1.0) && headers.is_some_and(|h| asked <= h),
+                || format!("bidders asked before the first byte of a fast origin's page: {line}"),
+            )?;
+            with_origin += 1;
+        }
+    }
+    check(with_origin > 0 && after_first_bytes > 0, || {
+        format!("{with_origin} auctions asked with the origin, {after_first_bytes} after the first bytes")
+    })
+}
+
 /// A bidder that stalls mid-body: `</body>` and the others' bids arrive by the deadline, in
 /// the streaming and the buffered build, plain and gzip; the bids go before the real end
 /// tag (not the one in a script string), and the rest of the page is what a reader without
