@@ -42,7 +42,8 @@ use trusted_server_core::{
 };
 
 use endpoints::{
-    admin, consent as consent_endpoint, discovery, edge_id, first_party as fp, health, script,
+    admin, consent as consent_endpoint, discovery, edge_id, first_party as fp, health, ids_sync,
+    script,
 };
 use flows::{auction, first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
@@ -75,6 +76,7 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(Any,  Exact(auction::PATH),                      "auction",           Flow(auction::run)),
     line(GET,  Exact(auction::PAGE_BIDS_PATH),            "page-bids",         Flow(auction::page_bids)),
     line(GET,  Exact("/_ts/consent"),                     "consent",           Decided(|_, s, d| consent_endpoint::respond(s, d))),
+    line(POST, Exact(ids_sync::PATH),                     "ids-sync",          Answer(ids_sync::respond)),
     line(GET,  Exact("/.well-known/trusted-server.json"), "discovery",         Answer(|_, s| discovery::well_known(s))),
     line(POST, Exact("/verify-signature"),                "verify-signature",  Answer(discovery::verify)),
     line(GET,  Exact(first_party::SIGN_PATH),             "first-party-sign",  Answer(|r, s| fp::sign(&r, s))),
@@ -154,6 +156,7 @@ mod tests {
             ("GET", "/_ts/health", "health"),
             ("GET", "/_ts/ec", "edge-id"),
             ("GET", "/_ts/consent", "consent"),
+            ("POST", "/_ts/ids/sync", "ids-sync"),
             ("POST", "/_ts/openrtb2/auction", "auction"),
             ("GET", "/_ts/openrtb2/auction", "auction"),
             ("GET", "/.well-known/trusted-server.json", "discovery"),

@@ -7,4 +7,5 @@ pub mod discovery;
 pub mod edge_id;
 pub mod first_party;
 pub mod health;
+pub mod ids_sync;
 pub mod script;

@@ -598,6 +598,38 @@ pub struct Bidder {
     pub signed: bool,
     /// `rendering`: how its winning creatives are served (default [`Rendering::FirstParty`]).
     pub rendering: Rendering,
+    /// `eid_source`: the domain its own reader IDs go under in `user.eids` (the EID's
+    /// `source`, e.g. `adnxs.com`). A bidder with one is a partner of the ID graph
+    /// ([`Ids`]); without one (the default) the graph holds nothing for it.
+    pub eid_source: Option<Text>,
+    /// `sync_token_key`: the key, in `ids.secret_store`, of the bearer token this partner
+    /// pushes its IDs with (`POST /_ts/ids/sync`). Needs `eid_source`; without it (the
+    /// default) the partner cannot push.
+    pub sync_token_key: Option<Text>,
+}
+
+/// The partner-ID graph (`[ids]` section): each reader's IDs at the ad partners (the bidders
+/// with an `eid_source`), kept per edge ID in a Fastly KV Store, pushed by the partners server
+/// to server (`POST /_ts/ids/sync`), and sent to bidders in `user.eids` where the reader's
+/// consent allows. Only the stores' and keys' names are settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "load", derive(databake::Bake), databake(path = trusted_server_settings))]
+pub struct Ids {
+    /// `ids.enabled`: keep the graph (default `true`; it holds nothing until a bidder has an
+    /// `eid_source`). `false`: the sync route answers `404` and nothing is read or written.
+    pub enabled: bool,
+    /// `ids.kv_store`: the Fastly KV Store holding one entry per edge ID (default
+    /// `ts_partner_ids`).
+    pub kv_store: Text,
+    /// `ids.secret_store`: the Fastly Secret Store holding the partners' sync tokens (default
+    /// `ts_ids`). Read at run time, never compiled in.
+    pub secret_store: Text,
+    /// `ids.ttl_days`: how long a partner's ID is kept after it was last pushed, and an entry
+    /// after its last write (default 30, 1 to 395).
+    pub ttl_days: u32,
+    /// `ids.max_batch`: the most pairs one sync may carry (default 100, 1 to 1000); a larger
+    /// batch is refused whole (`413`).
+    pub max_batch: u32,
 }
 
 /// Server-side auctions (`[auction]` section): `POST /_ts/openrtb2/auction`, the endpoint
@@ -739,6 +771,8 @@ pub struct Settings {
     pub consent: Consent,
     /// The `[auction]` section.
     pub auction: Auction,
+    /// The `[ids]` section.
+    pub ids: Ids,
     /// The `[response_headers]` section, sorted by name (file and environment merged).
     pub response_headers: Cow<'static, [HeaderSetting]>,
 }
@@ -823,6 +857,13 @@ impl Settings {
             navigation_timeout_ms: 500,
             bots: Cow::Borrowed(&Auction::DEFAULT_BOTS),
             slots: Cow::Borrowed(&[]),
+        },
+        ids: Ids {
+            enabled: true,
+            kv_store: Cow::Borrowed("ts_partner_ids"),
+            secret_store: Cow::Borrowed("ts_ids"),
+            ttl_days: 30,
+            max_batch: 100,
         },
         response_headers: Cow::Borrowed(&[]),
     };

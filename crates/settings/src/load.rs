@@ -22,6 +22,7 @@ use crate::Settings;
 mod auction;
 mod consent;
 mod first_party;
+mod ids;
 mod plain;
 mod publisher;
 mod response_headers;
@@ -31,6 +32,7 @@ mod values;
 use auction::AuctionFile;
 use consent::ConsentFile;
 use first_party::FirstPartyFile;
+use ids::IdsFile;
 use plain::{DeliveryFile, IntegrationsFile, LoggingFile, ScriptFile};
 use publisher::PublisherFile;
 use response_headers::ResponseHeadersFile;
@@ -101,6 +103,7 @@ struct SettingsFile {
     delivery: DeliveryFile,
     consent: ConsentFile,
     auction: AuctionFile,
+    ids: IdsFile,
     /// An open table: any header name.
     response_headers: ResponseHeadersFile,
 }
@@ -447,6 +450,7 @@ fn convert(
         delivery: file.delivery.validate(cx)?,
         consent: file.consent.validate(cx)?,
         auction: file.auction.validate(cx)?,
+        ids: file.ids.validate(cx)?,
         response_headers,
     };
     Ok((settings, std::mem::take(&mut cx.notes)))
@@ -731,7 +735,7 @@ mod tests {
         // A watched variable that no type reads would be rejected as unknown; an unparsable
         // value must be reported against the key itself, from that variable.
         let vars: Vec<String> = override_variables().collect();
-        assert_eq!(vars.len(), 50, "{vars:?}");
+        assert_eq!(vars.len(), 55, "{vars:?}");
         for var in vars {
             let result = load(MINIMAL, [(var.as_str(), "\u{1}not valid for any key\u{1}")]);
             let key = var
@@ -1163,7 +1167,7 @@ mod tests {
             assert_eq!(set, defaults, "{key}: docs/settings.md says {default}");
             checked += 1;
         }
-        assert_eq!(checked, 43, "rows with a literal default");
+        assert_eq!(checked, 48, "rows with a literal default");
     }
 
     const DEMO: &str = include_str!("../../../trusted-server.toml");

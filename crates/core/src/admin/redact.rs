@@ -26,8 +26,8 @@
 
 use serde_json::{Map, Value};
 use trusted_server_settings::{
-    Admin, Auction, Bidder, Consent, Delivery, FirstParty, Identity, Integrations, Logging, Nextjs,
-    PartnerVendor, Publisher, Resolve, Script, Settings, Signing, Size, Slot, SlotBidder,
+    Admin, Auction, Bidder, Consent, Delivery, FirstParty, Identity, Ids, Integrations, Logging,
+    Nextjs, PartnerVendor, Publisher, Resolve, Script, Settings, Signing, Size, Slot, SlotBidder,
 };
 
 use crate::VERSION;
@@ -151,6 +151,7 @@ pub fn settings_json(settings: &Settings) -> String {
         delivery,
         consent,
         auction,
+        ids,
         response_headers,
     } = settings;
     let mut object = Map::new();
@@ -184,6 +185,20 @@ pub fn settings_json(settings: &Settings) -> String {
         });
         view.section("consent", |v| consent_view(v, consent));
         view.section("auction", |v| auction_view(v, auction));
+        view.section("ids", |v| {
+            let Ids {
+                enabled,
+                kv_store,
+                secret_store,
+                ttl_days,
+                max_batch,
+            } = ids;
+            v.flag("enabled", *enabled);
+            v.shaped("kv_store", kv_store, Shape::SecretName);
+            v.shaped("secret_store", secret_store, Shape::SecretName);
+            v.number("ttl_days", *ttl_days);
+            v.number("max_batch", *max_batch);
+        });
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
             for header in response_headers.iter() {
@@ -384,6 +399,8 @@ fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
         timeout_ms,
         signed,
         rendering,
+        eid_source,
+        sync_token_key,
     } = bidder;
     v.shaped("code", code, Shape::BidderCode);
     let origin = format!("{}://{authority}", scheme.as_str());
@@ -399,6 +416,13 @@ fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
     v.number("timeout_ms", *timeout_ms);
     v.flag("signed", *signed);
     v.word("rendering", rendering.as_str());
+    if let Some(source) = eid_source {
+        // Validated at load: a lowercase domain name.
+        v.shaped("eid_source", source, Shape::Host);
+    }
+    if let Some(key) = sync_token_key {
+        v.shaped("sync_token_key", key, Shape::SecretName);
+    }
 }
 
 #[cfg(test)]

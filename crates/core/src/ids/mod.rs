@@ -30,10 +30,15 @@
 //! [`MAX_SYNC_BODY_BYTES`] with at most the caller's number of pairs ([`read_batch`]). Decoding
 //! checks all of it: whatever the store holds is an entry or a [`DecodeError`], never a panic.
 //!
-//! The sync endpoint's body and answer are in [`read_batch`] and [`answer_json`].
+//! The sync endpoint's body and answer are in [`read_batch`] and [`answer_json`], its partner's
+//! bearer token in [`token`].
 
+mod consent;
 mod entry;
 mod sync;
+pub mod token;
+
+pub use consent::allowed_partners;
 
 pub use entry::{
     is_partner_code, partner_id_problem, DecodeError, Entry, Held, Refusal, SetOutcome,

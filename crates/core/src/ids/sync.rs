@@ -205,6 +205,9 @@ pub enum PairAnswer {
     RefusedByConsent,
     /// The pair could not be read, and why.
     Malformed(&'static str),
+    /// The store could not be read or written for this pair's edge ID: nothing changed, the
+    /// partner may send it again.
+    Unavailable,
 }
 
 impl PairAnswer {
@@ -216,6 +219,7 @@ impl PairAnswer {
             PairAnswer::UnknownEdgeId => "unknown_ec",
             PairAnswer::RefusedByConsent => "refused_by_consent",
             PairAnswer::Malformed(_) => "malformed",
+            PairAnswer::Unavailable => "unavailable",
         }
     }
 }

@@ -211,9 +211,8 @@ pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_sl
     let (mut with_origin, mut after_first_bytes) = (0, 0);
     // A page filling the cache (`cache=MISS`) is written whole before the reader's copy
     // leaves: its bidders are asked at once.
-    let streamed = |l: &&str| {
-        l.contains("access ") && l.contains(" auction=on") && !l.contains(" cache=MISS")
-    };
+    let streamed =
+        |l: &&str| l.contains("access ") && l.contains(" auction=on") && !l.contains(" cache=MISS");
     for line in log.lines().filter(streamed) {
         let Some(asked) = field(line, "bidders_asked_ms") else {
             continue;

@@ -12,7 +12,8 @@ use std::net::Ipv4Addr;
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use super::publisher::split_authority;
+use super::publisher::{is_host, split_authority};
+use super::secrets::is_store_name;
 use super::values::{shown, Composite, Flag, Int, Named, OneOf};
 use super::{origin_of, Context, LoadError, Origin, Section};
 use crate::{Auction, Bidder, PriceGranularity, Rendering, Scheme, Settings, Text};
@@ -197,13 +198,15 @@ impl At<'_, '_> {
 }
 
 /// The keys a bidder table accepts.
-const BIDDER_KEYS: [&str; 6] = [
+const BIDDER_KEYS: [&str; 8] = [
     "code",
     "endpoint",
     "vendor_id",
     "timeout_ms",
     "signed",
     "rendering",
+    "eid_source",
+    "sync_token_key",
 ];
 
 /// `auction.bidders`: an array of bidder tables (none when unset), at most [`MAX_BIDDERS`],
@@ -252,6 +255,18 @@ fn bidders(
                 bidder.code
             );
             return Err(at.error(index, Some("code"), &problem));
+        }
+        // A partner's token is its own: a shared one would let either write as the other.
+        let token = bidder.sync_token_key.as_ref();
+        if let Some(first) =
+            (out.iter()).position(|b| token.is_some() && b.sync_token_key.as_ref() == token)
+        {
+            let problem = format!(
+                "{:?} is also the sync_token_key of auction.bidders[{first}] (each partner \
+                 pushes with its own token)",
+                token.map(|t| &**t).unwrap_or_default()
+            );
+            return Err(at.error(index, Some("sync_token_key"), &problem));
         }
         out.push(bidder);
     }
@@ -346,6 +361,35 @@ fn bidder(
             *rendering
         }
     };
+    let eid_source = match table.remove("eid_source") {
+        None => None,
+        Some(Value::String(source)) if is_eid_source(&source) => Some(Cow::Owned(source)),
+        Some(other) => {
+            let problem = format!(
+                "expected a lowercase domain name (the EID source, e.g. \"adnxs.com\"), got {}",
+                shown(&other)
+            );
+            return Err(error("eid_source", &problem));
+        }
+    };
+    let sync_token_key = match table.remove("sync_token_key") {
+        None => None,
+        Some(_) if eid_source.is_none() => {
+            return Err(error(
+                "sync_token_key",
+                "needs eid_source (only a partner of the ID graph pushes IDs)",
+            ))
+        }
+        Some(Value::String(key)) if is_store_name(&key) => Some(Cow::Owned(key)),
+        Some(other) => {
+            let problem = format!(
+                "expected a secret name (1 to 255 letters, digits, dashes, underscores or \
+                 periods), got {}",
+                shown(&other)
+            );
+            return Err(error("sync_token_key", &problem));
+        }
+    };
     Ok(Bidder {
         code: Cow::Owned(code),
         endpoint: Cow::Owned(url),
@@ -358,7 +402,18 @@ fn bidder(
         timeout_ms,
         signed,
         rendering,
+        eid_source,
+        sync_token_key,
     })
+}
+
+/// An EID source: a lowercase domain name of at least two labels.
+fn is_eid_source(source: &str) -> bool {
+    is_host(source)
+        && source.contains('.')
+        && source == source.to_ascii_lowercase()
+        && !source.ends_with('.')
+        && !(source.rsplit('.').next()).is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A bidder code: 1 to 32 of `A-Z a-z 0-9 _ -`.
@@ -515,6 +570,8 @@ mod tests {
             timeout_ms: 800,
             signed: false,
             rendering: Rendering::FirstParty,
+            eid_source: None,
+            sync_token_key: None,
         };
         let slow = Bidder {
             code: "Slow_2".into(),
@@ -529,6 +586,8 @@ mod tests {
             timeout_ms: 10,
             signed: true,
             rendering: Rendering::AsSent,
+            eid_source: None,
+            sync_token_key: None,
         };
         assert_eq!(&*a.bidders, &[fast.clone(), slow]);
         let expr = s.to_rust_expr();
@@ -547,6 +606,55 @@ mod tests {
              endpoint = \"http://127.0.0.1:8080/bidders/fast\", vendor_id = 1001 }},\n]\n"
         );
         assert_eq!(&*load(&inline, no_env()).unwrap().auction.bidders, &[fast]);
+    }
+
+    #[test]
+    fn a_partner_of_the_id_graph_has_its_source_and_its_own_token() {
+        let partner = |code: &str, extra: &str| {
+            format!(
+                "[[auction.bidders]]\ncode = \"{code}\"\nendpoint = \"https://{code}.example/bid\"\n\
+                 eid_source = \"{code}.example\"\n{extra}\n"
+            )
+        };
+        let text = format!(
+            "{MINIMAL}\n{}{}",
+            partner("a", "sync_token_key = \"a_token\""),
+            partner("b", "")
+        );
+        let s = load(&text, no_env()).unwrap();
+        let (a, b) = (&s.auction.bidders[0], &s.auction.bidders[1]);
+        assert_eq!(
+            (a.eid_source.as_deref(), a.sync_token_key.as_deref()),
+            (Some("a.example"), Some("a_token"))
+        );
+        assert_eq!(
+            (b.eid_source.as_deref(), b.sync_token_key.as_deref()),
+            (Some("b.example"), None)
+        );
+        let expr = s.to_rust_expr();
+        assert!(
+            expr.contains(
+                "sync_token_key : Some (alloc :: borrow :: Cow :: Borrowed (\"a_token\"))"
+            ),
+            "{expr}"
+        );
+
+        // A token name is a secret name, and each partner's own.
+        let bad = format!(
+            "{MINIMAL}\n{}",
+            partner("a", "sync_token_key = \"a token\"")
+        );
+        let e = load(&bad, no_env()).unwrap_err();
+        assert_eq!(e.key, "auction.bidders[0].sync_token_key");
+        assert!(e.problem.contains("secret name"), "{e}");
+        let shared = format!(
+            "{MINIMAL}\n{}{}",
+            partner("a", "sync_token_key = \"t\""),
+            partner("b", "sync_token_key = \"t\"")
+        );
+        let e = load(&shared, no_env()).unwrap_err();
+        assert_eq!(e.key, "auction.bidders[1].sync_token_key");
+        assert!(e.problem.contains("auction.bidders[0]"), "{e}");
     }
 
     #[test]
@@ -773,6 +881,34 @@ mod tests {
                 "first-party, as-sent",
             ),
             ("rendering = true", "rendering", "first-party, as-sent"),
+            (
+                "eid_source = \"Adnxs.com\"",
+                "eid_source",
+                "lowercase domain",
+            ),
+            ("eid_source = \"adnxs\"", "eid_source", "lowercase domain"),
+            (
+                "eid_source = \"adnxs.com.\"",
+                "eid_source",
+                "lowercase domain",
+            ),
+            (
+                "eid_source = \"10.0.0.1\"",
+                "eid_source",
+                "lowercase domain",
+            ),
+            (
+                "eid_source = \"https://adnxs.com\"",
+                "eid_source",
+                "lowercase domain",
+            ),
+            ("eid_source = 1", "eid_source", "lowercase domain"),
+            // Only a partner of the graph pushes IDs.
+            (
+                "sync_token_key = \"t\"",
+                "sync_token_key",
+                "needs eid_source",
+            ),
         ];
         for (bad, key, problem) in cases {
             // The mistake replaces a key the bidder has, or comes first.

@@ -59,7 +59,7 @@ pub(super) fn store_name(
 }
 
 /// A Fastly Secret Store or secret name: 1 to 255 letters, digits, `-`, `_` or `.`.
-fn is_store_name(name: &str) -> bool {
+pub(super) fn is_store_name(name: &str) -> bool {
     (1..=255).contains(&name.len())
         && name
             .bytes()

@@ -1,0 +1,105 @@
+//! `[ids]`: the partner-ID graph's stores and bounds. Which bidders are its partners is said
+//! on each bidder (`eid_source`, `sync_token_key`: `load::auction`), so the partners are one
+//! list with the bidders.
+
+use serde::Deserialize;
+
+use super::secrets::store_name;
+use super::values::{Flag, Int};
+use super::{Context, LoadError, Section};
+use crate::{Ids, Settings};
+
+/// `[ids]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct IdsFile {
+    enabled: Option<Flag>,
+    kv_store: Option<String>,
+    secret_store: Option<String>,
+    /// At most 13 months, the longest the usual cookie rules keep an ID.
+    ttl_days: Option<Int<1, 395>>,
+    max_batch: Option<Int<1, 1_000>>,
+}
+
+impl Section for IdsFile {
+    type Valid = Ids;
+
+    fn validate(self, cx: &mut Context<'_>) -> Result<Ids, LoadError> {
+        let d = Settings::DEFAULT.ids;
+        Ok(Ids {
+            enabled: self.enabled.map_or(d.enabled, |f| f.0),
+            kv_store: store_name(cx, "ids.kv_store", self.kv_store, &d.kv_store)?,
+            secret_store: store_name(cx, "ids.secret_store", self.secret_store, &d.secret_store)?,
+            ttl_days: self.ttl_days.map_or(d.ttl_days, |i| i.0),
+            max_batch: self.max_batch.map_or(d.max_batch, |i| i.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::load::{keys, load, Origin};
+    use crate::Settings;
+
+    const MINIMAL: &str = "[publisher]\ndomain = \"www.example.com\"\n\
+                           origin_url = \"https://origin.example.com\"\n";
+
+    fn no_env() -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    #[test]
+    fn defaults_every_key_from_the_file_and_from_the_environment() {
+        assert_eq!(load(MINIMAL, no_env()).unwrap().ids, Settings::DEFAULT.ids);
+        let text = format!(
+            "{MINIMAL}\n[ids]\nenabled = false\nkv_store = \"graph.v2\"\nsecret_store = \"ids-tokens\"\n\
+             ttl_days = 395\nmax_batch = 1\n"
+        );
+        let ids = load(&text, no_env()).unwrap().ids;
+        assert!(!ids.enabled);
+        assert_eq!(
+            (&*ids.kv_store, &*ids.secret_store),
+            ("graph.v2", "ids-tokens")
+        );
+        assert_eq!((ids.ttl_days, ids.max_batch), (395, 1));
+        let env = [
+            ("TRUSTED_SERVER__IDS__TTL_DAYS", "7"),
+            ("TRUSTED_SERVER__IDS__MAX_BATCH", "1000"),
+        ];
+        let ids = load(MINIMAL, env).unwrap().ids;
+        assert_eq!((ids.ttl_days, ids.max_batch), (7, 1000));
+        for key in [
+            "enabled",
+            "kv_store",
+            "secret_store",
+            "ttl_days",
+            "max_batch",
+        ] {
+            assert!(keys().contains(&format!("ids.{key}")), "{key}");
+        }
+    }
+
+    #[test]
+    fn each_mistake_names_its_key_and_line() {
+        for bad in [
+            "enabled = 1",
+            "kv_store = \"a b\"",
+            "kv_store = \"\"",
+            "secret_store = \"ids/tokens\"",
+            "ttl_days = 0",
+            "ttl_days = 396",
+            "max_batch = 0",
+            "max_batch = 1001",
+            "max_batches = 5",
+        ] {
+            let text = format!("{MINIMAL}\n[ids]\n{bad}\n");
+            let e = load(&text, no_env()).unwrap_err();
+            let key = format!("ids.{}", bad.split(' ').next().unwrap());
+            assert_eq!(
+                (e.key.as_str(), &e.origin),
+                (key.as_str(), &Some(Origin::Line(6))),
+                "{bad}: {e}"
+            );
+        }
+    }
+}
