@@ -49,7 +49,7 @@ use flows::{auction, first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
 use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
-use phases::consent;
+use phases::{consent, partner_ids};
 use trusted_server_core::consent::Decision;
 
 /// What a route line leads to.
@@ -124,6 +124,12 @@ fn main() {
     let observed = consent::read(&request, &SETTINGS);
     let decision = observed.decide(&SETTINGS);
     access.expire_edge_id = edge_cookie::withdrawal(&request, decision.withdraw, &SETTINGS);
+    // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
+    // the response has left.
+    let erase = match access.expire_edge_id {
+        true => edge_cookie::cookie_ids(&request),
+        false => Vec::new(),
+    };
     access.consent = Some(access::consent_field(&decision));
     // Routed as a normalising server would read the path: a spelling of one of the service's
     // paths is the service's (its handler reads the path it was routed by), never proxied.
@@ -139,6 +145,7 @@ fn main() {
         Flow(flow) => flow(request, &SETTINGS, &decision, &mut access),
     }
     access.log();
+    partner_ids::erase(&erase, &SETTINGS);
 }
 
 /// Sends an answer made whole, stamped as every response is.

@@ -22,8 +22,9 @@ use crate::kit::failure::{self, Failure, OriginFailure, Phase};
 use crate::kit::{leaving, reply};
 use crate::phases::auction::{self, Bidding, Planned};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
+use crate::phases::client::Client;
 use crate::phases::response::Prepared;
-use crate::phases::{body, client, hints, identity, inject, origin, response};
+use crate::phases::{body, client, hints, identity, inject, origin, partner_ids, response};
 
 /// The flow: identity, the navigation auction's plan, hints, cache, origin (with the auction's
 /// start), response, body (with the auction's bids before `</body>`), hints. The reader's consent
@@ -32,6 +33,23 @@ use crate::phases::{body, client, hints, identity, inject, origin, response};
 pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
     let client = client::observe(&request, settings);
     let edge_id = identity::request_phase(&request, decision, settings);
+    let navigation = client.navigation;
+    serve(request, client, &edge_id, settings, decision, access);
+    // Once the page has left: the partner-ID graph records the reader's consent as of now.
+    if let Some(reader) = edge_id.forward.as_deref().filter(|_| navigation) {
+        partner_ids::note_reader(reader, decision, settings);
+    }
+}
+
+/// The flow of [`run`] up to the page's last byte.
+fn serve(
+    request: Request,
+    client: Client,
+    edge_id: &IdentityPlan,
+    settings: &Settings,
+    decision: &Decision,
+    access: &mut Access,
+) {
     // Decided on now, from the reader's request; the bidders are asked after the origin: while
     // it thinks if it is slow to answer (`ORIGIN_FIRST_WITHIN`), else once the page's first
     // bytes have left (for a stored page, once its bytes before `</body>` have). No bidder's
@@ -53,7 +71,7 @@ pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &
     let recipient = Recipient {
         preconditions: &preconditions,
         client: &client,
-        edge_id: &edge_id,
+        edge_id,
     };
     let (lookup, auction) = match cache::answer_hit(lookup, &recipient, auction, settings, access) {
         AfterHit::Served => return,

@@ -8,8 +8,8 @@
 use fastly::http::{HeaderName, HeaderValue};
 use fastly::{Request, Response};
 use trusted_server_core::publisher::identity::{
-    expire_cookie, expires_cookie, is_page_response, keep_out_of_shared_caches, set_cookie,
-    CookieAction, IdentityPlan, RequestFacts,
+    expire_cookie, expires_cookie, is_page_response, is_well_formed, keep_out_of_shared_caches,
+    set_cookie, CookieAction, IdentityPlan, RequestFacts,
 };
 use trusted_server_core::Settings;
 
@@ -57,6 +57,16 @@ pub fn withdrawal(request: &Request, withdraw: bool, settings: &Settings) -> boo
         ..RequestFacts::from_headers(request.get_headers())
     };
     settings.identity.enabled && expires_cookie(&facts)
+}
+
+/// The well-formed edge IDs in the `ts-ec` cookies `request` carries (whether or not they
+/// verify for its network: a reader who withdraws from a new address still erases what was
+/// kept under their ID), for the partner-ID graph's erasure.
+pub fn cookie_ids(request: &Request) -> Vec<String> {
+    let mut ids = RequestFacts::from_headers(request.get_headers()).cookies;
+    ids.retain(|id| is_well_formed(id));
+    ids.dedup();
+    ids
 }
 
 /// The expiry of the client's `ts-ec` cookie on `response` when `expire` ([`withdrawal`]),

@@ -10,14 +10,16 @@
 //! that changes nothing is not written. Each write sets the entry's time to live, so an
 //! entry no reader or partner touches leaves the store by itself.
 
-// Landed before the flows that use it (issue 39: the sync endpoint, the page's consent, the
-// auction's EIDs, erasure); its tests run under Viceroy's KV store emulation.
-#![cfg_attr(not(test), allow(dead_code))]
+//!
+//! What the reader's own requests change ([`note_reader`], [`erase`]) is done after their
+//! response has left, so the store's round trips never delay a page.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fastly::kv_store::{InsertMode, KVStore, KVStoreError};
-use trusted_server_core::ids::{DecodeError, Entry};
+use trusted_server_core::consent::Decision;
+use trusted_server_core::ids::{allowed_partners, DecodeError, Entry};
+use trusted_server_core::Settings;
 
 /// How many times a change is tried before the store's contention is reported.
 pub const MAX_TRIES: usize = 8;
@@ -46,6 +48,65 @@ impl std::fmt::Display for GraphError {
     }
 }
 
+/// Whether the graph is kept: `ids.enabled`, and at least one bidder is a partner of it.
+pub fn kept(settings: &Settings) -> bool {
+    settings.ids.enabled && (settings.auction.bidders.iter()).any(|b| b.eid_source.is_some())
+}
+
+/// An entry's time to live from a write: `ids.ttl_days`.
+pub fn ttl(settings: &Settings) -> Duration {
+    Duration::from_secs(u64::from(settings.ids.ttl_days) * 86_400)
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it, which no entry's times can be).
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A page view of the reader with `edge_id`: their entry records which partners their
+/// `decision` allows now (`Entry::note_consent`; a partner no longer allowed loses its ID).
+/// An entry is made only when some partner is allowed; an unchanged decision writes nothing.
+/// Failures are logged (never the edge ID) and change nothing.
+pub fn note_reader(edge_id: &str, decision: &Decision, settings: &Settings) {
+    if !kept(settings) {
+        return;
+    }
+    let allowed = allowed_partners(decision, &settings.auction.bidders);
+    let now = now();
+    let changed = Graph::open(&settings.ids.kv_store).and_then(|graph| {
+        graph.update(edge_id, !allowed.is_empty(), ttl(settings), |entry| {
+            ((), entry.note_consent(&allowed, now))
+        })
+    });
+    if let Err(e) = changed {
+        log::warn!("partner IDs: a reader's consent was not recorded: {e}");
+    }
+}
+
+/// A withdrawal by a reader whose request carried `edge_ids` (their `ts-ec` cookies): each
+/// such entry becomes a tombstone (`Entry::withdraw`), which no later sync can fill. No entry
+/// is made for an ID the graph does not hold. Failures are logged and change nothing.
+pub fn erase(edge_ids: &[String], settings: &Settings) {
+    if !kept(settings) || edge_ids.is_empty() {
+        return;
+    }
+    let graph = match Graph::open(&settings.ids.kv_store) {
+        Ok(graph) => graph,
+        Err(e) => return log::warn!("partner IDs: a withdrawal could not be applied: {e}"),
+    };
+    let now = now();
+    for edge_id in edge_ids {
+        let erased = graph.update(edge_id, false, ttl(settings), |entry| {
+            ((), entry.withdraw(now))
+        });
+        if let Err(e) = erased {
+            log::warn!("partner IDs: a withdrawal could not be applied: {e}");
+        }
+    }
+}
+
 /// The graph's store, opened.
 pub struct Graph {
     store: KVStore,
@@ -63,6 +124,8 @@ impl Graph {
     }
 
     /// The entry held for `edge_id`, if any.
+    // For the admin view and the auction's EIDs, which come next (issue 39); tested now.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn read(&self, edge_id: &str) -> Result<Option<Entry>, GraphError> {
         Ok(self.lookup(edge_id)?.map(|(entry, _)| entry))
     }

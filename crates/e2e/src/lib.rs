@@ -81,14 +81,21 @@ pub fn build_and_start_demo_origin(
 /// three bidders (`fast`, TCF vendor 1; `slow`, vendor 755; `misbehave`, vendor 2) as
 /// `trusted-server.toml` names them on port 8080, here on the origin's own port.
 pub fn demo_bidders(origin: SocketAddr) -> String {
-    let bidder = |code: &str, vendor: u16| {
-        format!("{{ code = \"{code}\", endpoint = \"http://{origin}/bidders/{code}\", vendor_id = {vendor} }}")
+    let bidder = |code: &str, vendor: u16, partner: bool| {
+        // `fast` and `slow` are partners of the ID graph, as in trusted-server.toml.
+        let ids = match partner {
+            true => format!(
+                ", eid_source = \"{code}.bidders.example\", sync_token_key = \"{code}_sync_token\""
+            ),
+            false => String::new(),
+        };
+        format!("{{ code = \"{code}\", endpoint = \"http://{origin}/bidders/{code}\", vendor_id = {vendor}{ids} }}")
     };
     format!(
         "[{}, {}, {}]",
-        bidder("fast", 1),
-        bidder("slow", 755),
-        bidder("misbehave", 2)
+        bidder("fast", 1, true),
+        bidder("slow", 755, true),
+        bidder("misbehave", 2, false)
     )
 }
 

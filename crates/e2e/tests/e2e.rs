@@ -25,6 +25,7 @@ mod delivery;
 mod edge_id;
 mod first_party;
 mod hints;
+mod ids;
 mod paths;
 mod shared;
 mod signing;
@@ -223,6 +224,22 @@ fn main() {
         (
             "auction with the page: a single-page app asks for the next page's bids",
             auction::page::a_single_page_app_asks_for_the_next_pages_bids,
+        ),
+        (
+            "partner IDs: a partner syncs IDs for readers it knows, each pair answered",
+            ids::a_partner_syncs_ids_for_readers_it_knows,
+        ),
+        (
+            "partner IDs: bad tokens and batches are refused and lose nothing",
+            ids::bad_tokens_and_batches_are_refused_and_lose_nothing,
+        ),
+        (
+            "partner IDs: two partners syncing one reader at once both land",
+            ids::two_partners_syncing_one_reader_at_once_both_land,
+        ),
+        (
+            "partner IDs: a withdrawn reader is erased and a later sync refused",
+            ids::a_withdrawn_reader_is_erased_and_a_later_sync_refused,
         ),
         (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",

@@ -1,0 +1,320 @@
+//! End-to-end scenarios of the partner-ID graph under Viceroy's KV Store emulation
+//! (`[local_server.kv_stores]` in fastly.toml): partners push IDs for readers the edge knows
+//! (`POST /_ts/ids/sync`), each with its own bearer token (the DEVELOPMENT-ONLY tokens of the
+//! local `ts_ids` secret store); a reader's page view records which partners their consent
+//! allows; a withdrawal erases.
+//!
+//! The partners are the demo bidders `fast` (vendor 1) and `slow` (vendor 755), set with
+//! `eid_source` and `sync_token_key` by `e2e::demo_bidders`; `misbehave` is no partner.
+//! Whether a pair is held is read back the way a partner would: sending the same ID again
+//! answers `unchanged` only while it is the one held.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::{check, Outcome, World, TIMEOUT};
+
+const PATH: &str = "/_ts/ids/sync";
+/// The demo partners' DEVELOPMENT-ONLY tokens (fixtures/dev-only/ids-sync-tokens...json).
+const FAST_TOKEN: &str = "DEVELOPMENT-ONLY-fast-3f9a1c7e5b2d4086";
+const SLOW_TOKEN: &str = "DEVELOPMENT-ONLY-slow-8e4b0d2a6c1f9735";
+
+/// Japan, outside every consent rule: every partner allowed.
+const ELSEWHERE: [u8; 4] = [127, 0, 0, 1];
+/// Germany: opt-in.
+const GERMANY: [u8; 4] = [127, 0, 0, 10];
+/// TCF from the IAB's encoder: purposes {1, 2, 3, 4, 7, 9, 10}, vendors 1 and 2 with consent,
+/// 755 without (the auction scenarios' `TCF_MANY`): `fast` allowed, `slow` not.
+const TCF_MANY: &str = "CQeEcwAQeEcwAAKABBENBkFAAPLAAELAAAYgEsP379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv379-_fv3wJXbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLTbZabbLADCQAQAQBgAIALREAEAMgAA.IFeQAYAAgV4A";
+
+/// A reader's new edge ID: a page view from `source` with `cookie`; the graph records the
+/// reader's consent once the page has left.
+fn reader(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
+    let page = e2e::get_from(
+        IpAddr::from(source),
+        w.streaming,
+        "/news/article.html",
+        &[("sec-fetch-dest", "document"), ("cookie", cookie)],
+        TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    (page.header_values("set-cookie").iter())
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .find_map(|c| {
+            c.strip_prefix("ts-ec=")?
+                .split(';')
+                .next()
+                .map(str::to_owned)
+        })
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| format!("no edge ID from {source:?}"))
+}
+
+/// `POST /_ts/ids/sync?partner=<partner>` with `authorization` (if any) and `body`.
+fn post(
+    w: &World,
+    partner: &str,
+    authorization: Option<&str>,
+    body: &[u8],
+) -> Result<e2e::Timed, String> {
+    let path = format!("{PATH}?partner={partner}");
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(value) = authorization {
+        headers.push(("authorization", value));
+    }
+    e2e::send(w.streaming, "POST", &path, &headers, body, TIMEOUT)
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+/// The statuses answered for `pairs` pushed by `partner` with its own token, in order.
+fn sync(w: &World, partner: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let token = match partner {
+        "fast" => FAST_TOKEN,
+        _ => SLOW_TOKEN,
+    };
+    let pairs: Vec<Value> = (pairs.iter())
+        .map(|(ec, id)| json!({ "ec": ec, "id": id }))
+        .collect();
+    let body = json!({ "pairs": pairs }).to_string();
+    let r = post(
+        w,
+        partner,
+        Some(&format!("Bearer {token}")),
+        body.as_bytes(),
+    )?;
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    check(r.status == 200, || {
+        format!("sync as {partner}: {} {text}", r.status)
+    })?;
+    for id in pairs.iter().filter_map(|p| p["id"].as_str()) {
+        check(!text.contains(id), || {
+            format!("the answer echoes a partner ID: {text}")
+        })?;
+    }
+    let answer: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
+    let statuses = (answer["results"].as_array().ok_or(text.clone())?.iter())
+        .map(|r| r["status"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    Ok(statuses)
+}
+
+/// [`sync`] of one pair, sent again while its edge ID is still `unknown_ec`: the reader's
+/// entry is written after their page has left, so a partner that syncs at once may be early.
+/// Each reader's first sync goes through here; later batches can expect exact answers.
+fn sync_once_known(
+    w: &World,
+    partner: &str,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<String>, String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = sync(w, partner, pairs)?;
+        if got.first().map(String::as_str) != Some("unknown_ec") || Instant::now() > deadline {
+            return Ok(got);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A well-formed edge ID no reader was given: 64 hex digits, a dot, six letters or digits.
+fn unknown_edge_id() -> String {
+    format!("{}.ZZZZZZ", "0".repeat(64))
+}
+
+/// Each pair of a partner's batch gets its own answer: stored for a reader whose consent
+/// allows the partner, refused for one whose does not, unknown for an ID the edge never gave,
+/// malformed for what cannot be an edge ID or a partner ID; the same ID again is unchanged;
+/// no answer repeats a partner ID.
+pub fn a_partner_syncs_ids_for_readers_it_knows(w: &World) -> Outcome {
+    let anywhere = reader(w, ELSEWHERE, "")?;
+    let german = reader(w, GERMANY, &format!("euconsent-v2={TCF_MANY}"))?;
+    let got = sync_once_known(w, "fast", &[(&anywhere, "fast-id-anywhere")])?;
+    check(got == ["stored"], || {
+        format!("fast, the reader in Japan: {got:?}")
+    })?;
+    // `slow` is vendor 755: not allowed for the reader in Germany.
+    let got = sync_once_known(w, "slow", &[(&german, "slow-id-german")])?;
+    check(got == ["refused_by_consent"], || {
+        format!("slow, the reader in Germany: {got:?}")
+    })?;
+    let unknown = unknown_edge_id();
+    let got = sync(
+        w,
+        "fast",
+        &[
+            (&anywhere, "fast-id-anywhere"),
+            (&german, "fast-id-german"),
+            (&unknown, "fast-id-nobody"),
+            ("not-an-edge-id", "fast-id-bad-ec"),
+            (&anywhere, "a partner id with spaces"),
+        ],
+    )?;
+    let want = [
+        "unchanged",
+        "stored",
+        "unknown_ec",
+        "malformed",
+        "malformed",
+    ];
+    check(got == want, || format!("fast: {got:?}, want {want:?}"))?;
+    let got = sync(
+        w,
+        "slow",
+        &[(&anywhere, "slow-id-anywhere"), (&german, "slow-id-german")],
+    )?;
+    check(got == ["stored", "refused_by_consent"], || {
+        format!("slow: {got:?}")
+    })?;
+    // Held: the same IDs again change nothing; a new ID replaces the old.
+    let got = sync(
+        w,
+        "fast",
+        &[(&anywhere, "fast-id-anywhere"), (&german, "fast-id-german")],
+    )?;
+    check(got == ["unchanged", "unchanged"], || {
+        format!("fast again: {got:?}")
+    })?;
+    let got = sync(
+        w,
+        "fast",
+        &[(&anywhere, "fast-id-2"), (&anywhere, "fast-id-2")],
+    )?;
+    check(got == ["stored", "unchanged"], || {
+        format!("fast, a new ID twice: {got:?}")
+    })?;
+    // One partner's writes never touch another's ID.
+    let got = sync(w, "slow", &[(&anywhere, "slow-id-anywhere")])?;
+    check(got == ["unchanged"], || {
+        format!("slow after fast's changes: {got:?}")
+    })
+}
+
+/// A forged or missing token, another partner's token, a partner without one: the same `401`;
+/// a batch that cannot be read: `400` or `413`. None of them changes what is held.
+pub fn bad_tokens_and_batches_are_refused_and_lose_nothing(w: &World) -> Outcome {
+    let ec = reader(w, ELSEWHERE, "")?;
+    let got = sync_once_known(w, "fast", &[(&ec, "fast-held")])?;
+    check(got == ["stored"], || format!("first sync: {got:?}"))?;
+    let overwrite = json!({ "pairs": [{ "ec": ec, "id": "overwritten" }] }).to_string();
+    let fast = format!("Bearer {FAST_TOKEN}");
+    let forged = format!("Bearer {}", FAST_TOKEN.replace('3', "4"));
+    let unauthorized: [(&str, &str, Option<&str>); 7] = [
+        ("no token", "fast", None),
+        ("a forged token", "fast", Some(forged.as_str())),
+        ("fast's token as slow", "slow", Some(fast.as_str())),
+        ("a Basic credential", "fast", Some("Basic ZmFzdDpmYXN0")),
+        (
+            "a partner without a token",
+            "misbehave",
+            Some(fast.as_str()),
+        ),
+        ("no such partner", "nobody", Some(fast.as_str())),
+        ("no partner named", "", Some(fast.as_str())),
+    ];
+    for (what, partner, authorization) in unauthorized {
+        let r = post(w, partner, authorization, overwrite.as_bytes())?;
+        check(r.status == 401, || format!("{what}: {}", r.status))?;
+        check(
+            r.header("www-authenticate")
+                .is_some_and(|v| v.starts_with("Bearer")),
+            || format!("{what}: no Bearer challenge"),
+        )?;
+    }
+    let many: Vec<Value> = (0..101)
+        .map(|i| json!({ "ec": ec, "id": format!("id-{i}") }))
+        .collect();
+    let too_many = json!({ "pairs": many }).to_string();
+    let huge = format!("{{\"pairs\": [], \"pad\": \"{}\"}}", "x".repeat(70 * 1024));
+    let bad_batches: [(&str, &[u8], u16); 5] = [
+        ("not JSON", b"pairs=1", 400),
+        ("not a batch", b"[{\"ec\": \"x\", \"id\": \"y\"}]", 400),
+        ("pairs not an array", b"{\"pairs\": {}}", 400),
+        ("101 pairs (ids.max_batch is 100)", too_many.as_bytes(), 413),
+        ("a body over 64 KiB", huge.as_bytes(), 413),
+    ];
+    for (what, body, status) in bad_batches {
+        let r = post(w, "fast", Some(&fast), body)?;
+        check(r.status == status, || {
+            format!("{what}: {} (want {status})", r.status)
+        })?;
+    }
+    let got = sync(w, "fast", &[(&ec, "fast-held")])?;
+    check(got == ["unchanged"], || {
+        format!("after the refusals: {got:?}")
+    })
+}
+
+/// Two partners syncing the same reader at the same moment, round after round: both land
+/// (the store's compare-and-set retries the loser), so each partner's ID is held afterwards.
+pub fn two_partners_syncing_one_reader_at_once_both_land(w: &World) -> Outcome {
+    let ec = reader(w, ELSEWHERE, "")?;
+    let got = sync_once_known(w, "fast", &[(&ec, "fast-0")])?;
+    check(got == ["stored"], || format!("first sync: {got:?}"))?;
+    for round in 1..=12 {
+        let (fast_id, slow_id) = (format!("fast-{round}"), format!("slow-{round}"));
+        let (fast, slow) = std::thread::scope(|s| {
+            let fast = s.spawn(|| sync(w, "fast", &[(&ec, &fast_id)]));
+            let slow = s.spawn(|| sync(w, "slow", &[(&ec, &slow_id)]));
+            (fast.join(), slow.join())
+        });
+        let fast = fast.map_err(|_| "fast's thread panicked".to_owned())??;
+        let slow = slow.map_err(|_| "slow's thread panicked".to_owned())??;
+        check(fast == ["stored"] && slow == ["stored"], || {
+            format!("round {round}: fast {fast:?}, slow {slow:?}")
+        })?;
+        let fast = sync(w, "fast", &[(&ec, &fast_id)])?;
+        let slow = sync(w, "slow", &[(&ec, &slow_id)])?;
+        check(fast == ["unchanged"] && slow == ["unchanged"], || {
+            format!(
+                "round {round}: a write was lost (fast {fast:?}, slow {slow:?} on reading back)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A reader who withdraws (`Sec-GPC: 1` with their cookie) has their entry erased by that
+/// request, and a later sync for them is refused; a partner learns only that.
+pub fn a_withdrawn_reader_is_erased_and_a_later_sync_refused(w: &World) -> Outcome {
+    let ec = reader(w, ELSEWHERE, "")?;
+    let got = sync_once_known(w, "fast", &[(&ec, "fast-before")])?;
+    check(got == ["stored"], || format!("first sync: {got:?}"))?;
+    let page = e2e::get_from(
+        IpAddr::from(ELSEWHERE),
+        w.streaming,
+        "/news/article.html",
+        &[
+            ("sec-fetch-dest", "document"),
+            ("cookie", &format!("ts-ec={ec}")),
+            ("sec-gpc", "1"),
+        ],
+        TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    let expired = (page.header_values("set-cookie").iter())
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .any(|c| c.starts_with("ts-ec=;") && c.contains("Max-Age=0"));
+    check(expired, || {
+        "the withdrawal did not expire the cookie".into()
+    })?;
+    // The erasure is done once the page has left: a partner may be quicker.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut got = sync(w, "fast", &[(&ec, "fast-after")])?;
+    while got == ["stored"] || got == ["unchanged"] {
+        check(Instant::now() < deadline, || {
+            format!("still held after the withdrawal: {got:?}")
+        })?;
+        std::thread::sleep(Duration::from_millis(50));
+        got = sync(w, "fast", &[(&ec, "fast-after")])?;
+    }
+    check(got == ["refused_by_consent"], || {
+        format!("after the withdrawal: {got:?}")
+    })?;
+    // A page view from the same reader after withdrawing makes no new entry for the old ID.
+    let got = sync(w, "slow", &[(&ec, "slow-after")])?;
+    check(got == ["refused_by_consent"], || {
+        format!("slow after the withdrawal: {got:?}")
+    })
+}
