@@ -19,6 +19,7 @@ use trusted_server_settings::Admin;
 
 use crate::kit::reply;
 use crate::kit::secrets::{SecretError, Store};
+use crate::phases::partner_ids;
 
 /// Why the admin credentials are not available.
 #[derive(Debug)]
@@ -92,9 +93,20 @@ fn decide(request: &Request, settings: &Settings) -> Reply {
 /// Answers an admin request (any method, any path under `/_ts/admin`).
 pub fn respond(request: &Request, settings: &Settings) -> Response {
     let mut reply = decide(request, settings);
-    if reply.action == Some(admin::Action::Purge) {
-        reply = admin::purge::answer(request.get_query_str(), crate::phases::cache::purge);
-    }
+    let method = request.get_method_str();
+    let reader = admin::ids_path_edge_id(request.get_path());
+    reply = match (reply.action, reader) {
+        (Some(admin::Action::Purge), _) => {
+            admin::purge::answer(request.get_query_str(), crate::phases::cache::purge)
+        }
+        (Some(admin::Action::ShowIds), Some(ec)) => {
+            admin::ids_answer(method, ec, partner_ids::show(ec, settings))
+        }
+        (Some(admin::Action::EraseIds), Some(ec)) => {
+            admin::ids_answer(method, ec, partner_ids::erase_one(ec, settings))
+        }
+        _ => reply,
+    };
     if let Some(line) = &reply.log {
         log::error!("admin: {line}");
     }

@@ -17,6 +17,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fastly::kv_store::{InsertMode, KVStore, KVStoreError};
+use trusted_server_core::admin::IdsOutcome;
 use trusted_server_core::consent::Decision;
 use trusted_server_core::ids::{allowed_partners, DecodeError, Entry};
 use trusted_server_core::Settings;
@@ -107,6 +108,33 @@ pub fn erase(edge_ids: &[String], settings: &Settings) {
     }
 }
 
+/// What the graph holds for `edge_id`, for the admin (a reader's access request): the entry as
+/// stored, or that there is none.
+pub fn show(edge_id: &str, settings: &Settings) -> IdsOutcome {
+    let held = Graph::open(&settings.ids.kv_store).and_then(|graph| graph.read(edge_id));
+    match held {
+        Ok(entry) => {
+            IdsOutcome::Shown(entry.and_then(|e| serde_json::from_slice(&e.encode()).ok()))
+        }
+        Err(e) => IdsOutcome::Failed(format!("partner IDs: {e}")),
+    }
+}
+
+/// Erases what the graph holds for `edge_id`, for the admin (a reader's erasure request): the
+/// entry becomes a tombstone, as on a withdrawal. Whether there was one.
+pub fn erase_one(edge_id: &str, settings: &Settings) -> IdsOutcome {
+    let now = now();
+    let erased = Graph::open(&settings.ids.kv_store).and_then(|graph| {
+        graph.update(edge_id, false, ttl(settings), |entry| {
+            ((), entry.withdraw(now))
+        })
+    });
+    match erased {
+        Ok(held) => IdsOutcome::Erased(held.is_some()),
+        Err(e) => IdsOutcome::Failed(format!("partner IDs: {e}")),
+    }
+}
+
 /// The graph's store, opened.
 pub struct Graph {
     store: KVStore,
@@ -124,8 +152,6 @@ impl Graph {
     }
 
     /// The entry held for `edge_id`, if any.
-    // For the admin view and the auction's EIDs, which come next (issue 39); tested now.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn read(&self, edge_id: &str) -> Result<Option<Entry>, GraphError> {
         Ok(self.lookup(edge_id)?.map(|(entry, _)| entry))
     }

@@ -242,6 +242,10 @@ fn main() {
             ids::a_withdrawn_reader_is_erased_and_a_later_sync_refused,
         ),
         (
+            "partner IDs: the admin shows and erases one reader's IDs",
+            ids::the_admin_shows_and_erases_one_readers_ids,
+        ),
+        (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
             delivery::server_timing_on_every_response,
         ),

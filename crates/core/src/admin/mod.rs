@@ -30,11 +30,55 @@ pub const SETTINGS_PATH: &str = "/_ts/admin/settings";
 /// Purging cached pages by surrogate key (`POST`, `?key=`): see [`purge`].
 pub const PURGE_PATH: &str = "/_ts/admin/purge";
 
+/// One reader's partner IDs (`/_ts/admin/ids/<edge ID>`): `GET` shows what the graph holds
+/// for them (a reader's access request), `DELETE` erases it (their erasure request).
+pub const IDS_PREFIX: &str = "/_ts/admin/ids/";
+
 /// What the adapter must do for a request the admin let in, beyond sending the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// A purge: the adapter answers with [`purge::answer`] and the platform's purge.
     Purge,
+    /// Show the graph's entry of the edge ID after [`IDS_PREFIX`] ([`ids_answer`]).
+    ShowIds,
+    /// Erase the graph's entry of the edge ID after [`IDS_PREFIX`] ([`ids_answer`]).
+    EraseIds,
+}
+
+/// The edge ID of an admin path under [`IDS_PREFIX`], when it is one.
+pub fn ids_path_edge_id(path: &str) -> Option<&str> {
+    path.strip_prefix(IDS_PREFIX)
+        .filter(|ec| crate::publisher::identity::is_well_formed(ec))
+}
+
+/// What the graph did for an admin `GET` or `DELETE` of one reader's partner IDs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdsOutcome {
+    /// The entry as stored (`ids::Entry::encode`), or `None` when nothing is held.
+    Shown(Option<serde_json::Value>),
+    /// Whether an entry was there to erase (it is now a tombstone).
+    Erased(bool),
+    /// The store could not be read or changed (the cause, for the log).
+    Failed(String),
+}
+
+/// The reply to an admin request for one reader's partner IDs: `200` with
+/// `{"ec": …, "held": true, "entry": {…}}` (or `"held": false`), `{"ec": …, "erased": …}` after a
+/// `DELETE`, `503` when the store failed.
+pub fn ids_answer(method: &str, edge_id: &str, outcome: IdsOutcome) -> Reply {
+    let body = match outcome {
+        IdsOutcome::Shown(Some(entry)) => {
+            serde_json::json!({ "ec": edge_id, "held": true, "entry": entry })
+        }
+        IdsOutcome::Shown(None) => serde_json::json!({ "ec": edge_id, "held": false }),
+        IdsOutcome::Erased(erased) => serde_json::json!({ "ec": edge_id, "erased": erased }),
+        IdsOutcome::Failed(cause) => {
+            let mut reply = Reply::error(503, "partner-ID store unavailable");
+            reply.log = Some(cause);
+            return reply.for_method(method);
+        }
+    };
+    Reply::json(200, json_line(&body)).for_method(method)
 }
 
 /// Why a request was not let in. Says which rule refused it, never what was sent.
@@ -170,6 +214,20 @@ pub fn answer<'h>(
             reply.headers.push(("allow", "POST"));
             return reply.for_method(method);
         }
+        ids if ids_path_edge_id(ids).is_some() => {
+            let action = match method {
+                "GET" | "HEAD" => Action::ShowIds,
+                "DELETE" => Action::EraseIds,
+                _ => {
+                    let mut reply = Reply::error(405, "method not allowed");
+                    reply.headers.push(("allow", "GET, HEAD, DELETE"));
+                    return reply.for_method(method);
+                }
+            };
+            let mut reply = Reply::error(500, "partner IDs not read");
+            reply.action = Some(action);
+            return reply;
+        }
         _ => return Reply::error(404, "not found").for_method(method),
     };
     if method != "GET" && method != "HEAD" {
@@ -179,7 +237,11 @@ pub fn answer<'h>(
     }
     let body = match page {
         Page::Index => json_line(&serde_json::json!({
-            "endpoints": { "settings": SETTINGS_PATH, "purge": PURGE_PATH }
+            "endpoints": {
+                "settings": SETTINGS_PATH,
+                "purge": PURGE_PATH,
+                "ids": format!("{IDS_PREFIX}{{edge ID}}")
+            }
         })),
         Page::Settings => settings_json(settings),
     };
@@ -335,6 +397,59 @@ mod tests {
         // Strangers never reach it.
         let r = ask("POST", PURGE_PATH, &[]);
         assert_eq!((r.status, r.action), (401, None));
+    }
+
+    #[test]
+    fn one_readers_partner_ids_are_shown_and_erased_by_the_admin_only() {
+        let right = basic(USER, PASSWORD);
+        let auth = [right.as_str()];
+        let ec = format!("{}.Ab3dE9", "c".repeat(64));
+        let path = format!("{IDS_PREFIX}{ec}");
+        for (method, action) in [
+            ("GET", Action::ShowIds),
+            ("HEAD", Action::ShowIds),
+            ("DELETE", Action::EraseIds),
+        ] {
+            let r = ask(method, &path, &auth);
+            assert_eq!(r.action, Some(action), "{method}");
+            assert_eq!(ids_path_edge_id(&path), Some(ec.as_str()));
+            // Strangers never reach it, whatever the method.
+            let r = ask(method, &path, &[]);
+            assert_eq!((r.status, r.action), (401, None), "{method}");
+        }
+        let r = ask("POST", &path, &auth);
+        assert_eq!((r.status, r.action), (405, None));
+        assert_eq!(header(&r, "allow"), Some("GET, HEAD, DELETE"));
+        // Only an edge ID's shape is a reader's page: anything else is not found.
+        for bad in [
+            "",
+            "x",
+            &format!("{ec}/"),
+            &format!("{ec}x"),
+            &format!("{}.Ab3dE9", "c".repeat(63)),
+        ] {
+            let r = ask("GET", &format!("{IDS_PREFIX}{bad}"), &auth);
+            assert_eq!((r.status, r.action), (404, None), "{bad:?}");
+        }
+        // The answers: what is held, or that nothing is; an erasure; a failure logged, not shown.
+        let shown = ids_answer(
+            "GET",
+            &ec,
+            IdsOutcome::Shown(Some(serde_json::json!({"v": 1}))),
+        );
+        assert_eq!(shown.status, 200);
+        let body: serde_json::Value = serde_json::from_str(&shown.body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"ec": ec, "held": true, "entry": {"v": 1}})
+        );
+        let none = ids_answer("HEAD", &ec, IdsOutcome::Shown(None));
+        assert_eq!((none.status, none.body.as_str()), (200, ""));
+        let erased = ids_answer("DELETE", &ec, IdsOutcome::Erased(true));
+        assert!(erased.body.contains("\"erased\":true"), "{}", erased.body);
+        let failed = ids_answer("GET", &ec, IdsOutcome::Failed("KV store: boom".into()));
+        assert_eq!(failed.status, 503);
+        assert!(!failed.body.contains("boom") && failed.log.as_deref() == Some("KV store: boom"));
     }
 
     #[test]

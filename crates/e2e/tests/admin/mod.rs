@@ -18,7 +18,7 @@ const CHALLENGE: &str = "Basic realm=\"trusted-server\", charset=\"UTF-8\"";
 const TRIED: &str = "tried-password-e2e-51c9aa";
 
 /// The development user and password.
-fn dev_credentials(w: &World) -> Result<(String, String), String> {
+pub fn dev_credentials(w: &World) -> Result<(String, String), String> {
     let text = std::fs::read_to_string(w.root.join(DEV_FILE)).map_err(|e| e.to_string())?;
     let json: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let value = |key: &str| {
@@ -34,7 +34,7 @@ fn token(user: &str, password: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
 }
 
-fn basic(user: &str, password: &str) -> String {
+pub fn basic(user: &str, password: &str) -> String {
     format!("Basic {}", token(user, password))
 }
 

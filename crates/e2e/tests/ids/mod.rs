@@ -318,3 +318,63 @@ pub fn a_withdrawn_reader_is_erased_and_a_later_sync_refused(w: &World) -> Outco
         format!("slow after the withdrawal: {got:?}")
     })
 }
+
+/// `GET /_ts/admin/ids/<edge ID>` shows the admin what is held for a reader (their access
+/// request) and `DELETE` erases it (their erasure request); a stranger gets `401`; an erased
+/// reader's later syncs are refused.
+pub fn the_admin_shows_and_erases_one_readers_ids(w: &World) -> Outcome {
+    let ec = reader(w, ELSEWHERE, "")?;
+    let got = sync_once_known(w, "fast", &[(&ec, "fast-shown")])?;
+    check(got == ["stored"], || format!("first sync: {got:?}"))?;
+    let (user, password) = crate::admin::dev_credentials(w)?;
+    let admin = crate::admin::basic(&user, &password);
+    let ask = |method: &str, ec: &str, auth: Option<&str>| -> Result<(u16, Value), String> {
+        let path = format!("/_ts/admin/ids/{ec}");
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+        let r = e2e::send(w.streaming, method, &path, &headers, b"", TIMEOUT)
+            .map_err(|e| format!("{method} {path}: {e}"))?;
+        let body = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        Ok((r.status, body))
+    };
+    let (status, shown) = ask("GET", &ec, Some(&admin))?;
+    check(status == 200 && shown["held"] == true, || {
+        format!("GET: {status} {shown}")
+    })?;
+    let entry = &shown["entry"];
+    check(entry["ids"]["fast"]["id"] == "fast-shown", || {
+        format!("fast's ID not shown: {shown}")
+    })?;
+    check(
+        entry["allow"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("fast")) && a.contains(&json!("slow"))),
+        || format!("the consent held not shown: {shown}"),
+    )?;
+    for method in ["GET", "DELETE"] {
+        let (status, body) = ask(method, &ec, None)?;
+        check(
+            status == 401 && !body.to_string().contains("fast-shown"),
+            || format!("a stranger's {method}: {status} {body}"),
+        )?;
+    }
+    let (status, body) = ask("GET", &unknown_edge_id(), Some(&admin))?;
+    check(status == 200 && body["held"] == false, || {
+        format!("GET of nobody: {status} {body}")
+    })?;
+    let (status, body) = ask("DELETE", &ec, Some(&admin))?;
+    check(status == 200 && body["erased"] == true, || {
+        format!("DELETE: {status} {body}")
+    })?;
+    let (_, shown) = ask("GET", &ec, Some(&admin))?;
+    check(
+        shown["entry"]["withdrawn"].is_u64()
+            && shown["entry"]["ids"]
+                .as_object()
+                .is_none_or(|ids| ids.is_empty()),
+        || format!("after the erasure: {shown}"),
+    )?;
+    let got = sync(w, "fast", &[(&ec, "fast-shown")])?;
+    check(got == ["refused_by_consent"], || {
+        format!("a sync after the erasure: {got:?}")
+    })
+}
