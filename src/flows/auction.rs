@@ -14,8 +14,8 @@ use trusted_server_core::{client_authority, Settings};
 
 use crate::kit::access::Access;
 use crate::kit::{leaving, reply, request_body};
-use crate::phases::auction::{self, Asker, Reader};
-use crate::phases::{client, identity};
+use crate::phases::auction::{self, Asker, Planned, Reader};
+use crate::phases::{client, identity, partner_ids};
 
 /// The path Prebid.js's `s2sConfig.endpoint` points at.
 pub const PATH: &str = "/_ts/openrtb2/auction";
@@ -62,22 +62,25 @@ fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision)
     };
     // The app's own fetch stands for a navigation to `path`.
     let page = auction::page_request(request, path, true);
-    match auction::for_slots(request, &page, || page_url, asker, settings, decision) {
-        Ok(planned) => reply::json(
-            StatusCode::OK,
-            planned
-                .start(settings, decision)
-                .page_bids(settings)
-                .to_string(),
-            "no-store, private",
-            settings,
-        ),
+    let planned = auction::for_slots(request, &page, || page_url, asker, settings, decision);
+    let answer = match planned {
+        Ok(planned) => {
+            let planned = with_partner_eids(planned, edge_id.as_deref(), settings, decision);
+            let bids = planned.start(settings, decision).page_bids(settings);
+            reply::json(
+                StatusCode::OK,
+                bids.to_string(),
+                "no-store, private",
+                settings,
+            )
+        }
         Err(why) => refusal(
             StatusCode::NOT_FOUND,
             &format!("no auction for this page: {why}"),
             settings,
         ),
-    }
+    };
+    answer
 }
 
 /// Answers one auction request and sends the answer.
@@ -123,7 +126,11 @@ fn answer(mut request: Request, settings: &Settings, decision: &Decision) -> Res
         edge_id: edge_id.as_deref(),
     };
     let reader = Reader::of(&request, asker);
-    let running = auction::start(&reader, bid_request, settings, decision);
+    let eids = (edge_id.as_deref())
+        .and_then(|ec| partner_ids::eids_for_auction(ec, decision, settings))
+        .map(|eids| eids())
+        .unwrap_or_default();
+    let running = auction::start(&reader, bid_request, &eids, settings, decision);
     let (json, _) = running.finish(settings);
     reply::json(
         StatusCode::OK,
@@ -168,6 +175,22 @@ fn same_origin(request: &Request, host: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `planned` with the reader's partner IDs (the graph's lookup started now, waited for when
+/// the bidders are asked), when the reader has a valid edge ID (`edge_id`) and the graph is
+/// kept. Every navigation auction and `/_ts/page-bids` starts this way.
+pub fn with_partner_eids<'a>(
+    planned: Planned<'a>,
+    edge_id: Option<&str>,
+    settings: &'a Settings,
+    decision: &Decision,
+) -> Planned<'a> {
+    let eids = edge_id.and_then(|ec| partner_ids::eids_for_auction(ec, decision, settings));
+    match eids {
+        Some(eids) => planned.with_partner_eids(eids),
+        None => planned,
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use trusted_server_core::consent::Decision;
 use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Settings;
 
+use crate::flows::auction::with_partner_eids;
 use crate::flows::refresh::refresh;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, Failure, OriginFailure, Phase};
@@ -76,7 +77,10 @@ fn serve(
     let (lookup, auction) = match cache::answer_hit(lookup, &recipient, auction, settings, access) {
         AfterHit::Served => return,
         AfterHit::Bids(response, codec, planned, refresh_fill) => {
-            let start = || planned.start(settings, decision);
+            let start = || {
+                with_partner_eids(planned, edge_id.valid_cookie.as_deref(), settings, decision)
+                    .start(settings, decision)
+            };
             body::send_stored(*response, codec, start, settings, access);
             if let Some(fill) = refresh_fill {
                 origin::for_fill(&mut upstream);
@@ -149,7 +153,15 @@ fn ask_origin<'a>(
 ) -> Option<(Response, Lookup, Option<Bidding<'a>>)> {
     let asked = Instant::now();
     let sent = origin::send_async(upstream, settings);
-    // Only a page on its way can take bids.
+    // Only a page on its way can take bids; the reader's partner IDs are looked up meanwhile.
+    let auction = auction.map(|planned| {
+        with_partner_eids(
+            planned,
+            recipient.edge_id.valid_cookie.as_deref(),
+            settings,
+            decision,
+        )
+    });
     let auction = match (&sent, auction) {
         (Ok(sent), Some(planned)) => Some(match sent.answered_within(ORIGIN_FIRST_WITHIN) {
             true => Bidding::Waiting {

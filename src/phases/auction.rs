@@ -22,7 +22,7 @@ use fastly::{Backend, Request};
 use trusted_server_core::auction::{
     anyone_asked, bidder_request, first_party_creative, granularity_of, navigation_request,
     page_slots, read_answer, respond, BidRequest, BidderConsent, BidderError, ConsentStrings, Edge,
-    Geo, Granularity, Imp, Outcome, PageRequest, Skip,
+    Geo, Granularity, Imp, Outcome, PageRequest, PartnerEid, Skip,
 };
 use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative::Signer;
@@ -73,12 +73,24 @@ impl<'r> Reader<'r> {
 pub struct Planned<'r> {
     bid_request: BidRequest,
     reader: Reader<'r>,
+    /// The reader's partner IDs, read when the bidders are asked (a store lookup the flow
+    /// started earlier, so the page never waits for it).
+    partner_eids: Option<Box<dyn FnOnce() -> Vec<PartnerEid> + 'r>>,
 }
 
-impl Planned<'_> {
+impl<'r> Planned<'r> {
+    /// The same auction, with the reader's partner IDs from `eids` when it starts.
+    pub fn with_partner_eids(self, eids: impl FnOnce() -> Vec<PartnerEid> + 'r) -> Self {
+        Planned {
+            partner_eids: Some(Box::new(eids)),
+            ..self
+        }
+    }
+
     /// Asks the bidders ([`start`]).
     pub fn start<'s>(self, settings: &'s Settings, decision: &Decision) -> Running<'s> {
-        start(&self.reader, self.bid_request, settings, decision)
+        let eids = self.partner_eids.map(|eids| eids()).unwrap_or_default();
+        start(&self.reader, self.bid_request, &eids, settings, decision)
     }
 }
 
@@ -134,10 +146,12 @@ impl<'a> Bidding<'a> {
 }
 
 /// Starts the auction of `bid_request` for `reader`: every bidder it names that the
-/// settings know and the reader's `decision` allows is asked at once.
+/// settings know and the reader's `decision` allows is asked at once; `partner_eids` (the
+/// reader's partner IDs their decision allows) go to each bidder that may get the edge ID.
 pub fn start<'s>(
     reader: &Reader,
     bid_request: BidRequest,
+    partner_eids: &[PartnerEid],
     settings: &'s Settings,
     decision: &Decision,
 ) -> Running<'s> {
@@ -177,6 +191,7 @@ pub fn start<'s>(
         strings: ConsentStrings::from_cookies(cookies),
         tid: &tid,
         currency: &a.currency,
+        partner_eids,
     };
 
     // Each bidder code the page names, once, in the order first named.
@@ -463,6 +478,7 @@ pub fn for_slots<'r>(
     Ok(Planned {
         bid_request,
         reader: Reader::of(request, asker),
+        partner_eids: None,
     })
 }
 

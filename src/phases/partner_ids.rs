@@ -16,8 +16,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fastly::kv_store::{InsertMode, KVStore, KVStoreError};
+use fastly::kv_store::{InsertMode, KVStore, KVStoreError, PendingLookupHandle};
 use trusted_server_core::admin::IdsOutcome;
+use trusted_server_core::auction::PartnerEid;
 use trusted_server_core::consent::Decision;
 use trusted_server_core::ids::{allowed_partners, DecodeError, Entry};
 use trusted_server_core::Settings;
@@ -135,6 +136,48 @@ pub fn erase_one(edge_id: &str, settings: &Settings) -> IdsOutcome {
     }
 }
 
+/// The reader's partner IDs for an auction: a lookup of `edge_id`'s entry started now, and a
+/// closure that waits for it and gives each live ID of a partner the reader's `decision`
+/// allows, under the partner's `eid_source`. `None` when the graph is not kept. A failed
+/// lookup gives no IDs (logged): the auction goes on without them.
+pub fn eids_for_auction<'a>(
+    edge_id: &str,
+    decision: &Decision,
+    settings: &'a Settings,
+) -> Option<impl FnOnce() -> Vec<PartnerEid> + 'a> {
+    if !kept(settings) {
+        return None;
+    }
+    let allowed: Vec<String> = (allowed_partners(decision, &settings.auction.bidders).into_iter())
+        .map(str::to_owned)
+        .collect();
+    let pending = Graph::open(&settings.ids.kv_store)
+        .and_then(|graph| graph.lookup_async(edge_id).map(|pending| (graph, pending)));
+    Some(move || {
+        let entry = pending.and_then(|(graph, pending)| graph.wait(pending));
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                log::warn!("partner IDs: not read for an auction: {e}");
+                None
+            }
+        };
+        let Some(entry) = entry else {
+            return Vec::new();
+        };
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        (entry.ids_for(&allowed, now()))
+            .filter_map(|(code, id)| {
+                let partner = settings.auction.bidders.iter().find(|b| b.code == code)?;
+                Some(PartnerEid {
+                    source: partner.eid_source.as_deref()?.to_owned(),
+                    id: id.to_owned(),
+                })
+            })
+            .collect()
+    })
+}
+
 /// The graph's store, opened.
 pub struct Graph {
     store: KVStore,
@@ -191,6 +234,22 @@ impl Graph {
             }
         }
         Err(GraphError::Contended)
+    }
+
+    /// Starts reading `edge_id`'s entry; [`Graph::wait`] gives it.
+    pub fn lookup_async(&self, edge_id: &str) -> Result<PendingLookupHandle, GraphError> {
+        (self.store.build_lookup().execute_async(edge_id)).map_err(GraphError::Store)
+    }
+
+    /// The entry a [`Graph::lookup_async`] read, if any.
+    pub fn wait(&self, pending: PendingLookupHandle) -> Result<Option<Entry>, GraphError> {
+        match self.store.pending_lookup_wait(pending) {
+            Ok(mut found) => Entry::decode(&found.take_body_bytes())
+                .map(Some)
+                .map_err(GraphError::Unreadable),
+            Err(KVStoreError::ItemNotFound) => Ok(None),
+            Err(e) => Err(GraphError::Store(e)),
+        }
     }
 
     /// The entry held for `edge_id` and the generation it was read at, if any.

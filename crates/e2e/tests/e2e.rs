@@ -246,6 +246,10 @@ fn main() {
             ids::the_admin_shows_and_erases_one_readers_ids,
         ),
         (
+            "partner IDs: a bidder gets exactly the partner IDs its consent allows",
+            ids::a_bidder_gets_exactly_the_partner_ids_its_consent_allows,
+        ),
+        (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
             delivery::server_timing_on_every_response,
         ),

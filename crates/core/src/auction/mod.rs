@@ -49,7 +49,7 @@ pub use consent::{
 pub use creative::first_party as first_party_creative;
 pub use navigation::{anyone_asked, page_slots, PageRequest, Skip};
 pub use outcome::{code, granularity_of, respond, Outcome};
-pub use outgoing::{bidder_request, truncated, ConsentStrings, Edge, Geo};
+pub use outgoing::{bidder_request, truncated, ConsentStrings, Edge, Geo, PartnerEid};
 pub use page_bids::{bids_script, page_bids, BIDS_ELEMENT_ID, BIDS_VERSION};
 pub use price::{CustomGranularity, Granularity, PriceRange};
 pub use request::{

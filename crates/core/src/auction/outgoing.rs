@@ -49,6 +49,20 @@ pub struct Edge<'a> {
     pub tid: &'a str,
     /// The auction's currency.
     pub currency: &'a str,
+    /// The partner IDs the graph holds for the reader that the reader's decision allows
+    /// (`ids::allowed_partners`), each under its partner's EID source: sent next to the edge
+    /// ID, to the bidders that may get it.
+    pub partner_eids: &'a [PartnerEid],
+}
+
+/// One partner's ID for the reader, as an EID: `{"source": …, "uids": [{"id": …, "atype": 3}]}`
+/// (`atype` 3: an ID a partner defines).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartnerEid {
+    /// The partner's `eid_source` (a domain).
+    pub source: String,
+    /// The partner's ID for the reader.
+    pub id: String,
 }
 
 /// The reader's location, as the platform's geolocation gives it.
@@ -258,14 +272,28 @@ fn user(page_user: Option<&Value>, consent: &BidderConsent, edge: &Edge<'_>) -> 
             ext.remove("eids");
         }
     } else if let Some(id) = edge.edge_id {
-        let eid = json!({
+        let mut ours = vec![json!({
             "source": edge.publisher_domain,
             "uids": [{ "id": id, "atype": 1 }],
-        });
+        })];
+        // The page's own EID for a source wins: a partner ID is added only for a source the
+        // page did not send.
+        let page_has = |source: &str| {
+            (user.get("eids").and_then(Value::as_array))
+                .is_some_and(|eids| eids.iter().any(|e| e["source"] == source))
+        };
+        for partner in edge.partner_eids {
+            if !page_has(&partner.source) {
+                ours.push(json!({
+                    "source": partner.source,
+                    "uids": [{ "id": partner.id, "atype": 3 }],
+                }));
+            }
+        }
         match user.get_mut("eids") {
-            Some(Value::Array(eids)) => eids.push(eid),
+            Some(Value::Array(eids)) => eids.extend(ours),
             _ => {
-                user.insert("eids".into(), json!([eid]));
+                user.insert("eids".into(), Value::Array(ours));
             }
         }
     }
@@ -349,6 +377,7 @@ mod tests {
             },
             tid: "tid-1",
             currency: "USD",
+            partner_eids: &[],
         }
     }
 
@@ -403,6 +432,66 @@ mod tests {
             &json!({"source": "pub.example", "uids": [{"id": "ec-1234", "atype": 1}]})
         );
         assert_eq!(v["user"]["id"], "u1");
+    }
+
+    #[test]
+    fn partner_ids_go_next_to_the_edge_id_only_to_a_bidder_that_may_get_it() {
+        let partners = [
+            PartnerEid {
+                source: "fast.example".into(),
+                id: "F-1".into(),
+            },
+            // The page sent `x.example` only under `user.ext.eids`, not in `user.eids`: ours
+            // is added.
+            PartnerEid {
+                source: "x.example".into(),
+                id: "X-9".into(),
+            },
+        ];
+        let request = read_request(PAGE.as_bytes()).unwrap();
+        let edge = Edge {
+            partner_eids: &partners,
+            ..edge()
+        };
+        let with = |c| bidder_request(&request, "fast", &c, &edge, 700).unwrap().0;
+        let v = with(consent(true, true));
+        let eids = v["user"]["eids"].as_array().unwrap();
+        let tail = &eids[eids.len() - 3..];
+        assert_eq!(tail[0]["uids"][0]["id"], "ec-1234");
+        assert_eq!(
+            tail[1],
+            json!({"source": "fast.example", "uids": [{"id": "F-1", "atype": 3}]})
+        );
+        assert_eq!(tail[2]["source"], "x.example");
+        // A bidder that may not get the edge ID gets no partner ID either.
+        let v = with(consent(false, false));
+        assert!(
+            !v.to_string().contains("F-1") && !v.to_string().contains("X-9"),
+            "{v}"
+        );
+        // A reader without an edge ID has no partner IDs sent.
+        let no_id = Edge {
+            edge_id: None,
+            ..edge.clone()
+        };
+        let v = bidder_request(&request, "fast", &consent(true, true), &no_id, 700)
+            .unwrap()
+            .0;
+        assert!(!v.to_string().contains("F-1"), "{v}");
+        // The page's own EID for a partner's source wins.
+        let page = PAGE.replace(
+            "\"user\": {",
+            "\"user\": {\"eids\": [{\"source\": \"fast.example\", \"uids\": [{\"id\": \"PAGE\"}]}], ",
+        );
+        let request = read_request(page.as_bytes()).unwrap();
+        let v = bidder_request(&request, "fast", &consent(true, true), &edge, 700)
+            .unwrap()
+            .0;
+        let fast: Vec<&Value> = (v["user"]["eids"].as_array().unwrap().iter())
+            .filter(|e| e["source"] == "fast.example")
+            .collect();
+        assert_eq!(fast.len(), 1, "{v}");
+        assert_eq!(fast[0]["uids"][0]["id"], "PAGE");
     }
 
     #[test]

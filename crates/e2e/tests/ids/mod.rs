@@ -378,3 +378,125 @@ pub fn the_admin_shows_and_erases_one_readers_ids(w: &World) -> Outcome {
         format!("a sync after the erasure: {got:?}")
     })
 }
+
+/// What Chrome sends for a typed URL, with `cookie`.
+fn navigation(cookie: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("sec-fetch-dest", "document"),
+        ("sec-fetch-mode", "navigate"),
+        ("accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
+        (
+            "user-agent",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+        ),
+        ("accept-encoding", "identity"),
+        ("cookie", cookie),
+    ]
+}
+
+/// Per bidder the demo origin saw for pages whose URL has `marker`: the `user.eids` it was
+/// sent, as `(source, id)`.
+fn eids_seen(w: &World, marker: &str) -> Result<Vec<(String, Vec<(String, String)>)>, String> {
+    let path = format!("/bidders/received?page={marker}");
+    let r = e2e::get(w.origin_addr, &path, &[], TIMEOUT).map_err(|e| format!("{path}: {e}"))?;
+    let records: Vec<Value> =
+        serde_json::from_slice(&r.body).map_err(|e| format!("{path}: not JSON: {e}"))?;
+    let mut seen: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for record in records {
+        let bidder = record["bidder"].as_str().unwrap_or("?").to_owned();
+        let body: Value = serde_json::from_str(record["body"].as_str().unwrap_or("null"))
+            .map_err(|e| format!("{bidder}'s request: {e}"))?;
+        let eids = (body["user"]["eids"].as_array().into_iter().flatten())
+            .map(|e| {
+                let id = e["uids"][0]["id"].as_str().unwrap_or("?").to_owned();
+                (e["source"].as_str().unwrap_or("?").to_owned(), id)
+            })
+            .collect();
+        seen.push((bidder, eids));
+    }
+    seen.sort();
+    Ok(seen)
+}
+
+/// A navigation auction sends each bidder the reader's partner IDs their consent allows, next
+/// to the edge ID, and only to bidders that may get the edge ID: in Japan every partner's, in
+/// Germany with a TC string for vendors 1 and 2 only `fast`'s (vendor 755, `slow`, neither
+/// stores nor bids). No partner ID ever reaches the page.
+pub fn a_bidder_gets_exactly_the_partner_ids_its_consent_allows(w: &World) -> Outcome {
+    let cases: [(&str, [u8; 4], String, &[&str], &[(&str, &str)]); 2] = [
+        (
+            "japan",
+            ELSEWHERE,
+            String::new(),
+            &["fast", "misbehave", "slow"],
+            &[
+                ("fast.bidders.example", "fast"),
+                ("slow.bidders.example", "slow"),
+            ],
+        ),
+        (
+            "germany",
+            GERMANY,
+            format!("euconsent-v2={TCF_MANY}"),
+            &["fast", "misbehave"],
+            &[("fast.bidders.example", "fast")],
+        ),
+    ];
+    for (what, source, consent, asked, want) in cases {
+        let ec = reader(w, source, &consent)?;
+        let fast_id = format!("fast-eid-{what}");
+        let got = sync_once_known(w, "fast", &[(&ec, &fast_id)])?;
+        check(got == ["stored"], || {
+            format!("{what}: fast's sync: {got:?}")
+        })?;
+        let slow_id = format!("slow-eid-{what}");
+        let stored = sync(w, "slow", &[(&ec, &slow_id)])?;
+        let marker = format!("eids-{what}-{}", crate::cache::unique());
+        let path = format!("/slots/article.html?r={marker}");
+        let cookie = match consent.is_empty() {
+            true => format!("ts-ec={ec}"),
+            false => format!("{consent}; ts-ec={ec}"),
+        };
+        let page = e2e::send_from(
+            IpAddr::from(source),
+            w.streaming,
+            "GET",
+            &path,
+            &navigation(&cookie),
+            b"",
+            TIMEOUT,
+        )
+        .map_err(|e| format!("{what}: {path}: {e}"))?;
+        let text = String::from_utf8_lossy(&page.body);
+        check(page.status == 200 && text.contains("ts-bids"), || {
+            format!("{what}: the page ({}) has no bids", page.status)
+        })?;
+        check(!text.contains(&fast_id) && !text.contains(&slow_id), || {
+            format!("{what}: a partner ID in the page")
+        })?;
+        let seen = eids_seen(w, &marker)?;
+        let bidders: Vec<&str> = seen.iter().map(|(b, _)| b.as_str()).collect();
+        check(bidders == asked, || {
+            format!("{what}: asked {bidders:?} (slow's sync: {stored:?})")
+        })?;
+        for (bidder, eids) in &seen {
+            check(eids.iter().any(|(_, id)| id == &ec), || {
+                format!("{what}: {bidder} without the edge ID: {eids:?}")
+            })?;
+            let partners: Vec<(&str, &str)> = (eids.iter())
+                .filter(|(source, _)| source.ends_with(".bidders.example"))
+                .map(|(source, id)| (source.as_str(), id.as_str()))
+                .collect();
+            let expected: Vec<(&str, String)> = want
+                .iter()
+                .map(|(source, code)| (*source, format!("{code}-eid-{what}")))
+                .collect();
+            let expected: Vec<(&str, &str)> =
+                expected.iter().map(|(s, id)| (*s, id.as_str())).collect();
+            check(partners == expected, || {
+                format!("{what}: {bidder} got partner IDs {partners:?}, want {expected:?}")
+            })?;
+        }
+    }
+    Ok(())
+}
