@@ -488,7 +488,7 @@ pub fn bad_requests_get_their_status(w: &World) -> Outcome {
 }
 
 /// The edge ID a navigation from `source` with `cookie` is given.
-fn edge_id(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
+pub(crate) fn edge_id(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
     let page = e2e::get_from(
         IpAddr::from(source),
         w.streaming,

@@ -36,7 +36,7 @@ const LATE_MS: u64 = 500;
 const OPEN: &str = "<script type=\"application/json\" id=\"ts-bids\">";
 
 /// What Chrome sends for a typed URL, with `extra` headers.
-fn navigation<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+pub(crate) fn navigation<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut headers = vec![
         ("sec-fetch-dest", "document"),
         ("sec-fetch-mode", "navigate"),

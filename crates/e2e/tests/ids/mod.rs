@@ -32,24 +32,7 @@ const TCF_MANY: &str = "CQeEcwAQeEcwAAKABBENBkFAAPLAAELAAAYgEsP379-_fv379-_fv379
 /// A reader's new edge ID: a page view from `source` with `cookie`; the graph records the
 /// reader's consent once the page has left.
 fn reader(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
-    let page = e2e::get_from(
-        IpAddr::from(source),
-        w.streaming,
-        "/news/article.html",
-        &[("sec-fetch-dest", "document"), ("cookie", cookie)],
-        TIMEOUT,
-    )
-    .map_err(|e| e.to_string())?;
-    (page.header_values("set-cookie").iter())
-        .filter_map(|v| std::str::from_utf8(v).ok())
-        .find_map(|c| {
-            c.strip_prefix("ts-ec=")?
-                .split(';')
-                .next()
-                .map(str::to_owned)
-        })
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| format!("no edge ID from {source:?}"))
+    crate::auction::edge_id(w, source, cookie)
 }
 
 /// `POST /_ts/ids/sync?partner=<partner>` with `authorization` (if any) and `body`.
@@ -379,29 +362,17 @@ pub fn the_admin_shows_and_erases_one_readers_ids(w: &World) -> Outcome {
     })
 }
 
-/// What Chrome sends for a typed URL, with `cookie`.
-fn navigation(cookie: &str) -> Vec<(&str, &str)> {
-    vec![
-        ("sec-fetch-dest", "document"),
-        ("sec-fetch-mode", "navigate"),
-        ("accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
-        (
-            "user-agent",
-            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-        ),
-        ("accept-encoding", "identity"),
-        ("cookie", cookie),
-    ]
-}
+/// A bidder's code and the `user.eids` it was sent, as `(source, id)`.
+type Seen = (String, Vec<(String, String)>);
 
 /// Per bidder the demo origin saw for pages whose URL has `marker`: the `user.eids` it was
 /// sent, as `(source, id)`.
-fn eids_seen(w: &World, marker: &str) -> Result<Vec<(String, Vec<(String, String)>)>, String> {
+fn eids_seen(w: &World, marker: &str) -> Result<Vec<Seen>, String> {
     let path = format!("/bidders/received?page={marker}");
     let r = e2e::get(w.origin_addr, &path, &[], TIMEOUT).map_err(|e| format!("{path}: {e}"))?;
     let records: Vec<Value> =
         serde_json::from_slice(&r.body).map_err(|e| format!("{path}: not JSON: {e}"))?;
-    let mut seen: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut seen: Vec<Seen> = Vec::new();
     for record in records {
         let bidder = record["bidder"].as_str().unwrap_or("?").to_owned();
         let body: Value = serde_json::from_str(record["body"].as_str().unwrap_or("null"))
@@ -423,26 +394,42 @@ fn eids_seen(w: &World, marker: &str) -> Result<Vec<(String, Vec<(String, String
 /// Germany with a TC string for vendors 1 and 2 only `fast`'s (vendor 755, `slow`, neither
 /// stores nor bids). No partner ID ever reaches the page.
 pub fn a_bidder_gets_exactly_the_partner_ids_its_consent_allows(w: &World) -> Outcome {
-    let cases: [(&str, [u8; 4], String, &[&str], &[(&str, &str)]); 2] = [
-        (
-            "japan",
-            ELSEWHERE,
-            String::new(),
-            &["fast", "misbehave", "slow"],
-            &[
+    /// A reader, who their consent lets be asked, and whose partner IDs (source, code) each
+    /// asked bidder must get.
+    struct Case {
+        what: &'static str,
+        source: [u8; 4],
+        consent: String,
+        asked: &'static [&'static str],
+        want: &'static [(&'static str, &'static str)],
+    }
+    let cases = [
+        Case {
+            what: "japan",
+            source: ELSEWHERE,
+            consent: String::new(),
+            asked: &["fast", "misbehave", "slow"],
+            want: &[
                 ("fast.bidders.example", "fast"),
                 ("slow.bidders.example", "slow"),
             ],
-        ),
-        (
-            "germany",
-            GERMANY,
-            format!("euconsent-v2={TCF_MANY}"),
-            &["fast", "misbehave"],
-            &[("fast.bidders.example", "fast")],
-        ),
+        },
+        Case {
+            what: "germany",
+            source: GERMANY,
+            consent: format!("euconsent-v2={TCF_MANY}"),
+            asked: &["fast", "misbehave"],
+            want: &[("fast.bidders.example", "fast")],
+        },
     ];
-    for (what, source, consent, asked, want) in cases {
+    for case in cases {
+        let Case {
+            what,
+            source,
+            consent,
+            asked,
+            want,
+        } = case;
         let ec = reader(w, source, &consent)?;
         let fast_id = format!("fast-eid-{what}");
         let got = sync_once_known(w, "fast", &[(&ec, &fast_id)])?;
@@ -462,7 +449,7 @@ pub fn a_bidder_gets_exactly_the_partner_ids_its_consent_allows(w: &World) -> Ou
             w.streaming,
             "GET",
             &path,
-            &navigation(&cookie),
+            &crate::auction::page::navigation(&[("cookie", &cookie)]),
             b"",
             TIMEOUT,
         )
