@@ -15,8 +15,6 @@
 //! Every refusal of the caller (unknown partner, missing or wrong token) is the same `401`,
 //! logged at `warn` with its reason and the partner's code, never the token.
 
-use std::time::Duration;
-
 use fastly::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use fastly::http::StatusCode;
 use fastly::{Request, Response};
@@ -31,7 +29,7 @@ use trusted_server_settings::Bidder;
 use crate::kit::secrets::Store;
 use crate::kit::signed_url::now;
 use crate::kit::{reply, request_body};
-use crate::phases::partner_ids::Graph;
+use crate::phases::partner_ids::{self, Graph};
 
 /// The route's path.
 pub const PATH: &str = "/_ts/ids/sync";
@@ -108,7 +106,8 @@ fn apply(
     now: u64,
     settings: &Settings,
 ) -> Vec<PairAnswer> {
-    let ttl_secs = u64::from(settings.ids.ttl_days) * 86_400;
+    let ttl = partner_ids::ttl(settings);
+    let ttl_secs = ttl.as_secs();
     let mut answers: Vec<PairAnswer> = (pairs.iter())
         .map(|pair| match pair {
             Pair::Malformed { why, .. } => PairAnswer::Malformed(why),
@@ -124,7 +123,7 @@ fn apply(
             .collect();
         let change =
             |entry: &mut _| apply_in_order(entry, partner, ids.iter().copied(), now, ttl_secs);
-        let got = match graph.update(ec, false, Duration::from_secs(ttl_secs), change) {
+        let got = match graph.update(ec, false, ttl, change) {
             Ok(Some(got)) => got,
             Ok(None) => vec![PairAnswer::UnknownEdgeId; indices.len()],
             Err(e) => {

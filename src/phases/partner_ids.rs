@@ -91,20 +91,12 @@ pub fn note_reader(edge_id: &str, decision: &Decision, settings: &Settings) {
 /// such entry becomes a tombstone (`Entry::withdraw`), which no later sync can fill. No entry
 /// is made for an ID the graph does not hold. Failures are logged and change nothing.
 pub fn erase(edge_ids: &[String], settings: &Settings) {
-    if !kept(settings) || edge_ids.is_empty() {
+    if !kept(settings) {
         return;
     }
-    let graph = match Graph::open(&settings.ids.kv_store) {
-        Ok(graph) => graph,
-        Err(e) => return log::warn!("partner IDs: a withdrawal could not be applied: {e}"),
-    };
-    let now = now();
     for edge_id in edge_ids {
-        let erased = graph.update(edge_id, false, ttl(settings), |entry| {
-            ((), entry.withdraw(now))
-        });
-        if let Err(e) = erased {
-            log::warn!("partner IDs: a withdrawal could not be applied: {e}");
+        if let IdsOutcome::Failed(e) = erase_one(edge_id, settings) {
+            log::warn!("a withdrawal could not be applied: {e}");
         }
     }
 }
