@@ -27,7 +27,6 @@ use trusted_server_core::Settings;
 use trusted_server_settings::Bidder;
 
 use crate::kit::secrets::Store;
-use crate::kit::signed_url::now;
 use crate::kit::{reply, request_body};
 use crate::phases::partner_ids::{self, Graph};
 
@@ -48,14 +47,7 @@ pub fn respond(mut request: Request, settings: &Settings) -> Response {
     };
     let token = match token_of(partner, settings) {
         Ok(token) => token,
-        Err(why) => {
-            log::error!("ids sync closed for partner {code} (503): {why}");
-            return answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sync unavailable",
-                settings,
-            );
-        }
+        Err(why) => return unavailable(&format!("for partner {code}: {why}"), settings),
     };
     let authorization = (request.get_headers())
         .filter(|(name, _)| *name == AUTHORIZATION)
@@ -81,19 +73,9 @@ pub fn respond(mut request: Request, settings: &Settings) -> Response {
     };
     let graph = match Graph::open(&settings.ids.kv_store) {
         Ok(graph) => graph,
-        Err(e) => {
-            log::error!("ids sync closed (503): {e} (ids.kv_store)");
-            return answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sync unavailable",
-                settings,
-            );
-        }
+        Err(e) => return unavailable(&format!("{e} (ids.kv_store)"), settings),
     };
-    let Ok(now) = now() else {
-        return answer(StatusCode::SERVICE_UNAVAILABLE, "no clock", settings);
-    };
-    let answers = apply(&graph, &partner.code, &pairs, now, settings);
+    let answers = apply(&graph, &partner.code, &pairs, partner_ids::now(), settings);
     let body = answer_json(&pairs, &answers).to_string();
     reply::json(StatusCode::OK, body, "no-store", settings)
 }
@@ -147,6 +129,16 @@ fn token_of(partner: &Bidder, settings: &Settings) -> Result<PartnerToken, Strin
     store
         .read(key, "sync_token_key", PartnerToken::new)
         .map_err(|e| e.to_string())
+}
+
+/// `503`, the cause logged (store and key names, never a value).
+fn unavailable(why: &str, settings: &Settings) -> Response {
+    log::error!("ids sync closed (503): {why}");
+    answer(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "sync unavailable",
+        settings,
+    )
 }
 
 fn unauthorized(settings: &Settings) -> Response {

@@ -140,9 +140,7 @@ pub fn eids_for_auction<'a>(
     if !kept(settings) {
         return None;
     }
-    let allowed: Vec<String> = (allowed_partners(decision, &settings.auction.bidders).into_iter())
-        .map(str::to_owned)
-        .collect();
+    let allowed = allowed_partners(decision, &settings.auction.bidders);
     let pending = Graph::open(&settings.ids.kv_store)
         .and_then(|graph| graph.lookup_async(edge_id).map(|pending| (graph, pending)));
     Some(move || {
@@ -157,7 +155,6 @@ pub fn eids_for_auction<'a>(
         let Some(entry) = entry else {
             return Vec::new();
         };
-        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
         (entry.ids_for(&allowed, now()))
             .filter_map(|(code, id)| {
                 let partner = settings.auction.bidders.iter().find(|b| b.code == code)?;
