@@ -45,11 +45,12 @@ use endpoints::{
     admin, consent as consent_endpoint, discovery, edge_id, first_party as fp, health, ids_sync,
     script,
 };
+use flows::partner_ids::{self, PageView};
 use flows::{auction, first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
 use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
-use phases::{consent, partner_ids};
+use phases::consent;
 use trusted_server_core::consent::Decision;
 
 /// What a route line leads to.
@@ -62,9 +63,12 @@ enum Handler {
     /// A flow, given the request's consent decision: sends its own response and fills in the
     /// access record.
     Flow(fn(Request, &Settings, &Decision, &mut Access)),
+    /// The publisher proxy: a [`Flow`] whose response may be a page view the partner-ID graph
+    /// hears of once the access line has left.
+    Proxy(fn(Request, &Settings, &Decision, &mut Access) -> Option<PageView>),
 }
 
-use Handler::{Answer, Decided, Flow};
+use Handler::{Answer, Decided, Flow, Proxy};
 
 /// The route table: a new endpoint is its handler plus one line here, `(methods, path, log
 /// name, handler)`. Exact paths are tried before prefixes; a spelling of one of these paths
@@ -86,7 +90,7 @@ static ROUTES: RouteTable<Handler> = RouteTable::new(&[
     line(Any,  Prefix(ADMIN_PREFIX),                      "admin",             Answer(|r, s| admin::respond(&r, s))),
     line(Any,  Prefix(first_party::PREFIX),               "first-party-other", Answer(|r, s| fp::other(&r, s))),
     line(Any,  Reserved,                                  "reserved",          Answer(|r, s| reply::not_found(&r, s))),
-    line(Any,  Otherwise,                                 "proxy",             Flow(publisher_proxy::run)),
+    line(Any,  Otherwise,                                 "proxy",             Proxy(publisher_proxy::run)),
 ]);
 
 /// `GET` only.
@@ -125,7 +129,7 @@ fn main() {
     let decision = observed.decide(&SETTINGS);
     access.expire_edge_id = edge_cookie::withdrawal(&request, decision.withdraw, &SETTINGS);
     // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
-    // the response has left.
+    // the response and its access line have left (`flows::partner_ids`).
     let erase = match access.expire_edge_id {
         true => edge_cookie::cookie_ids(&request),
         false => Vec::new(),
@@ -139,18 +143,23 @@ fn main() {
         request.set_path(&read_as);
     }
     access.plan = line.name.into();
-    match line.handler {
+    let page_view = match line.handler {
         Answer(answer) => send(answer(request, &SETTINGS), &mut access),
         Decided(answer) => send(answer(request, &SETTINGS, &decision), &mut access),
-        Flow(flow) => flow(request, &SETTINGS, &decision, &mut access),
-    }
+        Flow(flow) => {
+            flow(request, &SETTINGS, &decision, &mut access);
+            None
+        }
+        Proxy(flow) => flow(request, &SETTINGS, &decision, &mut access),
+    };
     access.log();
-    partner_ids::erase(&erase, &SETTINGS);
+    partner_ids::after_response(&erase, page_view, &decision, &SETTINGS);
 }
 
-/// Sends an answer made whole, stamped as every response is.
-fn send(response: Response, access: &mut Access) {
+/// Sends an answer made whole, stamped as every response is. No answer is a page view.
+fn send(response: Response, access: &mut Access) -> Option<PageView> {
     leaving::send_whole(response, access, &SETTINGS);
+    None
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! write its own IDs: the partner is the one the token belongs to, never something in the body.
 //!
 //! The batch (`{"pairs": [{"ec": …, "id": …}]}`, at most `ids.max_batch` pairs and
-//! `MAX_SYNC_BODY_BYTES`) is refused whole when it cannot be read; otherwise each pair is
+//! `MAX_SYNC_BODY_BYTES`) is refused whole when it cannot be read, and when its pairs would
+//! pass the partner's `ids.max_pairs_per_minute` at this POP (`429` with `Retry-After`,
+//! `kit::rate`); otherwise each pair is
 //! answered alone (`stored`, `unchanged`, `unknown_ec`, `refused_by_consent`, `malformed`,
 //! `unavailable`). Each edge ID's pairs are applied to its entry by one compare-and-set
 //! (`phases::partner_ids`): a pair for a reader the edge has not seen is `unknown_ec` (no
@@ -15,7 +17,7 @@
 //! Every refusal of the caller (unknown partner, missing or wrong token) is the same `401`,
 //! logged at `warn` with its reason and the partner's code, never the token.
 
-use fastly::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use fastly::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use fastly::http::StatusCode;
 use fastly::{Request, Response};
 use serde_json::json;
@@ -27,7 +29,7 @@ use trusted_server_core::Settings;
 use trusted_server_settings::Bidder;
 
 use crate::kit::secrets::Store;
-use crate::kit::{reply, request_body};
+use crate::kit::{rate, reply, request_body};
 use crate::phases::partner_ids::{self, Graph};
 
 /// The route's path.
@@ -71,6 +73,27 @@ pub fn respond(mut request: Request, settings: &Settings) -> Response {
             return answer(status, &e.to_string(), settings);
         }
     };
+    // Every pair counts, malformed or not: the budget bounds what a partner makes the edge do.
+    let units = u32::try_from(pairs.len()).unwrap_or(u32::MAX);
+    let per_minute = settings.ids.max_pairs_per_minute;
+    if let Err(spent) = rate::take(
+        &format!("ids-sync/{}", partner.code),
+        units,
+        per_minute,
+        partner_ids::now(),
+    ) {
+        log::warn!(
+            "ids sync refused (429) for partner {}: {units} pairs past {per_minute} a minute",
+            partner.code
+        );
+        let mut response = answer(
+            StatusCode::TOO_MANY_REQUESTS,
+            "past ids.max_pairs_per_minute: nothing of this batch was applied",
+            settings,
+        );
+        response.set_header(RETRY_AFTER, spent.retry_after_secs.to_string());
+        return response;
+    }
     let graph = match Graph::open(&settings.ids.kv_store) {
         Ok(graph) => graph,
         Err(e) => return unavailable(&format!("{e} (ids.kv_store)"), settings),

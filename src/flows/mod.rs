@@ -3,5 +3,6 @@
 
 pub mod auction;
 pub mod first_party_proxy;
+pub mod partner_ids;
 pub mod publisher_proxy;
 pub mod refresh;

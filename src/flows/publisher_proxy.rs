@@ -17,6 +17,7 @@ use trusted_server_core::publisher::identity::IdentityPlan;
 use trusted_server_core::Settings;
 
 use crate::flows::auction::with_partner_eids;
+use crate::flows::partner_ids::PageView;
 use crate::flows::refresh::refresh;
 use crate::kit::access::{Access, Outcome};
 use crate::kit::failure::{self, Failure, OriginFailure, Phase};
@@ -25,21 +26,28 @@ use crate::phases::auction::{self, Bidding, Planned};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::client::Client;
 use crate::phases::response::Prepared;
-use crate::phases::{body, client, hints, identity, inject, origin, partner_ids, response};
+use crate::phases::{body, client, hints, identity, inject, origin, response};
 
 /// The flow: identity, the navigation auction's plan, hints, cache, origin (with the auction's
 /// start), response, body (with the auction's bids before `</body>`), hints. The reader's consent
 /// `decision` gates the edge ID (the identity phase) and `X-TS-EC` to the origin; on a cache
 /// hit the stored page is reader-neutral and the cookie is this reader's, gated the same way.
-pub fn run(request: Request, settings: &Settings, decision: &Decision, access: &mut Access) {
+///
+/// Returns the page view the partner-ID graph hears of once the response and its access line
+/// have left (`flows::partner_ids`): a navigation of a reader with an edge ID.
+pub fn run(
+    request: Request,
+    settings: &Settings,
+    decision: &Decision,
+    access: &mut Access,
+) -> Option<PageView> {
     let client = client::observe(&request, settings);
     let edge_id = identity::request_phase(&request, decision, settings);
     let navigation = client.navigation;
     serve(request, client, &edge_id, settings, decision, access);
-    // Once the page has left: the partner-ID graph records the reader's consent as of now.
-    if let Some(reader) = edge_id.forward.as_deref().filter(|_| navigation) {
-        partner_ids::note_reader(reader, decision, settings);
-    }
+    let returning = edge_id.valid_cookie.is_some() && edge_id.valid_cookie == edge_id.forward;
+    let edge_id = edge_id.forward.filter(|_| navigation)?;
+    Some(PageView { edge_id, returning })
 }
 
 /// The flow of [`run`] up to the page's last byte.

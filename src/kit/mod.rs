@@ -1,7 +1,8 @@
 //! The kit: shared leaves that every room may use and that import no phase, flow or endpoint
 //! (only each other): what `build.rs` generates, header blocks, replies, the access line, failures, timing,
 //! secrets and signing keys, partner request signing, signed first-party URLs, the edge-ID
-//! cookie's header writers, bounded request bodies, and the stamp every response gets on its way out.
+//! cookie's header writers, bounded request bodies, per-minute budgets, and the stamp every
+//! response gets on its way out.
 
 pub mod access;
 pub mod edge_cookie;
@@ -11,6 +12,7 @@ pub mod headers;
 pub mod leaving;
 pub mod limits;
 pub mod partner;
+pub mod rate;
 pub mod ready;
 pub mod reply;
 pub mod request_body;

@@ -17,8 +17,7 @@ use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use fastly::backend::BackendCreationError;
-use fastly::{Backend, Request};
+use fastly::Request;
 use trusted_server_core::auction::{
     anyone_asked, bidder_request, first_party_creative, granularity_of, navigation_request,
     page_slots, read_answer, respond, BidRequest, BidderConsent, BidderError, ConsentStrings, Edge,
@@ -31,7 +30,7 @@ use trusted_server_core::Settings;
 use trusted_server_settings::{Bidder, Rendering, Scheme};
 
 use crate::kit::{partner, signed_url};
-use crate::phases::bidders::{send_all, Asked, Call, Collected};
+use crate::phases::bidders::{self, send_all, Asked, Call, Collected};
 use crate::phases::client::{self, Client};
 
 /// Who asks, as the edge adds it to every bidder's request.
@@ -353,65 +352,16 @@ fn creative_signer(settings: &Settings) -> Option<Rc<Signer>> {
     }
 }
 
-/// The request to `bidder`, built whole: a fresh set of headers (none of the reader's), the
-/// body, the signature when the bidder wants one, through its own backend.
+/// The OpenRTB request to `bidder`: its endpoint, the body, the version header.
 fn outgoing(
     bidder: &Bidder,
     body: &serde_json::Value,
     key: &partner::Key,
     settings: &Settings,
 ) -> Result<Call, String> {
-    let url = format!(
-        "{}://{}{}",
-        bidder.scheme.as_str(),
-        bidder.authority,
-        bidder.path_and_query
-    );
-    let mut request = Request::post(url)
-        .with_header("content-type", "application/json")
-        .with_header("accept-encoding", "identity")
-        .with_header("x-openrtb-version", "2.6")
-        .with_header("host", &*bidder.authority)
-        .with_body(body.to_string());
-    if bidder.signed {
-        partner::sign_with(&mut request, key);
-    }
-    let backend = backend(bidder, settings)?;
-    Ok(Call {
-        request,
-        backend,
-        deadline: Instant::now(),
-    })
-}
-
-/// The dynamic backend of `bidder`, named after it, created once per instance. Its timeouts
-/// are the bidder's own (the auction's deadline cuts it off sooner when it must).
-fn backend(bidder: &Bidder, settings: &Settings) -> Result<Backend, String> {
-    let name = format!("bidder_{}", bidder.code);
-    let timeout = Duration::from_millis(bidder.timeout_ms.into());
-    let connect = timeout.min(Duration::from_millis(
-        settings.publisher.connect_timeout_ms.into(),
-    ));
-    let mut builder = Backend::builder(&name, &*bidder.address)
-        .connect_timeout(connect)
-        .first_byte_timeout(timeout)
-        .between_bytes_timeout(timeout);
-    if bidder.scheme == Scheme::Https {
-        builder = builder
-            .enable_ssl()
-            .sni_hostname(&*bidder.tls_host)
-            .check_certificate(&*bidder.tls_host);
-    }
-    match builder.finish() {
-        Ok(backend) => Ok(backend),
-        Err(BackendCreationError::NameInUse) => {
-            Backend::from_name(&name).map_err(|e| format!("backend {name}: {e}"))
-        }
-        Err(e) => Err(format!(
-            "cannot create a backend for {}: {e}",
-            bidder.address
-        )),
-    }
+    let request = bidders::post(bidder, &bidder.path_and_query, body.to_string())
+        .with_header("x-openrtb-version", "2.6");
+    bidders::call(request, bidder, key, settings)
 }
 
 /// A navigation's auction, decided on with the page's request (before the cache and the

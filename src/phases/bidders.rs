@@ -1,6 +1,7 @@
-//! Asking the bidders: every request sent at once ([`send_all`]), then (at once for the
-//! endpoint, after the page has streamed for a navigation) one loop that waits on whatever is
-//! still open (a response head, or a body still arriving) until the deadline. A bidder that
+//! Asking the bidders (for bids, or as partners of the ID graph for their IDs): each call
+//! built for its bidder's own backend ([`post`], [`call`]), every request sent at once
+//! ([`send_all`]), then (at once for the endpoint, after the page has streamed for a
+//! navigation) one loop that waits on whatever is still open (a response head, or a body still arriving) until the deadline. A bidder that
 //! has sent its headers and then stalls mid-body is waited for no longer than one that never
 //! answered: both are cut off at the deadline, and only they lose their bids.
 //!
@@ -9,12 +10,16 @@
 //! its `Content-Length` is a failure, not an answer.
 
 use std::io::Read;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use fastly::backend::BackendCreationError;
 use fastly::handle::{BodyHandle, PendingRequestHandle, PollHandleResult};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::auction::MAX_BIDDER_BODY_BYTES;
+use trusted_server_core::Settings;
+use trusted_server_settings::{Bidder, Scheme};
 
+use crate::kit::partner;
 use crate::kit::ready::{first_ready, Waitable};
 
 /// One bidder's request, ready to go: the request and the name of its backend.
@@ -25,6 +30,73 @@ pub struct Call {
     pub backend: Backend,
     /// When this bidder is cut off (its own timeout, never past the auction's deadline).
     pub deadline: Instant,
+}
+
+/// A `POST` of the JSON `body` to `path_and_query` on `bidder`'s host, with a fresh set of
+/// headers (none of the reader's): the body's type, `identity` encoding, the `Host`.
+pub fn post(bidder: &Bidder, path_and_query: &str, body: String) -> Request {
+    let url = format!(
+        "{}://{}{path_and_query}",
+        bidder.scheme.as_str(),
+        bidder.authority
+    );
+    Request::post(url)
+        .with_header("content-type", "application/json")
+        .with_header("accept-encoding", "identity")
+        .with_header("host", &*bidder.authority)
+        .with_body(body)
+}
+
+/// `request` (final but for its signature) made a call to `bidder`: signed with `key` when the
+/// bidder wants it, through its own backend, cut off after its `timeout_ms`.
+///
+/// # Errors
+/// The platform's refusal of the bidder's backend.
+pub fn call(
+    mut request: Request,
+    bidder: &Bidder,
+    key: &partner::Key,
+    settings: &Settings,
+) -> Result<Call, String> {
+    if bidder.signed {
+        partner::sign_with(&mut request, key);
+    }
+    let backend = backend(bidder, settings)?;
+    Ok(Call {
+        request,
+        backend,
+        deadline: Instant::now() + Duration::from_millis(bidder.timeout_ms.into()),
+    })
+}
+
+/// The dynamic backend of `bidder`, named after it, created once per instance. Its timeouts
+/// are the bidder's own (an auction's deadline cuts it off sooner when it must).
+fn backend(bidder: &Bidder, settings: &Settings) -> Result<Backend, String> {
+    let name = format!("bidder_{}", bidder.code);
+    let timeout = Duration::from_millis(bidder.timeout_ms.into());
+    let connect = timeout.min(Duration::from_millis(
+        settings.publisher.connect_timeout_ms.into(),
+    ));
+    let mut builder = Backend::builder(&name, &*bidder.address)
+        .connect_timeout(connect)
+        .first_byte_timeout(timeout)
+        .between_bytes_timeout(timeout);
+    if bidder.scheme == Scheme::Https {
+        builder = builder
+            .enable_ssl()
+            .sni_hostname(&*bidder.tls_host)
+            .check_certificate(&*bidder.tls_host);
+    }
+    match builder.finish() {
+        Ok(backend) => Ok(backend),
+        Err(BackendCreationError::NameInUse) => {
+            Backend::from_name(&name).map_err(|e| format!("backend {name}: {e}"))
+        }
+        Err(e) => Err(format!(
+            "cannot create a backend for {}: {e}",
+            bidder.address
+        )),
+    }
 }
 
 /// What came back from one bidder.

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod client;
 pub mod consent;
 pub mod hints;
+pub mod id_asks;
 pub mod identity;
 pub mod inject;
 pub mod origin;

@@ -11,8 +11,8 @@
 //! entry no reader or partner touches leaves the store by itself.
 
 //!
-//! What the reader's own requests change ([`note_reader`], [`erase`]) is done after their
-//! response has left, so the store's round trips never delay a page.
+//! What the reader's own requests change ([`note_reader`], [`store_asked`], [`erase`]) is done
+//! after their response has left, so the store's round trips never delay a page.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +22,7 @@ use trusted_server_core::auction::PartnerEid;
 use trusted_server_core::consent::Decision;
 use trusted_server_core::ids::{allowed_partners, DecodeError, Entry};
 use trusted_server_core::Settings;
+use trusted_server_settings::Bidder;
 
 /// How many times a change is tried before the store's contention is reported.
 pub const MAX_TRIES: usize = 8;
@@ -68,22 +69,81 @@ pub fn now() -> u64 {
 }
 
 /// A page view of the reader with `edge_id`: their entry records which partners their
-/// `decision` allows now (`Entry::note_consent`; a partner no longer allowed loses its ID).
-/// An entry is made only when some partner is allowed; an unchanged decision writes nothing.
-/// Failures are logged (never the edge ID) and change nothing.
-pub fn note_reader(edge_id: &str, decision: &Decision, settings: &Settings) {
+/// `decision` allows now (`Entry::note_consent`; a partner no longer allowed loses its ID), and
+/// which partners with an ID endpoint (`id_path`) are due to be asked for their ID
+/// (`Entry::due_asks`; only when `asks` is true), noting the ask in the same write, so that
+/// of two page views at once only one asks. An entry is made only when some partner is
+/// allowed; an unchanged decision with nothing due writes nothing. Returns the partners to
+/// ask now (none on a failure, which is logged without the edge ID).
+pub fn note_reader<'s>(
+    edge_id: &str,
+    asks: bool,
+    decision: &Decision,
+    settings: &'s Settings,
+) -> Vec<&'s Bidder> {
     if !kept(settings) {
-        return;
+        return Vec::new();
     }
     let allowed = allowed_partners(decision, &settings.auction.bidders);
+    let with_endpoint: Vec<&str> = (settings.auction.bidders.iter())
+        .filter(|b| asks && b.id_path.is_some() && b.eid_source.is_some())
+        .map(|b| &*b.code)
+        .collect();
+    let interval = u64::from(settings.ids.ask_interval_hours) * 3600;
     let now = now();
-    let changed = Graph::open(&settings.ids.kv_store).and_then(|graph| {
+    let noted = Graph::open(&settings.ids.kv_store).and_then(|graph| {
         graph.update(edge_id, !allowed.is_empty(), ttl(settings), |entry| {
-            ((), entry.note_consent(&allowed, now))
+            let mut changed = entry.note_consent(&allowed, now);
+            let due = entry.due_asks(&with_endpoint, &allowed, now, interval);
+            for code in &due {
+                changed |= entry.note_asked(code, now);
+            }
+            (due, changed)
         })
     });
-    if let Err(e) = changed {
-        log::warn!("partner IDs: a reader's consent was not recorded: {e}");
+    match noted {
+        Ok(due) => (due.unwrap_or_default().into_iter())
+            .filter_map(|code| settings.auction.bidders.iter().find(|b| b.code == code))
+            .collect(),
+        Err(e) => {
+            log::warn!("partner IDs: a reader's consent was not recorded: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The partners' answers to the edge's asks for the reader with `edge_id` (`phases::id_asks`):
+/// each ID given is stored as if the partner had pushed it (`Entry::set`: refused when the
+/// reader's consent no longer allows the partner or they withdrew meanwhile). Returns each
+/// given ID's partner and whether it was stored; failures are logged without the edge ID.
+pub fn store_asked<'a>(
+    edge_id: &str,
+    answers: &[(&'a str, String)],
+    settings: &Settings,
+) -> Vec<(&'a str, bool)> {
+    if answers.is_empty() {
+        return Vec::new();
+    }
+    let ttl = ttl(settings);
+    let now = now();
+    let stored = Graph::open(&settings.ids.kv_store).and_then(|graph| {
+        graph.update(edge_id, false, ttl, |entry| {
+            let mut changed = false;
+            let mut stored = Vec::with_capacity(answers.len());
+            for (code, id) in answers {
+                let set = entry.set(code, id, now, ttl.as_secs());
+                changed |= set.as_ref().is_ok_and(|outcome| outcome.changed());
+                stored.push((*code, set.is_ok()));
+            }
+            (stored, changed)
+        })
+    });
+    match stored {
+        Ok(stored) => stored.unwrap_or_default(),
+        Err(e) => {
+            log::warn!("partner IDs: the IDs partners gave were not stored: {e}");
+            Vec::new()
+        }
     }
 }
 

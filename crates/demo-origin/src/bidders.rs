@@ -1,6 +1,8 @@
 //! OpenRTB 2.6 demo bidders under `/bidders/`: the demand partners the edge's server-side
 //! auction calls in the demo and in the end-to-end tests.
 //!
+//! * `POST /bidders/fast/id` and `/bidders/slow/id` are the two partners' ID endpoints (the
+//!   edge asks them for a reader's ID: [`ID_SUFFIX`]).
 //! * `POST /bidders/fast` answers at once, `POST /bidders/slow` after a delay, and
 //!   `POST /bidders/misbehave` answers the way `imp[0].ext.bidder.how` asks (see
 //!   [`Misbehaviour`]): late, huge, not JSON, a gzip bomb, bids the edge must drop.
@@ -14,7 +16,8 @@
 //!   (the frame Prebid.js writes it into has the publisher page's), so the corpus manifest
 //!   marks those not applicable to the auction rather than this bidder inventing a `<base>`.
 //! * Every request a bidder route receives is kept (the last [`MAX_RECORDS`]), and
-//!   `GET /bidders/received?id=ID` answers those whose body's top-level `id` is `ID` (or, with
+//!   `GET /bidders/received?id=ID` answers those whose body's top-level `id` (an ID ask's
+//!   `ec`) is `ID` (or, with
 //!   `?page=TEXT`, whose `site.page` contains `TEXT`): what the
 //!   edge sent each bidder, headers included, is what the tests check (no cookie, the IDs,
 //!   the consent signals, `tmax`).
@@ -470,6 +473,9 @@ pub async fn answer(recorder: &Recorder, root: &Path, head: &Parts, body: &[u8])
         );
     }
     recorder.record(name, head, body);
+    if let Some(partner) = name.strip_suffix(ID_SUFFIX) {
+        return id_answer(partner, head, body).await;
+    }
     if name == CORPUS_SEAT {
         return tokio::task::block_in_place(|| corpus(root, head, body));
     }
@@ -514,6 +520,37 @@ pub async fn answer(recorder: &Recorder, root: &Path, head: &Parts, body: &[u8])
             }
         }
     }
+}
+
+/// The ID endpoints of the demo partners of the ID graph: `POST /bidders/fast/id` and
+/// `/bidders/slow/id`.
+pub const ID_SUFFIX: &str = "/id";
+
+/// `POST /bidders/<fast|slow>/id` with `{"ec":"<edge id>"}`: the partner's ID for that reader,
+/// `{"id":"<seat>-uid-<the edge ID's first 16 characters>"}` (`fast` at once, `slow` after
+/// [`SLOW_DEFAULT_DELAY`]); `400` without a string `ec`, `404` for any other partner.
+async fn id_answer(partner: &str, head: &Parts, body: &[u8]) -> Reply {
+    let label = format!("ids={partner}");
+    if head.method != Method::POST {
+        let mut reply = Reply::error(405, "ID endpoints answer POST", label);
+        let allow = HeaderValue::from_static("POST");
+        reply.response.headers_mut().insert(ALLOW, allow);
+        return reply;
+    }
+    let bidder = match Bidder::from_name(partner) {
+        Some(b @ (Bidder::Fast | Bidder::Slow)) => b,
+        _ => return Reply::error(404, "no ID endpoint: fast or slow", label),
+    };
+    let request = serde_json::from_slice::<Value>(body).ok();
+    let Some(ec) = (request.as_ref()).and_then(|r| r.get("ec")?.as_str()) else {
+        return Reply::error(400, "the ask has no string ec", label);
+    };
+    if bidder == Bidder::Slow {
+        tokio::time::sleep(SLOW_DEFAULT_DELAY).await;
+    }
+    let prefix: String = ec.chars().take(16).collect();
+    let id = json!({ "id": format!("{}-uid-{prefix}", bidder.seat()) });
+    Reply::json(200, &id, label)
 }
 
 /// `/bidders/corpus`: [`corpus_response`], `400` for a creative that cannot be sent.
@@ -706,7 +743,11 @@ impl Recorder {
     /// Keeps the request `bidder` received (the oldest kept goes when full).
     pub fn record(&self, bidder: &str, head: &Parts, body: &[u8]) {
         let json = serde_json::from_slice::<Value>(body).ok();
-        let id = (json.as_ref()).and_then(|v| v.get("id")?.as_str().map(str::to_owned));
+        // A bid request's `id`; an ID ask's is the edge ID it asks about.
+        let id = (json.as_ref()).and_then(|v| {
+            let id = v.get("id").or_else(|| v.get("ec"))?;
+            id.as_str().map(str::to_owned)
+        });
         let page =
             (json.as_ref()).and_then(|v| v.get("site")?.get("page")?.as_str().map(str::to_owned));
         let headers = (head.headers.iter())

@@ -82,10 +82,12 @@ pub fn build_and_start_demo_origin(
 /// `trusted-server.toml` names them on port 8080, here on the origin's own port.
 pub fn demo_bidders(origin: SocketAddr) -> String {
     let bidder = |code: &str, vendor: u16, partner: bool| {
-        // `fast` and `slow` are partners of the ID graph, as in trusted-server.toml.
+        // `fast` and `slow` are partners of the ID graph, with ID endpoints, as in
+        // trusted-server.toml.
         let ids = match partner {
             true => format!(
-                ", eid_source = \"{code}.bidders.example\", sync_token_key = \"{code}_sync_token\""
+                ", eid_source = \"{code}.bidders.example\", sync_token_key = \"{code}_sync_token\", \
+                 id_path = \"/bidders/{code}/id\""
             ),
             false => String::new(),
         };

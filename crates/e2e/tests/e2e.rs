@@ -250,6 +250,14 @@ fn main() {
             ids::a_bidder_gets_exactly_the_partner_ids_its_consent_allows,
         ),
         (
+            "partner IDs: the edge asks partners for a returning reader's ID, after the page",
+            ids::the_edge_asks_partners_for_a_returning_readers_id,
+        ),
+        (
+            "partner IDs: a partner past its budget is refused whole until Retry-After",
+            ids::a_partner_past_its_budget_is_refused_whole,
+        ),
+        (
             "delivery: Server-Timing on own endpoints and proxied pages, well-formed",
             delivery::server_timing_on_every_response,
         ),
@@ -682,8 +690,15 @@ fn set_up() -> Result<World, String> {
         ),
     ];
     // The buffered build also proves that `logging.level` takes effect (one build fewer than
-    // a third service just for that; no other scenario reads the buffered build's log).
-    let quiet = [("TRUSTED_SERVER__LOGGING__LEVEL", "warn".to_owned())];
+    // a third service just for that; no other scenario reads the buffered build's log), and
+    // holds partners to a small sync budget (`ids`: no other scenario syncs there).
+    let quiet = [
+        ("TRUSTED_SERVER__LOGGING__LEVEL", "warn".to_owned()),
+        (
+            "TRUSTED_SERVER__IDS__MAX_PAIRS_PER_MINUTE",
+            ids::BUDGET.to_string(),
+        ),
+    ];
     let dir = root.join("target/e2e");
     let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet)?;
     let mut servers = pair.guards;

@@ -606,6 +606,13 @@ pub struct Bidder {
     /// pushes its IDs with (`POST /_ts/ids/sync`). Needs `eid_source`; without it (the
     /// default) the partner cannot push.
     pub sync_token_key: Option<Text>,
+    /// `id_path`: the path (and query) of this partner's ID endpoint on the host of its
+    /// `endpoint` (same backend, TLS and signing). Where it is set, a page view of a reader whose
+    /// entry lacks this partner's ID, and whose consent allows the partner, makes the edge ask
+    /// it once in the background, after the page has left (at most once per reader per
+    /// `ids.ask_interval_hours`). Needs `eid_source`; without it (the default) the edge never
+    /// asks this partner.
+    pub id_path: Option<Text>,
 }
 
 /// The partner-ID graph (`[ids]` section): each reader's IDs at the ad partners (the bidders
@@ -630,6 +637,13 @@ pub struct Ids {
     /// `ids.max_batch`: the most pairs one sync may carry (default 100, 1 to 1000); a larger
     /// batch is refused whole (`413`).
     pub max_batch: u32,
+    /// `ids.max_pairs_per_minute`: the most pairs one partner may push per minute, counted per
+    /// Fastly POP (default 6000, 1 to 1,000,000); a sync past it is refused whole (`429`, with
+    /// `Retry-After`) and changes nothing.
+    pub max_pairs_per_minute: u32,
+    /// `ids.ask_interval_hours`: how long after asking a partner's ID endpoint for a reader the
+    /// edge waits before asking it for that reader again (default 24, 1 to 8760).
+    pub ask_interval_hours: u32,
 }
 
 /// Server-side auctions (`[auction]` section): `POST /_ts/openrtb2/auction`, the endpoint
@@ -864,6 +878,8 @@ impl Settings {
             secret_store: Cow::Borrowed("ts_ids"),
             ttl_days: 30,
             max_batch: 100,
+            max_pairs_per_minute: 6_000,
+            ask_interval_hours: 24,
         },
         response_headers: Cow::Borrowed(&[]),
     };

@@ -192,12 +192,16 @@ pub fn settings_json(settings: &Settings) -> String {
                 secret_store,
                 ttl_days,
                 max_batch,
+                max_pairs_per_minute,
+                ask_interval_hours,
             } = ids;
             v.flag("enabled", *enabled);
             v.shaped("kv_store", kv_store, Shape::SecretName);
             v.shaped("secret_store", secret_store, Shape::SecretName);
             v.number("ttl_days", *ttl_days);
             v.number("max_batch", *max_batch);
+            v.number("max_pairs_per_minute", *max_pairs_per_minute);
+            v.number("ask_interval_hours", *ask_interval_hours);
         });
         view.section("response_headers", |v| {
             // Free text: a name is an HTTP token, the value could be anything.
@@ -401,6 +405,7 @@ fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
         rendering,
         eid_source,
         sync_token_key,
+        id_path,
     } = bidder;
     v.shaped("code", code, Shape::BidderCode);
     let origin = format!("{}://{authority}", scheme.as_str());
@@ -422,6 +427,10 @@ fn bidder_view(v: &mut SettingsView<'_>, bidder: &Bidder) {
     }
     if let Some(key) = sync_token_key {
         v.shaped("sync_token_key", key, Shape::SecretName);
+    }
+    if id_path.is_some() {
+        // Free text, like the endpoint's path: it could carry an account key.
+        v.redacted("id_path");
     }
 }
 

@@ -31,13 +31,16 @@
 //! checks all of it: whatever the store holds is an entry or a [`DecodeError`], never a panic.
 //!
 //! The sync endpoint's body and answer are in [`read_batch`] and [`answer_json`], its partner's
-//! bearer token in [`token`].
+//! bearer token in [`token`]; the edge's own ask of a partner's ID endpoint in [`ask_body`] and
+//! [`read_ask_answer`].
 
+mod ask;
 mod consent;
 mod entry;
 mod sync;
 pub mod token;
 
+pub use ask::{ask_body, read_ask_answer, MAX_ASK_ANSWER_BYTES};
 pub use consent::allowed_partners;
 
 pub use entry::{

@@ -489,9 +489,18 @@ pub fn bad_requests_get_their_status(w: &World) -> Outcome {
 
 /// The edge ID a navigation from `source` with `cookie` is given.
 pub(crate) fn edge_id(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
+    edge_id_at(w.streaming, source, cookie)
+}
+
+/// [`edge_id`] from the service at `service`.
+pub(crate) fn edge_id_at(
+    service: std::net::SocketAddr,
+    source: [u8; 4],
+    cookie: &str,
+) -> Result<String, String> {
     let page = e2e::get_from(
         IpAddr::from(source),
-        w.streaming,
+        service,
         "/news/article.html",
         &[("sec-fetch-dest", "document"), ("cookie", cookie)],
         TIMEOUT,

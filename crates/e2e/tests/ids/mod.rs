@@ -487,3 +487,234 @@ pub fn a_bidder_gets_exactly_the_partner_ids_its_consent_allows(w: &World) -> Ou
     }
     Ok(())
 }
+
+/// What the admin sees held for `ec`: each partner code with its ID.
+fn held_ids(w: &World, ec: &str) -> Result<Vec<(String, String)>, String> {
+    let (user, password) = crate::admin::dev_credentials(w)?;
+    let auth = crate::admin::basic(&user, &password);
+    let path = format!("/_ts/admin/ids/{ec}");
+    let r = e2e::send(
+        w.streaming,
+        "GET",
+        &path,
+        &[("authorization", &auth)],
+        b"",
+        TIMEOUT,
+    )
+    .map_err(|e| format!("GET {path}: {e}"))?;
+    let shown: Value = serde_json::from_slice(&r.body).map_err(|e| format!("{path}: {e}"))?;
+    check(r.status == 200, || {
+        format!("GET {path}: {} {shown}", r.status)
+    })?;
+    Ok((shown["entry"]["ids"].as_object().into_iter().flatten())
+        .map(|(code, held)| (code.clone(), held["id"].as_str().unwrap_or("?").to_owned()))
+        .collect())
+}
+
+/// The ID asks the demo partners received about `ec`: `(route, body)` in arrival order.
+fn asks_about(w: &World, ec: &str) -> Result<Vec<(String, Value)>, String> {
+    let path = format!("/bidders/received?id={ec}");
+    let r = e2e::get(w.origin_addr, &path, &[], TIMEOUT).map_err(|e| format!("{path}: {e}"))?;
+    let records: Vec<Value> =
+        serde_json::from_slice(&r.body).map_err(|e| format!("{path}: not JSON: {e}"))?;
+    let mut asks = Vec::new();
+    for record in records {
+        let route = record["bidder"].as_str().unwrap_or("?").to_owned();
+        for header in ["cookie", "x-ts-ec", "x-forwarded-for"] {
+            check(record["headers"].get(header).is_none(), || {
+                format!("the ask to {route} carried {header}: {record}")
+            })?;
+        }
+        let body = serde_json::from_str(record["body"].as_str().unwrap_or("null"))
+            .map_err(|e| format!("the ask to {route}: {e}"))?;
+        asks.push((route, body));
+    }
+    Ok(asks)
+}
+
+/// A returning reader's navigation (their `ts-ec` cookie) from `source`; its time to the last
+/// byte.
+fn navigate_back(w: &World, source: [u8; 4], cookie: &str) -> Result<Duration, String> {
+    let page = e2e::get_from(
+        IpAddr::from(source),
+        w.streaming,
+        "/news/article.html",
+        &[("sec-fetch-dest", "document"), ("cookie", cookie)],
+        TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    check(page.status == 200 && page.complete, || {
+        format!("the returning reader's page: {}", page.status)
+    })?;
+    Ok(page.last_at)
+}
+
+/// Polls `get` until `done` says so, for at most five seconds; the last value either way.
+fn poll<T>(
+    mut get: impl FnMut() -> Result<T, String>,
+    done: impl Fn(&T) -> bool,
+) -> Result<T, String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = get()?;
+        if done(&got) || Instant::now() > deadline {
+            return Ok(got);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A returning reader's page view makes the edge ask each partner with an ID endpoint, that
+/// their consent allows, for its ID, after the page has left (the slow partner answers after
+/// 300 ms; the page does not wait), with nothing but the edge ID; the answers are stored; the
+/// same reader's next page view asks no one again (`ids.ask_interval_hours`); a new reader's
+/// page view asks no one (no partner can know a new ID); in Germany with vendors 1 and 2
+/// only `fast` is asked.
+pub fn the_edge_asks_partners_for_a_returning_readers_id(w: &World) -> Outcome {
+    let uid = |code: &str, ec: &str| format!("{code}-uid-{}", &ec[..16]);
+    for (what, source, consent, partners) in [
+        ("japan", ELSEWHERE, String::new(), &["fast", "slow"][..]),
+        (
+            "germany",
+            GERMANY,
+            format!("euconsent-v2={TCF_MANY}"),
+            &["fast"][..],
+        ),
+    ] {
+        let ec = reader(w, source, &consent)?;
+        let cookie = match consent.is_empty() {
+            true => format!("ts-ec={ec}"),
+            false => format!("{consent}; ts-ec={ec}"),
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let asks = asks_about(w, &ec)?;
+        check(asks.is_empty(), || {
+            format!("{what}: a new reader's ID was asked for: {asks:?}")
+        })?;
+        let took = navigate_back(w, source, &cookie)?;
+        check(took < Duration::from_millis(250), || {
+            format!("{what}: the page took {took:?}: it waited for an ID endpoint")
+        })?;
+        let want: Vec<(String, String)> = (partners.iter())
+            .map(|code| ((*code).to_owned(), uid(code, &ec)))
+            .collect();
+        let held = poll(|| held_ids(w, &ec), |held| *held == want)?;
+        check(held == want, || {
+            format!("{what}: held {held:?}, want {want:?}")
+        })?;
+        let routes = |asks: &[(String, Value)]| {
+            let mut routes: Vec<String> = asks.iter().map(|(r, _)| r.clone()).collect();
+            routes.sort();
+            routes
+        };
+        let want_routes: Vec<String> = partners.iter().map(|c| format!("{c}/id")).collect();
+        let asks = asks_about(w, &ec)?;
+        check(routes(&asks) == want_routes, || {
+            format!("{what}: asks {asks:?}, want one to each of {want_routes:?}")
+        })?;
+        for (route, body) in &asks {
+            check(*body == json!({ "ec": ec }), || {
+                format!("{what}: the ask to {route} carried {body}")
+            })?;
+        }
+        // Within the interval, and now with the IDs held: no one is asked again.
+        navigate_back(w, source, &cookie)?;
+        std::thread::sleep(Duration::from_millis(500));
+        let again = asks_about(w, &ec)?;
+        check(routes(&again) == want_routes, || {
+            format!("{what}: asked again: {again:?}")
+        })?;
+    }
+    Ok(())
+}
+
+/// The build whose `ids.max_pairs_per_minute` is [`BUDGET`] (`e2e.rs`).
+pub const BUDGET: u32 = 300;
+
+/// A partner past `ids.max_pairs_per_minute` at this POP is refused whole (`429` with
+/// `Retry-After`), and nothing of the refused batch is stored; after `Retry-After` it is
+/// served again. Run against the buffered build, whose budget is [`BUDGET`] and whose cache
+/// and store no other scenario's syncs share.
+pub fn a_partner_past_its_budget_is_refused_whole(w: &World) -> Outcome {
+    let ec = crate::auction::edge_id_at(w.buffered, ELSEWHERE, "")?;
+    let token = format!("Bearer {FAST_TOKEN}");
+    let batch = |pairs: &[(String, &str)]| -> Result<e2e::Timed, String> {
+        let pairs: Vec<Value> = (pairs.iter())
+            .map(|(ec, id)| json!({ "ec": ec, "id": id }))
+            .collect();
+        let body = json!({ "pairs": pairs }).to_string();
+        let path = format!("{PATH}?partner=fast");
+        let headers = [
+            ("content-type", "application/json"),
+            ("authorization", token.as_str()),
+        ];
+        e2e::send(
+            w.buffered,
+            "POST",
+            &path,
+            &headers,
+            body.as_bytes(),
+            TIMEOUT,
+        )
+        .map_err(|e| format!("{path}: {e}"))
+    };
+    let minute = || crate::ids::unix_secs() / 60;
+    let hundred: Vec<(String, &str)> = (0..100)
+        .map(|i| (format!("{}.N{i:05}", "0".repeat(64)), "fast-flood"))
+        .collect();
+    // A minute's budget spent in three batches of 100, the fourth refused: tried again from
+    // the start if a minute began meanwhile (the budget is per minute of the clock).
+    let mut refused = None;
+    for attempt in 0..3 {
+        // Its own ID each try: one sent as a minute began may have been stored.
+        let id = format!("fast-while-spent-{attempt}");
+        let started = minute();
+        let mut statuses = Vec::new();
+        for _ in 0..4 {
+            statuses.push(batch(&hundred)?.status);
+        }
+        if minute() != started {
+            continue;
+        }
+        check(statuses == [200, 200, 200, 429], || {
+            format!("batches of 100 against a budget of {BUDGET}: {statuses:?}")
+        })?;
+        // While spent, a batch with a pair for a reader the edge knows is refused whole...
+        let known = batch(&[(ec.clone(), id.as_str())])?;
+        if minute() != started {
+            continue;
+        }
+        refused = Some((known, id));
+        break;
+    }
+    let (refused, id) = refused.ok_or("a new minute began during every try")?;
+    let text = String::from_utf8_lossy(&refused.body).into_owned();
+    let retry = (refused.header("retry-after")).and_then(|v| v.parse::<u64>().ok());
+    check(
+        refused.status == 429 && retry.is_some_and(|s| (1..=60).contains(&s)),
+        || {
+            format!(
+                "while spent: {} retry-after {retry:?} {text}",
+                refused.status
+            )
+        },
+    )?;
+    check(
+        text.contains("max_pairs_per_minute") && !text.contains(&id),
+        || format!("the refusal: {text}"),
+    )?;
+    // ...and after Retry-After the same pair is new to the graph: nothing of it was stored.
+    std::thread::sleep(Duration::from_secs(retry.unwrap_or(60)) + Duration::from_millis(200));
+    let after = batch(&[(ec.clone(), id.as_str())])?;
+    let text = String::from_utf8_lossy(&after.body).into_owned();
+    check(after.status == 200 && text.contains("\"stored\""), || {
+        format!("after Retry-After: {} {text}", after.status)
+    })
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -198,7 +198,7 @@ impl At<'_, '_> {
 }
 
 /// The keys a bidder table accepts.
-const BIDDER_KEYS: [&str; 8] = [
+const BIDDER_KEYS: [&str; 9] = [
     "code",
     "endpoint",
     "vendor_id",
@@ -207,6 +207,7 @@ const BIDDER_KEYS: [&str; 8] = [
     "rendering",
     "eid_source",
     "sync_token_key",
+    "id_path",
 ];
 
 /// `auction.bidders`: an array of bidder tables (none when unset), at most [`MAX_BIDDERS`],
@@ -390,6 +391,23 @@ fn bidder(
             return Err(error("sync_token_key", &problem));
         }
     };
+    let id_path = match table.remove("id_path") {
+        None => None,
+        Some(_) if eid_source.is_none() => {
+            return Err(error(
+                "id_path",
+                "needs eid_source (only a partner of the ID graph is asked for IDs)",
+            ))
+        }
+        Some(Value::String(path)) => match id_path_problem(&path) {
+            None => Some(Cow::Owned(path)),
+            Some(problem) => return Err(error("id_path", &format!("{path:?} {problem}"))),
+        },
+        Some(other) => {
+            let problem = format!("expected a path starting with /, got {}", shown(&other));
+            return Err(error("id_path", &problem));
+        }
+    };
     Ok(Bidder {
         code: Cow::Owned(code),
         endpoint: Cow::Owned(url),
@@ -404,7 +422,27 @@ fn bidder(
         rendering,
         eid_source,
         sync_token_key,
+        id_path,
     })
+}
+
+/// Why `path` cannot be a partner's ID endpoint path (the rest of a sentence starting with
+/// it): it must start with one `/`, be at most 2048 bytes of printable ASCII without spaces,
+/// and carry no fragment.
+fn id_path_problem(path: &str) -> Option<&'static str> {
+    if !path.starts_with('/') || path.starts_with("//") {
+        return Some("must start with one / (a path on the host of endpoint)");
+    }
+    if path.len() > 2048 {
+        return Some("is longer than 2048 bytes");
+    }
+    if !path.bytes().all(|b| b.is_ascii_graphic()) {
+        return Some("holds a space, a control character or non-ASCII (percent-encode it)");
+    }
+    if path.contains('#') {
+        return Some("holds a fragment");
+    }
+    None
 }
 
 /// An EID source: a lowercase domain name of at least two labels.
@@ -572,6 +610,7 @@ mod tests {
             rendering: Rendering::FirstParty,
             eid_source: None,
             sync_token_key: None,
+            id_path: None,
         };
         let slow = Bidder {
             code: "Slow_2".into(),
@@ -588,6 +627,7 @@ mod tests {
             rendering: Rendering::AsSent,
             eid_source: None,
             sync_token_key: None,
+            id_path: None,
         };
         assert_eq!(&*a.bidders, &[fast.clone(), slow]);
         let expr = s.to_rust_expr();
@@ -619,7 +659,7 @@ mod tests {
         let text = format!(
             "{MINIMAL}\n{}{}",
             partner("a", "sync_token_key = \"a_token\""),
-            partner("b", "")
+            partner("b", "id_path = \"/ids?account=7\"")
         );
         let s = load(&text, no_env()).unwrap();
         let (a, b) = (&s.auction.bidders[0], &s.auction.bidders[1]);
@@ -630,6 +670,10 @@ mod tests {
         assert_eq!(
             (b.eid_source.as_deref(), b.sync_token_key.as_deref()),
             (Some("b.example"), None)
+        );
+        assert_eq!(
+            (a.id_path.as_deref(), b.id_path.as_deref()),
+            (None, Some("/ids?account=7"))
         );
         let expr = s.to_rust_expr();
         assert!(
@@ -655,6 +699,20 @@ mod tests {
         let e = load(&shared, no_env()).unwrap_err();
         assert_eq!(e.key, "auction.bidders[1].sync_token_key");
         assert!(e.problem.contains("auction.bidders[0]"), "{e}");
+
+        // An ID endpoint is a path on the bidder's own host.
+        for (path, problem) in [
+            ("\"ids\"", "must start with one /"),
+            ("\"//other.example/ids\"", "must start with one /"),
+            ("\"/ids?a=b c\"", "a space"),
+            ("\"/ids#top\"", "fragment"),
+            ("7", "expected a path"),
+        ] {
+            let bad = format!("{MINIMAL}\n{}", partner("a", &format!("id_path = {path}")));
+            let e = load(&bad, no_env()).unwrap_err();
+            assert_eq!(e.key, "auction.bidders[0].id_path", "{path}");
+            assert!(e.problem.contains(problem), "{path}: {e}");
+        }
     }
 
     #[test]
@@ -909,6 +967,7 @@ mod tests {
                 "sync_token_key",
                 "needs eid_source",
             ),
+            ("id_path = \"/ids\"", "id_path", "needs eid_source"),
         ];
         for (bad, key, problem) in cases {
             // The mistake replaces a key the bidder has, or comes first.

@@ -19,6 +19,9 @@ pub(super) struct IdsFile {
     /// At most 13 months, the longest the usual cookie rules keep an ID.
     ttl_days: Option<Int<1, 395>>,
     max_batch: Option<Int<1, 1_000>>,
+    max_pairs_per_minute: Option<Int<1, 1_000_000>>,
+    /// At most a year.
+    ask_interval_hours: Option<Int<1, 8_760>>,
 }
 
 impl Section for IdsFile {
@@ -32,6 +35,9 @@ impl Section for IdsFile {
             secret_store: store_name(cx, "ids.secret_store", self.secret_store, &d.secret_store)?,
             ttl_days: self.ttl_days.map_or(d.ttl_days, |i| i.0),
             max_batch: self.max_batch.map_or(d.max_batch, |i| i.0),
+            max_pairs_per_minute: (self.max_pairs_per_minute)
+                .map_or(d.max_pairs_per_minute, |i| i.0),
+            ask_interval_hours: (self.ask_interval_hours).map_or(d.ask_interval_hours, |i| i.0),
         })
     }
 }
@@ -53,7 +59,7 @@ mod tests {
         assert_eq!(load(MINIMAL, no_env()).unwrap().ids, Settings::DEFAULT.ids);
         let text = format!(
             "{MINIMAL}\n[ids]\nenabled = false\nkv_store = \"graph.v2\"\nsecret_store = \"ids-tokens\"\n\
-             ttl_days = 395\nmax_batch = 1\n"
+             ttl_days = 395\nmax_batch = 1\nmax_pairs_per_minute = 1000000\nask_interval_hours = 1\n"
         );
         let ids = load(&text, no_env()).unwrap().ids;
         assert!(!ids.enabled);
@@ -62,18 +68,30 @@ mod tests {
             ("graph.v2", "ids-tokens")
         );
         assert_eq!((ids.ttl_days, ids.max_batch), (395, 1));
+        assert_eq!(
+            (ids.max_pairs_per_minute, ids.ask_interval_hours),
+            (1_000_000, 1)
+        );
         let env = [
             ("TRUSTED_SERVER__IDS__TTL_DAYS", "7"),
             ("TRUSTED_SERVER__IDS__MAX_BATCH", "1000"),
+            ("TRUSTED_SERVER__IDS__MAX_PAIRS_PER_MINUTE", "5"),
+            ("TRUSTED_SERVER__IDS__ASK_INTERVAL_HOURS", "8760"),
         ];
         let ids = load(MINIMAL, env).unwrap().ids;
         assert_eq!((ids.ttl_days, ids.max_batch), (7, 1000));
+        assert_eq!(
+            (ids.max_pairs_per_minute, ids.ask_interval_hours),
+            (5, 8760)
+        );
         for key in [
             "enabled",
             "kv_store",
             "secret_store",
             "ttl_days",
             "max_batch",
+            "max_pairs_per_minute",
+            "ask_interval_hours",
         ] {
             assert!(keys().contains(&format!("ids.{key}")), "{key}");
         }
@@ -91,6 +109,10 @@ mod tests {
             "max_batch = 0",
             "max_batch = 1001",
             "max_batches = 5",
+            "max_pairs_per_minute = 0",
+            "max_pairs_per_minute = 1000001",
+            "ask_interval_hours = 0",
+            "ask_interval_hours = 8761",
         ] {
             let text = format!("{MINIMAL}\n[ids]\n{bad}\n");
             let e = load(&text, no_env()).unwrap_err();
