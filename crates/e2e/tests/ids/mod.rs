@@ -567,7 +567,8 @@ fn poll<T>(
 /// A returning reader's page view makes the edge ask each partner with an ID endpoint, that
 /// their consent allows, for its ID, after the page has left (the slow partner answers after
 /// 300 ms; the page does not wait), with nothing but the edge ID; the answers are stored; the
-/// same reader's next page view asks no one again (`ids.ask_interval_hours`); a new reader's
+/// same reader's next page views ask no one again, even one that comes before any answer
+/// (`ids.ask_interval_hours`); a new reader's
 /// page view asks no one (no partner can know a new ID); in Germany with vendors 1 and 2
 /// only `fast` is asked.
 pub fn the_edge_asks_partners_for_a_returning_readers_id(w: &World) -> Outcome {
@@ -591,10 +592,14 @@ pub fn the_edge_asks_partners_for_a_returning_readers_id(w: &World) -> Outcome {
         check(asks.is_empty(), || {
             format!("{what}: a new reader's ID was asked for: {asks:?}")
         })?;
-        let took = navigate_back(w, source, &cookie)?;
-        check(took < Duration::from_millis(250), || {
-            format!("{what}: the page took {took:?}: it waited for an ID endpoint")
-        })?;
+        // Two page views in a row: the second comes while `slow` is still answering the first's
+        // ask (300 ms), before any ID is held, so only the noted ask keeps it from asking again.
+        for _ in 0..2 {
+            let took = navigate_back(w, source, &cookie)?;
+            check(took < Duration::from_millis(250), || {
+                format!("{what}: the page took {took:?}: it waited for an ID endpoint")
+            })?;
+        }
         let want: Vec<(String, String)> = (partners.iter())
             .map(|code| ((*code).to_owned(), uid(code, &ec)))
             .collect();
@@ -617,7 +622,7 @@ pub fn the_edge_asks_partners_for_a_returning_readers_id(w: &World) -> Outcome {
                 format!("{what}: the ask to {route} carried {body}")
             })?;
         }
-        // Within the interval, and now with the IDs held: no one is asked again.
+        // Within the interval, and now with the IDs held: still no one is asked again.
         navigate_back(w, source, &cookie)?;
         std::thread::sleep(Duration::from_millis(500));
         let again = asks_about(w, &ec)?;
