@@ -3,13 +3,14 @@
 # proxy (latency with three timestamps, streamed fraction), pipeline vs bare lol_html and wasm
 # vs native (throughput), proxy vs origin under wrk load, and the auction endpoint against the
 # demo bidders (overhead beyond the slowest bidder, the deadline, guest CPU), and the navigation
-# auction (a page's first and last byte, auction on against off). Builds and starts
+# auction (a page's first and last byte, auction on against off); --ids-only measures the
+# partner-ID graph's cost instead (kept against off, two more builds). Builds and starts
 # everything it needs and stops it again. Ends with a ---RESULTS--- block of key=value lines. The wasm builds
 # have SIMD, as they ship (.cargo/config.toml); the throughput tool is also built without it
 # (into target/nosimd) for the edge_wasm_nosimd_* keys (docs/performance.md).
 #
 #   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
-#       [--first-party-only | --cache-only | --auction-only | --navigation-only]
+#       [--first-party-only | --cache-only | --auction-only | --navigation-only | --ids-only]
 #
 # --quick takes about 8 minutes on a 2-core machine once the tools are built (full run: ~18).
 # Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this

@@ -26,6 +26,8 @@
 //! 9. **navigation auction**: time to first and last byte of a page with a slot, the auction
 //!    on against off, beside the A/A control, and the last byte against the later of the
 //!    origin's and the bidder's own ([`navigation`]). `--navigation-only` runs just this part;
+//! 10. **partner-ID graph** (only with `--ids-only`, which builds two more modules): what
+//!     keeping the graph adds to an auction and to a navigation, kept against off ([`ids`]);
 //! 8. **guest CPU per request** (measured right after the output checks, before latency): a
 //!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
 //!    from the guest's own access lines ([`guest_cpu`]).
@@ -45,6 +47,7 @@ mod cases;
 mod chart;
 mod first_party;
 mod guest_cpu;
+mod ids;
 mod latency;
 mod load;
 mod navigation;
@@ -81,6 +84,8 @@ pub struct Options {
     pub auction_only: bool,
     /// `--navigation-only`: only the navigation auction cases.
     pub navigation_only: bool,
+    /// `--ids-only`: the partner-ID graph's cost (not part of the full run).
+    pub ids_only: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -95,6 +100,7 @@ fn parse_args() -> Result<Options, String> {
         cache_only: false,
         auction_only: false,
         navigation_only: false,
+        ids_only: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -108,12 +114,13 @@ fn parse_args() -> Result<Options, String> {
             "--cache-only" => options.cache_only = true,
             "--auction-only" => options.auction_only = true,
             "--navigation-only" => options.navigation_only = true,
+            "--ids-only" => options.ids_only = true,
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--ids-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -261,6 +268,14 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         drop(servers);
         auction::print(&a);
         return finish(options, started, &auction::results(&a));
+    }
+    if options.ids_only {
+        let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
+        let log = options.out.join("origin.log");
+        let (_origin_guard, origin) = build_and_start_demo_origin(&root, Some(&log))?;
+        let r = ids::run(&root, origin, options.quick)?;
+        ids::print(&r);
+        return finish(options, started, &ids::results(&r));
     }
     if options.navigation_only {
         let servers = start_servers(&options.out)?;

@@ -64,9 +64,9 @@ pub struct Timing {
     /// Its name in the keys.
     pub name: &'static str,
     /// The slot's id.
-    slot: &'static str,
+    pub slot: &'static str,
     /// The page's path on the edge (the slot's path).
-    path: &'static str,
+    pub path: &'static str,
     /// `b1`'s delay (ms).
     pub bidder_ms: u64,
     /// The origin's knobs.
