@@ -1,13 +1,14 @@
 //! The kit: shared leaves that every room may use and that import no phase, flow or endpoint
-//! (only each other): what `build.rs` generates, header blocks, replies, the access line, failures, timing,
-//! secrets and signing keys, partner request signing, signed first-party URLs, the edge-ID
-//! cookie's header writers, bounded request bodies, per-minute budgets, and the stamp every
-//! response gets on its way out.
+//! (only each other): what `build.rs` generates, header blocks, replies, the access line,
+//! failures, timing, secrets and signing keys, the request's geolocation (once), partner
+//! request signing, signed first-party URLs, the edge-ID cookie's header writers, bounded
+//! request bodies, per-minute budgets, and the stamp every response gets on its way out.
 
 pub mod access;
 pub mod edge_cookie;
 pub mod failure;
 pub mod generated;
+pub mod geo;
 pub mod headers;
 pub mod leaving;
 pub mod limits;

@@ -173,7 +173,8 @@ pub fn start<'s>(
     let deadline = start + Duration::from_millis(deadline_ms);
     let (granularity, granularity_warning) = granularity_of(&bid_request, a.price_granularity);
 
-    let geo = ip.and_then(fastly::geo::geo_lookup);
+    // Looked up once per request: the consent phase has read it already.
+    let geo = ip.and_then(crate::kit::geo::of);
     let tid = transaction_id();
     let edge = Edge {
         host: asker.host,

@@ -51,7 +51,7 @@ pub fn read(request: &Request, settings: &Settings) -> Observed {
 /// region) and the `[consent]` lists. No address, or one the platform cannot place, is
 /// [`Jurisdiction::Unknown`] (`consent.unknown` then chooses the rule).
 fn jurisdiction_at(ip: Option<IpAddr>, consent: &Consent) -> Jurisdiction {
-    let geo = ip.and_then(fastly::geo::geo_lookup);
+    let geo = ip.and_then(crate::kit::geo::of);
     Jurisdiction::of(
         geo.as_ref().map(|g| g.country_code()),
         geo.as_ref().and_then(|g| g.region()),
