@@ -204,12 +204,13 @@ impl Access {
 
     /// The access line.
     pub fn line(&self) -> String {
+        // Milliseconds to the microsecond: a small page's whole guest time is a few tenths.
         let ms = |at: Option<Instant>| match at {
-            Some(t) => format!("{:.1}", (t - self.started).as_secs_f64() * 1000.0),
+            Some(t) => format!("{:.3}", (t - self.started).as_secs_f64() * 1000.0),
             None => "-".into(),
         };
         let dur = |d: Option<Duration>| match d {
-            Some(d) => format!("{:.1}", d.as_secs_f64() * 1000.0),
+            Some(d) => format!("{:.3}", d.as_secs_f64() * 1000.0),
             None => "-".into(),
         };
         let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
