@@ -53,7 +53,7 @@ mod url_rewrite;
 
 pub use body::decode::DecodeError;
 pub use body::pipeline::{BodyPipeline, BodyReport, Ending, PipelineError};
-pub use body::release::{Progress, Release, Step, HOLD_MAX_BYTES};
+pub use body::release::{Progress, Release, Step, FIRST_SEND_AFTER_BYTES, HOLD_MAX_BYTES};
 pub use body::stage::BodyStage;
 pub use content::{BodyPlan, Codec, PassReason, Rewrite};
 pub use forward::{client_authority, origin_request_headers, ClientInfo};

@@ -6,6 +6,10 @@
 //!
 //! - **held bytes reach [`HOLD_MAX_BYTES`]**: they leave now, whatever the origin does, so
 //!   memory stays bounded ([`Release::must_send`]);
+//! - **a body that streams whatever we do** (its `Content-Length` is past [`HOLD_MAX_BYTES`], so
+//!   it can never leave in one write) sends its first bytes once [`FIRST_SEND_AFTER_BYTES`] of it
+//!   have been read, however ready the origin is: its first byte waits for one read's rewriting,
+//!   not for [`HOLD_MAX_BYTES`] of output; later writes keep the large bound;
 //! - **after each origin read** ([`Release::after_read`]), if the origin has more ready (its
 //!   next read would not wait: more bytes, or the end), or every byte its `Content-Length`
 //!   promised is in: keep holding. Otherwise the origin would make us wait: send everything
@@ -45,6 +49,12 @@ pub const BATCH_BYTES: usize = 8192;
 /// 77–100 req/s at 8 connections and 64–77 at 64, against 71–95 and 52–56 with a 2 MiB bound
 /// (the whole page held) and 68–83 / 50–51 buffered.
 pub const HOLD_MAX_BYTES: usize = 256 * 1024;
+
+/// Origin bytes after which a body that streams whatever we do (a `Content-Length` past
+/// [`HOLD_MAX_BYTES`]) sends its first bytes: the adapter's first read of such a body is this
+/// size, so its first byte waits for 16 KiB to be read and rewritten, about what a 16 KB page
+/// waits for. A page whose whole output fits in [`HOLD_MAX_BYTES`] still leaves in one write.
+pub const FIRST_SEND_AFTER_BYTES: u64 = 16 * 1024;
 
 /// Page bytes a compressed flush costs, on average. Measured on the demo site's home page
 /// gzipped and sent one byte per chunk: one flush per chunk made the output 4.6× the origin's,
@@ -92,6 +102,8 @@ pub struct Release {
     credit: usize,
     /// [`Progress::page_bytes`] when credit was last earned.
     earned_at: u64,
+    /// Whether a [`Step::Send`] was decided yet.
+    sent: bool,
 }
 
 impl Release {
@@ -104,6 +116,7 @@ impl Release {
             compressed: codec != Codec::Identity,
             credit: FLUSH_CREDIT_MAX,
             earned_at: 0,
+            sent: false,
         }
     }
 
@@ -136,12 +149,21 @@ impl Release {
         let ready = match self.length {
             // Every promised byte is in: what follows is the end, not a wait.
             Some(len) if self.read >= len => true,
+            // Streams whatever we do: its first bytes need not wait for the bound.
+            Some(len)
+                if !self.sent
+                    && len > HOLD_MAX_BYTES as u64
+                    && self.read >= FIRST_SEND_AFTER_BYTES =>
+            {
+                false
+            }
             Some(_) => origin_has_more_ready(),
             None => false,
         };
         if ready {
             return Step::Hold;
         }
+        self.sent = true;
         let flush = if !self.compressed {
             true
         } else if progress.unflushed && self.credit >= FLUSH_UNIT {
@@ -197,6 +219,42 @@ mod tests {
             Step::Hold
         );
         assert_eq!(r.origin_short(), None);
+    }
+
+    #[test]
+    fn a_body_that_streams_anyway_sends_its_first_bytes_after_one_read() {
+        let first = FIRST_SEND_AFTER_BYTES as usize;
+        let large = HOLD_MAX_BYTES as u64 + 1;
+        // Past the bound: the first read of FIRST_SEND_AFTER_BYTES sends, unasked; then the
+        // origin's readiness decides again.
+        let mut r = Release::new(Codec::Identity, Some(large * 4));
+        assert_eq!(
+            r.after_read(first - 1, progress(1, true), || true),
+            Step::Hold
+        );
+        assert_eq!(
+            r.after_read(1, progress(2, true), || panic!("asked")),
+            Step::Send { flush: true }
+        );
+        assert_eq!(r.after_read(first, progress(3, true), || true), Step::Hold);
+        // A compressed body flushes for it (the credit starts full).
+        let mut r = Release::new(Codec::Gzip, Some(large));
+        assert_eq!(
+            r.after_read(first, progress(first as u64, true), || true),
+            Step::Send { flush: true }
+        );
+        // A body that fits in the bound is held whole while the origin has more.
+        let mut r = Release::new(Codec::Identity, Some(HOLD_MAX_BYTES as u64));
+        for _ in 0..3 {
+            assert_eq!(r.after_read(first, progress(1, true), || true), Step::Hold);
+        }
+        // A first send the origin's pause already made is the first send.
+        let mut r = Release::new(Codec::Identity, Some(large * 4));
+        assert_eq!(
+            r.after_read(10, progress(10, true), || false),
+            Step::Send { flush: true }
+        );
+        assert_eq!(r.after_read(first, progress(20, true), || true), Step::Hold);
     }
 
     #[test]
