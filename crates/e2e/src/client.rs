@@ -64,6 +64,15 @@ impl Timed {
         named.map(|(_, v)| v.as_slice()).collect()
     }
 
+    /// The edge ID a `Set-Cookie: ts-ec=…` of this response gives (not one that expires it).
+    pub fn edge_id_set(&self) -> Option<String> {
+        (self.header_values("set-cookie").iter())
+            .filter_map(|v| std::str::from_utf8(v).ok())
+            .find_map(|c| c.strip_prefix("ts-ec=")?.split(';').next())
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+    }
+
     /// Body bytes that had arrived by `at`.
     pub fn body_bytes_by(&self, at: Duration) -> usize {
         self.progress

@@ -506,15 +506,7 @@ pub(crate) fn edge_id_at(
         TIMEOUT,
     )
     .map_err(|e| e.to_string())?;
-    (page.header_values("set-cookie").iter())
-        .filter_map(|v| std::str::from_utf8(v).ok())
-        .find_map(|c| {
-            c.strip_prefix("ts-ec=")?
-                .split(';')
-                .next()
-                .map(str::to_owned)
-        })
-        .filter(|id| !id.is_empty())
+    page.edge_id_set()
         .ok_or_else(|| format!("no edge ID from {source:?} with {cookie:?}"))
 }
 

@@ -145,35 +145,18 @@ fn start(root: &Path, origin: SocketAddr) -> Result<Started, String> {
     Ok((started, guards))
 }
 
-/// What Chrome sends for a typed URL, with `cookie`.
+/// What Chrome sends for a typed URL ([`crate::navigation::navigation`]), with `cookie`.
 fn navigation_headers(cookie: &str) -> Vec<(&str, &str)> {
-    vec![
-        ("host", PUBLIC_HOST),
-        ("sec-fetch-dest", "document"),
-        ("sec-fetch-mode", "navigate"),
-        ("accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
-        (
-            "user-agent",
-            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-        ),
-        ("accept-encoding", "identity"),
-        ("cookie", cookie),
-    ]
+    let mut headers = crate::navigation::navigation(false);
+    headers.push(("cookie", cookie));
+    headers
 }
 
 /// A reader's edge ID on `addr` (a page view without a cookie), as its cookie.
 fn reader(addr: SocketAddr) -> Result<String, String> {
     let r = e2e::send(addr, "GET", "/", &navigation_headers(""), b"", TIMEOUT)
         .map_err(|e| format!("ids: a reader's page view: {e}"))?;
-    (r.header_values("set-cookie").iter())
-        .filter_map(|v| std::str::from_utf8(v).ok())
-        .find_map(|c| {
-            c.strip_prefix("ts-ec=")?
-                .split(';')
-                .next()
-                .map(str::to_owned)
-        })
-        .filter(|id| !id.is_empty())
+    r.edge_id_set()
         .map(|id| format!("ts-ec={id}"))
         .ok_or_else(|| format!("ids: no edge ID from {addr}"))
 }

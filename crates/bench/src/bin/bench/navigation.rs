@@ -125,7 +125,7 @@ enum Kind {
 const KINDS: [Kind; 4] = [Kind::On, Kind::Off, Kind::Origin, Kind::Bidder];
 
 /// What Chrome sends for a typed URL; with `Sec-Purpose: prefetch` when `prefetch`.
-fn navigation(prefetch: bool) -> Vec<(&'static str, &'static str)> {
+pub(crate) fn navigation(prefetch: bool) -> Vec<(&'static str, &'static str)> {
     let mut headers = vec![
         ("host", PUBLIC_HOST),
         ("sec-fetch-dest", "document"),
