@@ -320,8 +320,9 @@ mod tests {
             "out=11",
             "writes=2",
             "html=lol_html",
-            "origin_ms=12.3",
-            "rewrite_ms=2.5",
+            // To the microsecond.
+            "origin_ms=12.340 ",
+            "rewrite_ms=2.500 ",
             "outcome=passed-through(not-text)",
             "cache=PASS(no-ttl)",
             "consent=opt-in:no",

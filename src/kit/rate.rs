@@ -5,9 +5,11 @@
 //! windows per POP and Viceroy does not implement it (every lookup answers 0), so a bound
 //! built on it could not be tested here; a KV Store counter would be worldwide, but a KV key
 //! takes about one write per second, far too few for a counter. The cache is per POP like the
-//! limiter. A read and its write are two calls, so requests at the very same moment can each
-//! see the count before the other's units: the bound is approximate under concurrency, by at
-//! most the units of the requests in flight at once.
+//! limiter. A read and its write are two calls, so a request's write can replace the count a
+//! request at the same moment wrote: under concurrency the bound is approximate, and a
+//! partner that keeps N syncs in flight at once at one POP can pass up to about N times its
+//! budget there. It bounds a runaway partner's sequential flood; a partner that parallelises
+//! against the edge needs the platform's rate limiter in front of the route.
 
 use fastly::cache::core::{self as cache_core, CacheKey};
 use std::time::Duration;
@@ -37,8 +39,9 @@ pub fn take(name: &str, units: u32, per_minute: u32, now: u64) -> Result<(), Spe
             .unwrap_or(0),
         Ok(None) => 0,
         Err(e) => {
+            // Let it through without writing: a count written now would start the minute over.
             log::warn!("rate {name}: the count was not read: {e}");
-            0
+            return Ok(());
         }
     };
     let total = used.saturating_add(units);

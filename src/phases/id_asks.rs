@@ -35,7 +35,8 @@ pub fn ask<'b>(
         match bidders::call(request, bidder, &key, settings) {
             Ok(call) => {
                 asked.push(answers.len());
-                answers.push((&*bidder.code, Err(String::new())));
+                // Replaced by what is collected for it below.
+                answers.push((&*bidder.code, Err("not collected".to_owned())));
                 calls.push(call);
             }
             Err(why) => answers.push((&*bidder.code, Err(why))),

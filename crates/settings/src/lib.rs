@@ -607,9 +607,10 @@ pub struct Bidder {
     /// default) the partner cannot push.
     pub sync_token_key: Option<Text>,
     /// `id_path`: the path (and query) of this partner's ID endpoint on the host of its
-    /// `endpoint` (same backend, TLS and signing). Where it is set, a page view of a reader whose
-    /// entry lacks this partner's ID, and whose consent allows the partner, makes the edge ask
-    /// it once in the background, after the page has left (at most once per reader per
+    /// `endpoint` (same backend, TLS and signing). Where it is set, a page view of a returning
+    /// reader (an edge ID their cookie brought) whose entry lacks this partner's ID, and whose
+    /// consent allows the partner, makes the edge ask it once in the background, after the
+    /// page has left (at most once per reader per
     /// `ids.ask_interval_hours`). Needs `eid_source`; without it (the default) the edge never
     /// asks this partner.
     pub id_path: Option<Text>,
@@ -638,8 +639,9 @@ pub struct Ids {
     /// batch is refused whole (`413`).
     pub max_batch: u32,
     /// `ids.max_pairs_per_minute`: the most pairs one partner may push per minute, counted per
-    /// Fastly POP (default 6000, 1 to 1,000,000); a sync past it is refused whole (`429`, with
-    /// `Retry-After`) and changes nothing.
+    /// Fastly POP and approximate under concurrent syncs (default 6000, 1 to 1,000,000, at
+    /// least `ids.max_batch`); a sync past it is refused whole (`429`, with `Retry-After`) and
+    /// changes nothing.
     pub max_pairs_per_minute: u32,
     /// `ids.ask_interval_hours`: how long after asking a partner's ID endpoint for a reader the
     /// edge waits before asking it for that reader again (default 24, 1 to 8760).

@@ -29,14 +29,24 @@ impl Section for IdsFile {
 
     fn validate(self, cx: &mut Context<'_>) -> Result<Ids, LoadError> {
         let d = Settings::DEFAULT.ids;
+        let max_batch = self.max_batch.map_or(d.max_batch, |i| i.0);
+        let max_pairs_per_minute =
+            (self.max_pairs_per_minute).map_or(d.max_pairs_per_minute, |i| i.0);
+        // A batch larger than the budget would be refused every minute, whatever it waited.
+        if max_pairs_per_minute < max_batch {
+            let problem = format!(
+                "{max_pairs_per_minute} is less than ids.max_batch ({max_batch}): a full batch \
+                 could never be accepted"
+            );
+            return Err(cx.error("ids.max_pairs_per_minute", &problem));
+        }
         Ok(Ids {
             enabled: self.enabled.map_or(d.enabled, |f| f.0),
             kv_store: store_name(cx, "ids.kv_store", self.kv_store, &d.kv_store)?,
             secret_store: store_name(cx, "ids.secret_store", self.secret_store, &d.secret_store)?,
             ttl_days: self.ttl_days.map_or(d.ttl_days, |i| i.0),
-            max_batch: self.max_batch.map_or(d.max_batch, |i| i.0),
-            max_pairs_per_minute: (self.max_pairs_per_minute)
-                .map_or(d.max_pairs_per_minute, |i| i.0),
+            max_batch,
+            max_pairs_per_minute,
             ask_interval_hours: (self.ask_interval_hours).map_or(d.ask_interval_hours, |i| i.0),
         })
     }
@@ -75,14 +85,14 @@ mod tests {
         let env = [
             ("TRUSTED_SERVER__IDS__TTL_DAYS", "7"),
             ("TRUSTED_SERVER__IDS__MAX_BATCH", "1000"),
-            ("TRUSTED_SERVER__IDS__MAX_PAIRS_PER_MINUTE", "5"),
+            ("TRUSTED_SERVER__IDS__MAX_PAIRS_PER_MINUTE", "1000"),
             ("TRUSTED_SERVER__IDS__ASK_INTERVAL_HOURS", "8760"),
         ];
         let ids = load(MINIMAL, env).unwrap().ids;
         assert_eq!((ids.ttl_days, ids.max_batch), (7, 1000));
         assert_eq!(
             (ids.max_pairs_per_minute, ids.ask_interval_hours),
-            (5, 8760)
+            (1000, 8760)
         );
         for key in [
             "enabled",
@@ -95,6 +105,25 @@ mod tests {
         ] {
             assert!(keys().contains(&format!("ids.{key}")), "{key}");
         }
+    }
+
+    #[test]
+    fn a_budget_smaller_than_a_batch_is_refused() {
+        let text = format!("{MINIMAL}\n[ids]\nmax_batch = 200\nmax_pairs_per_minute = 199\n");
+        let e = load(&text, no_env()).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), &e.origin),
+            ("ids.max_pairs_per_minute", &Some(Origin::Line(7)))
+        );
+        assert!(e.problem.contains("ids.max_batch (200)"), "{e}");
+        let env = [("TRUSTED_SERVER__IDS__MAX_PAIRS_PER_MINUTE", "99")];
+        let e = load(MINIMAL, env).unwrap_err();
+        assert_eq!(e.key, "ids.max_pairs_per_minute", "{e}");
+        let equal = format!("{MINIMAL}\n[ids]\nmax_batch = 200\nmax_pairs_per_minute = 200\n");
+        assert_eq!(
+            load(&equal, no_env()).unwrap().ids.max_pairs_per_minute,
+            200
+        );
     }
 
     #[test]
