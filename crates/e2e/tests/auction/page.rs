@@ -199,43 +199,60 @@ pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_sl
             r.last_at
         )
     })?;
-    // A fast origin's page: some navigations in the log are of this kind.
-    let fast = format!("/slots/late.html?r=fast-head-{}", crate::cache::unique());
-    page(w.streaming, ELSEWHERE, &fast, &navigation(&[]))?;
-    let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log"))
-        .map_err(|e| format!("streaming log: {e}"))?;
+    // A fast origin's page, until one in the log answered within the 1 ms window (on a busy
+    // machine a loopback origin can take longer: then its bidders are rightly asked with it).
     let field = |line: &str, name: &str| -> Option<f64> {
         let at = line.find(&format!(" {name}="))? + name.len() + 2;
         line[at..].split(' ').next()?.parse().ok()
     };
-    let (mut with_origin, mut after_first_bytes) = (0, 0);
     // A page filling the cache (`cache=MISS`) is written whole before the reader's copy
     // leaves: its bidders are asked at once.
     let streamed =
         |l: &&str| l.contains("access ") && l.contains(" auction=on") && !l.contains(" cache=MISS");
-    for line in log.lines().filter(streamed) {
-        let Some(asked) = field(line, "bidders_asked_ms") else {
-            continue;
-        };
-        let (origin, headers, first) = (
-            field(line, "origin_ms"),
-            field(line, "headers_ms"),
-            field(line, "first_byte_ms"),
-        );
-        if first.is_some_and(|first| asked >= first) {
-            after_first_bytes += 1;
-        } else {
-            // Asked before the reader's first byte: only for an origin that took 1 ms or
-            // more, and then before the head left.
-            check(
-                origin.is_some_and(|o| o >= 1.0) && headers.is_some_and(|h| asked <= h),
-                || format!("bidders asked before the first byte of a fast origin's page: {line}"),
-            )?;
-            with_origin += 1;
+    let counted = |log: &str| -> Result<(usize, usize), String> {
+        let (mut with_origin, mut after_first_bytes) = (0, 0);
+        for line in log.lines().filter(streamed) {
+            let Some(asked) = field(line, "bidders_asked_ms") else {
+                continue;
+            };
+            let (origin, headers, first) = (
+                field(line, "origin_ms"),
+                field(line, "headers_ms"),
+                field(line, "first_byte_ms"),
+            );
+            if first.is_some_and(|first| asked >= first) {
+                after_first_bytes += 1;
+            } else {
+                // Asked before the reader's first byte: only for an origin that took 1 ms or
+                // more, and then before the head left.
+                check(
+                    origin.is_some_and(|o| o >= 1.0) && headers.is_some_and(|h| asked <= h),
+                    || {
+                        format!(
+                            "bidders asked before the first byte of a fast origin's page: {line}"
+                        )
+                    },
+                )?;
+                with_origin += 1;
+            }
         }
-    }
+        Ok((with_origin, after_first_bytes))
+    };
+    let mut tries = 0;
+    let (with_origin, after_first_bytes) = loop {
+        tries += 1;
+        let fast = format!("/slots/late.html?r=fast-head-{}", crate::cache::unique());
+        page(w.streaming, ELSEWHERE, &fast, &navigation(&[]))?;
+        let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log"))
+            .map_err(|e| format!("streaming log: {e}"))?;
+        let counts = counted(&log)?;
+        if counts.1 > 0 || tries == 20 {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     check(with_origin > 0 && after_first_bytes > 0, || {
-        format!("{with_origin} auctions asked with the origin, {after_first_bytes} after the first bytes")
+        format!("{with_origin} auctions asked with the origin, {after_first_bytes} after the first bytes ({tries} fast pages)")
     })
 }
 
