@@ -9,7 +9,7 @@
 //! Whether a pair is held is read back the way a partner would: sending the same ID again
 //! answers `unchanged` only while it is the one held.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -35,9 +35,10 @@ fn reader(w: &World, source: [u8; 4], cookie: &str) -> Result<String, String> {
     crate::auction::edge_id(w, source, cookie)
 }
 
-/// `POST /_ts/ids/sync?partner=<partner>` with `authorization` (if any) and `body`.
+/// `POST /_ts/ids/sync?partner=<partner>` to the service at `to`, with `authorization` (if
+/// any) and `body`.
 fn post(
-    w: &World,
+    to: SocketAddr,
     partner: &str,
     authorization: Option<&str>,
     body: &[u8],
@@ -47,8 +48,15 @@ fn post(
     if let Some(value) = authorization {
         headers.push(("authorization", value));
     }
-    e2e::send(w.streaming, "POST", &path, &headers, body, TIMEOUT)
-        .map_err(|e| format!("{path}: {e}"))
+    e2e::send(to, "POST", &path, &headers, body, TIMEOUT).map_err(|e| format!("{path}: {e}"))
+}
+
+/// A sync body of `(edge ID, partner ID)` pairs.
+fn pairs_body<E: AsRef<str>>(pairs: &[(E, &str)]) -> String {
+    let pairs: Vec<Value> = (pairs.iter())
+        .map(|(ec, id)| json!({ "ec": ec.as_ref(), "id": id }))
+        .collect();
+    json!({ "pairs": pairs }).to_string()
 }
 
 /// The statuses answered for `pairs` pushed by `partner` with its own token, in order.
@@ -57,12 +65,9 @@ fn sync(w: &World, partner: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>,
         "fast" => FAST_TOKEN,
         _ => SLOW_TOKEN,
     };
-    let pairs: Vec<Value> = (pairs.iter())
-        .map(|(ec, id)| json!({ "ec": ec, "id": id }))
-        .collect();
-    let body = json!({ "pairs": pairs }).to_string();
+    let body = pairs_body(pairs);
     let r = post(
-        w,
+        w.streaming,
         partner,
         Some(&format!("Bearer {token}")),
         body.as_bytes(),
@@ -71,7 +76,7 @@ fn sync(w: &World, partner: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>,
     check(r.status == 200, || {
         format!("sync as {partner}: {} {text}", r.status)
     })?;
-    for id in pairs.iter().filter_map(|p| p["id"].as_str()) {
+    for (_, id) in pairs {
         check(!text.contains(id), || {
             format!("the answer echoes a partner ID: {text}")
         })?;
@@ -197,7 +202,7 @@ pub fn bad_tokens_and_batches_are_refused_and_lose_nothing(w: &World) -> Outcome
         ("no partner named", "", Some(fast.as_str())),
     ];
     for (what, partner, authorization) in unauthorized {
-        let r = post(w, partner, authorization, overwrite.as_bytes())?;
+        let r = post(w.streaming, partner, authorization, overwrite.as_bytes())?;
         check(r.status == 401, || format!("{what}: {}", r.status))?;
         check(
             r.header("www-authenticate")
@@ -218,7 +223,7 @@ pub fn bad_tokens_and_batches_are_refused_and_lose_nothing(w: &World) -> Outcome
         ("a body over 64 KiB", huge.as_bytes(), 413),
     ];
     for (what, body, status) in bad_batches {
-        let r = post(w, "fast", Some(&fast), body)?;
+        let r = post(w.streaming, "fast", Some(&fast), body)?;
         check(r.status == status, || {
             format!("{what}: {} (want {status})", r.status)
         })?;
@@ -644,24 +649,12 @@ pub fn a_partner_past_its_budget_is_refused_whole(w: &World) -> Outcome {
     let ec = crate::auction::edge_id_at(w.buffered, ELSEWHERE, "")?;
     let token = format!("Bearer {FAST_TOKEN}");
     let batch = |pairs: &[(String, &str)]| -> Result<e2e::Timed, String> {
-        let pairs: Vec<Value> = (pairs.iter())
-            .map(|(ec, id)| json!({ "ec": ec, "id": id }))
-            .collect();
-        let body = json!({ "pairs": pairs }).to_string();
-        let path = format!("{PATH}?partner=fast");
-        let headers = [
-            ("content-type", "application/json"),
-            ("authorization", token.as_str()),
-        ];
-        e2e::send(
+        post(
             w.buffered,
-            "POST",
-            &path,
-            &headers,
-            body.as_bytes(),
-            TIMEOUT,
+            "fast",
+            Some(&token),
+            pairs_body(pairs).as_bytes(),
         )
-        .map_err(|e| format!("{path}: {e}"))
     };
     let minute = || crate::ids::unix_secs() / 60;
     let hundred: Vec<(String, &str)> = (0..100)

@@ -73,8 +73,14 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The `TRUSTED_SERVER__AUCTION__BIDDERS` value for the demo origin at `origin`: `b1` … `b8`
 /// on its `slow` bidder and `stall` on its `misbehave` bidder.
 pub fn bidders(origin: SocketAddr) -> String {
+    bidders_with(origin, |_| String::new())
+}
+
+/// [`bidders`], each bidder's table ending with `extra(code)` (more `, key = value` pairs).
+pub(crate) fn bidders_with(origin: SocketAddr, extra: impl Fn(&str) -> String) -> String {
     let entry = |code: &str, route: &str, vendor: usize| {
-        format!("{{ code = \"{code}\", endpoint = \"http://{origin}/bidders/{route}\", vendor_id = {vendor} }}")
+        let extra = extra(code);
+        format!("{{ code = \"{code}\", endpoint = \"http://{origin}/bidders/{route}\", vendor_id = {vendor}{extra} }}")
     };
     let mut entries: Vec<String> = (1..=DELAYS_MS.len())
         .map(|i| entry(&code(i), "slow", 100 + i))

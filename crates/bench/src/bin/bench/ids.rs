@@ -93,13 +93,10 @@ pub struct IdsResult {
 
 /// The bidders of [`crate::auction::bidders`], `b1` a partner of the graph.
 fn bidders(origin: SocketAddr) -> String {
-    let all = crate::auction::bidders(origin);
-    let b1 = "code = \"b1\", ";
-    all.replacen(
-        b1,
-        &format!("{b1}eid_source = \"{SOURCE}\", sync_token_key = \"fast_sync_token\", "),
-        1,
-    )
+    crate::auction::bidders_with(origin, |code| match code {
+        "b1" => format!(", eid_source = \"{SOURCE}\", sync_token_key = \"fast_sync_token\""),
+        _ => String::new(),
+    })
 }
 
 /// The processes started: each one's address and whether its build keeps the graph, and the
