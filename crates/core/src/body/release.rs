@@ -125,6 +125,13 @@ impl Release {
         self.length
     }
 
+    /// Whether a body of `length` origin bytes (its `Content-Length`) streams whatever is
+    /// done: past [`HOLD_MAX_BYTES`] it can never leave in one write, so its first bytes leave
+    /// once [`FIRST_SEND_AFTER_BYTES`] are in, and its first read need be no larger.
+    pub fn streams_anyway(length: Option<u64>) -> bool {
+        length.is_some_and(|len| len > HOLD_MAX_BYTES as u64)
+    }
+
     /// Whether `held` output bytes must leave now, however ready the origin is.
     pub fn must_send(held: usize) -> bool {
         held >= HOLD_MAX_BYTES
@@ -150,9 +157,9 @@ impl Release {
             // Every promised byte is in: what follows is the end, not a wait.
             Some(len) if self.read >= len => true,
             // Streams whatever we do: its first bytes need not wait for the bound.
-            Some(len)
+            Some(_)
                 if !self.sent
-                    && len > HOLD_MAX_BYTES as u64
+                    && Self::streams_anyway(self.length)
                     && self.read >= FIRST_SEND_AFTER_BYTES =>
             {
                 false
