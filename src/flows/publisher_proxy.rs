@@ -60,7 +60,7 @@ fn serve(
     access: &mut Access,
 ) {
     // Decided on now, from the reader's request; the bidders are asked after the origin: while
-    // it thinks if it is slow to answer (`ORIGIN_FIRST_WITHIN`), else once the page's first
+    // it thinks if it is slow to answer (`auction.origin_first_within_ms`), else once the page's first
     // bytes have left (for a stored page, once its bytes before `</body>` have). No bidder's
     // request delays the origin's or the reader's first byte.
     let reader_id = edge_id.valid_cookie.as_deref();
@@ -136,18 +136,22 @@ fn serve(
     }
 }
 
-/// How long the origin may take to answer before a navigation's bidders are asked while it
-/// thinks. Asking them takes the guest (and, under Viceroy, the host's runtime) a fraction of
-/// a millisecond per bidder: an origin that answers within this has its first bytes sent
-/// first, and the bidders are asked right after them; a slower origin's think time hides the
-/// cost, and its bidders think alongside it. 1 ms is the platform's finest wait.
-const ORIGIN_FIRST_WITHIN: Duration = Duration::from_millis(1);
+/// Whether the origin answered within `auction.origin_first_within_ms` (`0`: never waited
+/// for).
+fn origin_first(sent: &origin::Sent, settings: &Settings) -> bool {
+    match settings.auction.origin_first_within_ms {
+        0 => false,
+        ms => sent.answered_within(Duration::from_millis(u64::from(ms))),
+    }
+}
 
-/// Sends the origin request, and, unless the origin answers within [`ORIGIN_FIRST_WITHIN`],
-/// asks the navigation's bidders while it thinks (otherwise the body phase asks them once the
-/// page's first bytes have left). The origin's answer comes back with the lookup and the
-/// auction, to be relayed;
-/// when the origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
+/// Sends the origin request, and, unless the origin answers within
+/// `auction.origin_first_within_ms`, asks the navigation's bidders while it thinks (otherwise
+/// the body phase asks them once the page's first bytes have left). Asking bidders costs the
+/// guest, and under Viceroy the host's runtime, a fraction of a millisecond per bidder: a
+/// slow origin's think time hides that cost, a fast origin's first byte would pay it. The
+/// origin's answer comes back with the lookup and the auction, to be relayed; when the
+/// origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
 /// copy answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
 /// relayed as the origin's answer, and the others get the service's `502` or `504` here.
 fn ask_origin<'a>(
@@ -171,7 +175,7 @@ fn ask_origin<'a>(
         )
     });
     let auction = match (&sent, auction) {
-        (Ok(sent), Some(planned)) => Some(match sent.answered_within(ORIGIN_FIRST_WITHIN) {
+        (Ok(sent), Some(planned)) => Some(match origin_first(sent, settings) {
             true => Bidding::Waiting {
                 planned,
                 settings,

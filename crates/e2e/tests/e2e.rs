@@ -674,7 +674,7 @@ fn set_up() -> Result<World, String> {
             "TRUSTED_SERVER__AUCTION__BIDDERS",
             e2e::demo_bidders(origin_addr),
         ),
-        // The navigation auction's slots and deadline (see `auction::page`).
+        // The navigation auction's slots, deadline and origin window (see `auction::page`).
         (
             "TRUSTED_SERVER__AUCTION__SLOTS",
             auction::page::SLOTS.to_owned(),
@@ -682,6 +682,10 @@ fn set_up() -> Result<World, String> {
         (
             "TRUSTED_SERVER__AUCTION__NAVIGATION_TIMEOUT_MS",
             auction::page::NAVIGATION_TIMEOUT_MS.to_string(),
+        ),
+        (
+            "TRUSTED_SERVER__AUCTION__ORIGIN_FIRST_WITHIN_MS",
+            auction::page::ORIGIN_FIRST_WITHIN_MS.to_string(),
         ),
         // A `[response_headers]` entry, which the service's own responses carry too.
         (

@@ -350,6 +350,7 @@ fn auction_view(v: &mut SettingsView<'_>, auction: &Auction) {
         bidders,
         navigation,
         navigation_timeout_ms,
+        origin_first_within_ms,
         bots,
         slots,
     } = auction;
@@ -361,6 +362,7 @@ fn auction_view(v: &mut SettingsView<'_>, auction: &Auction) {
     v.sections("bidders", bidders.iter(), bidder_view);
     v.flag("navigation", *navigation);
     v.number("navigation_timeout_ms", *navigation_timeout_ms);
+    v.number("origin_first_within_ms", *origin_first_within_ms);
     v.shaped_list("bots", bots, Shape::UserAgentToken);
     v.sections("slots", slots.iter(), slot_view);
 }

@@ -40,6 +40,7 @@ pub(super) struct AuctionFile {
     bidders: Option<Composite>,
     navigation: Option<Flag>,
     navigation_timeout_ms: Option<Int<MIN_TIMEOUT_MS, 10_000>>,
+    origin_first_within_ms: Option<Int<0, 100>>,
     /// An array of strings.
     bots: Option<Composite>,
     /// An array of tables, as `bidders`.
@@ -84,6 +85,8 @@ impl Section for AuctionFile {
             bidders: Cow::Owned(bidders),
             navigation: self.navigation.map_or(d.navigation, |f| f.0),
             navigation_timeout_ms,
+            origin_first_within_ms: (self.origin_first_within_ms)
+                .map_or(d.origin_first_within_ms, |i| i.0),
             bots: bots(cx, self.bots)?.map_or(d.bots, Cow::Owned),
             slots: Cow::Owned(slots),
         })

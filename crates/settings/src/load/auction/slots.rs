@@ -436,7 +436,13 @@ mod tests {
         assert!(expr.contains("floor_micros : 250000u32"), "{expr}");
 
         // Watched by build.rs and documented, like every key.
-        for key in ["slots", "bots", "navigation", "navigation_timeout_ms"] {
+        for key in [
+            "slots",
+            "bots",
+            "navigation",
+            "navigation_timeout_ms",
+            "origin_first_within_ms",
+        ] {
             assert!(keys().contains(&format!("auction.{key}")), "{key}");
         }
         assert!(override_variables().any(|v| v == VAR));
@@ -595,9 +601,11 @@ mod tests {
         let a = load(&text("timeout_ms = 300"), no_env()).unwrap().auction;
         // The default follows a smaller auction timeout.
         assert_eq!(a.navigation_timeout_ms, 300);
+        assert_eq!(a.origin_first_within_ms, 1);
         let a = load(
             &text(
-                "navigation = false\nnavigation_timeout_ms = 700\nbots = [\"MyCrawler\", \"a b\"]",
+                "navigation = false\nnavigation_timeout_ms = 700\norigin_first_within_ms = 0\n\
+                 bots = [\"MyCrawler\", \"a b\"]",
             ),
             no_env(),
         )
@@ -605,6 +613,7 @@ mod tests {
         .auction;
         assert!(!a.navigation);
         assert_eq!(a.navigation_timeout_ms, 700);
+        assert_eq!(a.origin_first_within_ms, 0);
         assert_eq!(
             &*a.bots,
             &[Cow::Borrowed("MyCrawler"), Cow::Borrowed("a b")]
@@ -622,6 +631,11 @@ mod tests {
                 "timeout_ms = 300\nnavigation_timeout_ms = 301",
                 "auction.navigation_timeout_ms",
                 "more than auction.timeout_ms",
+            ),
+            (
+                "origin_first_within_ms = 101",
+                "auction.origin_first_within_ms",
+                "0..=100",
             ),
             ("navigation = 1", "auction.navigation", "true or false"),
             ("bots = \"Googlebot\"", "auction.bots", "TOML array"),
