@@ -1,5 +1,5 @@
 //! One access line per request, the Fastly way: `log` records sent to a real-time log
-//! endpoint by `log-fastly`. `fastly compute serve` (Viceroy) prints every endpoint's records
+//! endpoint (`kit::logger`). `fastly compute serve` (Viceroy) prints every endpoint's records
 //! as `trusted_server :: <line>`; on the edge they go wherever the endpoint is configured.
 
 use std::cell::Cell;
@@ -12,17 +12,10 @@ use trusted_server_settings::LogLevel;
 
 use crate::kit::failure::{Phase, Progress};
 
-/// The log endpoint the records go to (see docs/deploy.md).
-pub const LOG_ENDPOINT: &str = "trusted_server";
-
-/// Sends `log` records up to `level` (the `logging.level` setting) to [`LOG_ENDPOINT`].
-/// Called once, first thing.
+/// Sends `log` records up to `level` (the `logging.level` setting) to the log endpoint
+/// (`kit::logger`). Called once, first thing.
 pub fn init_logging(level: LogLevel) {
-    // `try_init` fails only if a logger is already set: then keep that one.
-    let _ = log_fastly::Logger::builder()
-        .max_level(level_filter(level))
-        .default_endpoint(LOG_ENDPOINT)
-        .try_init();
+    crate::kit::logger::init(level_filter(level));
     crate::kit::failure::plain_reports();
 }
 
