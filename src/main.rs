@@ -17,8 +17,9 @@
 //! * **kit** (`kit`): shared leaves (what `build.rs` generates, replies, the access line,
 //!   failures, timing, secrets, partner requests), importing none of the above.
 //!
-//! The reader's consent is read and decided once, before routing (`phases::consent`); the
-//! flows and the endpoints that need it are given the decision. Every response's headers, on
+//! The reader's consent is decided once, the first time a request needs it
+//! (`phases::consent`): the endpoints and flows that follow it are given the decision, the
+//! publisher proxy the undecided consent, which most of what it serves never asks for. Every response's headers, on
 //! every route, leave through `kit::leaving::stamp` (the expiry of `ts-ec` when consent is
 //! withdrawn, and `Server-Timing`). Settings were validated at build time
 //! and are embedded as a `static` (`kit::generated`).
@@ -50,7 +51,7 @@ use flows::{auction, first_party_proxy, publisher_proxy};
 use kit::access::{self, Access};
 use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
-use phases::consent;
+use phases::consent::Consent;
 use trusted_server_core::consent::Decision;
 
 /// What a route line leads to.
@@ -63,9 +64,10 @@ enum Handler {
     /// A flow, given the request's consent decision: sends its own response and fills in the
     /// access record.
     Flow(fn(Request, &Settings, &Decision, &mut Access)),
-    /// The publisher proxy: a [`Flow`] whose response may be a page view the partner-ID graph
+    /// The publisher proxy: a [`Flow`] given the request's consent undecided (most of what
+    /// it serves needs no decision), whose response may be a page view the partner-ID graph
     /// hears of once the access line has left.
-    Proxy(fn(Request, &Settings, &Decision, &mut Access) -> Option<PageView>),
+    Proxy(fn(Request, &Settings, &Consent, &mut Access) -> Option<PageView>),
 }
 
 use Handler::{Answer, Decided, Flow, Proxy};
@@ -123,18 +125,18 @@ fn main() {
     access::init_logging(SETTINGS.logging.level);
     let mut request = Request::from_client();
     let mut access = Access::start(&request);
-    // Consent first, once: signals and location read, the decision made. A withdrawal expires
-    // a `ts-ec` cookie on whatever this request gets.
-    let observed = consent::read(&request, &SETTINGS);
-    let decision = observed.decide(&SETTINGS);
-    access.expire_edge_id = edge_cookie::withdrawal(&request, decision.withdraw, &SETTINGS);
+    // Consent is decided once, when first needed (`phases::consent`). A withdrawal expires a
+    // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
+    let observed = std::cell::OnceCell::new();
+    let consent = Consent::of(&request, &observed, &SETTINGS);
+    let withdraw = || consent.decision().withdraw;
+    access.expire_edge_id = edge_cookie::withdrawal(&request, withdraw, &SETTINGS);
     // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
     // the response and its access line have left (`flows::partner_ids`).
     let erase = match access.expire_edge_id {
         true => edge_cookie::cookie_ids(&request),
         false => Vec::new(),
     };
-    access.consent = Some(access::consent_field(&decision));
     // Routed as a normalising server would read the path: a spelling of one of the service's
     // paths is the service's (its handler reads the path it was routed by), never proxied.
     let routed = ROUTES.resolve(request.get_method_str(), request.get_path());
@@ -145,15 +147,19 @@ fn main() {
     access.plan = line.name.into();
     let page_view = match line.handler {
         Answer(answer) => send(answer(request, &SETTINGS), &mut access),
-        Decided(answer) => send(answer(request, &SETTINGS, &decision), &mut access),
+        Decided(answer) => send(answer(request, &SETTINGS, consent.decision()), &mut access),
         Flow(flow) => {
-            flow(request, &SETTINGS, &decision, &mut access);
+            flow(request, &SETTINGS, consent.decision(), &mut access);
             None
         }
-        Proxy(flow) => flow(request, &SETTINGS, &decision, &mut access),
+        Proxy(flow) => flow(request, &SETTINGS, &consent, &mut access),
     };
+    access.consent = consent.decided().map(access::consent_field);
     access.log();
-    partner_ids::after_response(&erase, page_view, &decision, &SETTINGS);
+    // Erasing and page views both follow a decision already made (a withdrawal, an edge ID).
+    if !erase.is_empty() || page_view.is_some() {
+        partner_ids::after_response(&erase, page_view, consent.decision(), &SETTINGS);
+    }
 }
 
 /// Sends an answer made whole, stamped as every response is. No answer is a page view.

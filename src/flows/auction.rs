@@ -55,14 +55,14 @@ fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision)
     let path = path.split(['?', '#']).next().unwrap_or(path);
     let client = client::observe(request, settings);
     let page_url = format!("{}://{}{path}", client.scheme, client.authority);
-    let edge_id = identity::request_phase(request, decision, settings).valid_cookie;
+    let edge_id = identity::request_phase(request, || decision.edge_id, settings).valid_cookie;
     let asker = Asker {
         host: &client.authority,
         edge_id: edge_id.as_deref(),
     };
     // The app's own fetch stands for a navigation to `path`.
     let page = auction::page_request(request, path, true);
-    let planned = auction::for_slots(request, &page, || page_url, asker, settings, decision);
+    let planned = auction::for_slots(request, &page, || page_url, asker, settings, || decision);
     let answer = match planned {
         Ok(planned) => {
             let planned = with_partner_eids(planned, edge_id.as_deref(), settings, decision);
@@ -120,7 +120,7 @@ fn answer(mut request: Request, settings: &Settings, decision: &Decision) -> Res
             return refusal(status, &e.to_string(), settings);
         }
     };
-    let edge_id = identity::request_phase(&request, decision, settings).valid_cookie;
+    let edge_id = identity::request_phase(&request, || decision.edge_id, settings).valid_cookie;
     let asker = Asker {
         host: &host,
         edge_id: edge_id.as_deref(),

@@ -157,7 +157,7 @@ fn partner_headers(
     decision: &Decision,
     settings: &Settings,
 ) -> Vec<(HeaderName, HeaderValue)> {
-    let plan = identity::request_phase(request, decision, settings);
+    let plan = identity::request_phase(request, || decision.edge_id, settings);
     let edge_id = plan.valid_cookie.filter(|_| plan.forward.is_some());
     partner_request_headers(request.get_headers(), edge_id.as_deref())
 }

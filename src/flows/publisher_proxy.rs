@@ -25,26 +25,29 @@ use crate::kit::{leaving, reply};
 use crate::phases::auction::{self, Bidding, Planned};
 use crate::phases::cache::{self, AfterHit, Lookup, Recipient, Store};
 use crate::phases::client::Client;
+use crate::phases::consent::Consent;
 use crate::phases::response::Prepared;
 use crate::phases::{body, client, hints, identity, inject, origin, response};
 
 /// The flow: identity, the navigation auction's plan, hints, cache, origin (with the auction's
 /// start), response, body (with the auction's bids before `</body>`), hints. The reader's consent
-/// `decision` gates the edge ID (the identity phase) and `X-TS-EC` to the origin; on a cache
+/// gates the edge ID (the identity phase), the auction and `X-TS-EC` to the origin; on a cache
 /// hit the stored page is reader-neutral and the cookie is this reader's, gated the same way.
+/// It is decided only if one of them is in play: a request that is no navigation and carries
+/// no edge ID (a page's stylesheets, scripts, images) has none of them.
 ///
 /// Returns the page view the partner-ID graph hears of once the response and its access line
 /// have left (`flows::partner_ids`): a navigation of a reader with an edge ID.
 pub fn run(
     request: Request,
     settings: &Settings,
-    decision: &Decision,
+    consent: &Consent,
     access: &mut Access,
 ) -> Option<PageView> {
     let client = client::observe(&request, settings);
-    let edge_id = identity::request_phase(&request, decision, settings);
+    let edge_id = identity::request_phase(&request, || consent.decision().edge_id, settings);
     let navigation = client.navigation;
-    serve(request, client, &edge_id, settings, decision, access);
+    serve(request, client, &edge_id, settings, consent, access);
     let returning = edge_id.valid_cookie.is_some() && edge_id.valid_cookie == edge_id.forward;
     let edge_id = edge_id.forward.filter(|_| navigation)?;
     Some(PageView { edge_id, returning })
@@ -56,7 +59,7 @@ fn serve(
     client: Client,
     edge_id: &IdentityPlan,
     settings: &Settings,
-    decision: &Decision,
+    consent: &Consent,
     access: &mut Access,
 ) {
     // Decided on now, from the reader's request; the bidders are asked after the origin: while
@@ -64,7 +67,9 @@ fn serve(
     // bytes have left (for a stored page, once its bytes before `</body>` have). No bidder's
     // request delays the origin's or the reader's first byte.
     let reader_id = edge_id.valid_cookie.as_deref();
-    let auction = auction::for_page(&request, &client, reader_id, settings, decision);
+    let auction = auction::for_page(&request, &client, reader_id, settings, || {
+        consent.decision()
+    });
     access.auction = Some(auction.as_ref().map_or_else(|why| *why, |_| "on"));
     let auction = auction.ok();
     let is_head = request.get_method_str() == "HEAD";
@@ -74,7 +79,7 @@ fn serve(
     // The origin request is built before the lookup: the lookup matches the origin's `Vary`
     // against the headers the origin receives.
     let preconditions = cache::preconditions(&request);
-    let forward = edge_id.forward.as_deref().filter(|_| decision.origin);
+    let forward = (edge_id.forward.as_deref()).filter(|_| consent.decision().origin);
     let mut upstream = origin::build_request(request, &client, forward, settings);
     let lookup = cache::lookup(&upstream, key, &client);
     let recipient = Recipient {
@@ -86,6 +91,7 @@ fn serve(
         AfterHit::Served => return,
         AfterHit::Bids(response, codec, planned, refresh_fill) => {
             let start = || {
+                let decision = consent.decision();
                 with_partner_eids(planned, edge_id.valid_cookie.as_deref(), settings, decision)
                     .start(settings, decision)
             };
@@ -109,9 +115,9 @@ fn serve(
     if lookup.fills() {
         origin::for_fill(&mut upstream);
     }
-    let asked = ask_origin(
-        upstream, lookup, &recipient, auction, settings, decision, access,
-    );
+    // Only a planned auction consults the decision (already made to plan it).
+    let auction = auction.map(|planned| (planned, consent.decision()));
+    let asked = ask_origin(upstream, lookup, &recipient, auction, settings, access);
     let Some((origin_response, lookup, auction)) = asked else {
         return;
     };
@@ -158,24 +164,22 @@ fn ask_origin<'a>(
     upstream: Request,
     lookup: Lookup,
     recipient: &Recipient,
-    auction: Option<Planned<'a>>,
+    auction: Option<(Planned<'a>, &'a Decision<'a>)>,
     settings: &'a Settings,
-    decision: &'a Decision<'a>,
     access: &mut Access,
 ) -> Option<(Response, Lookup, Option<Bidding<'a>>)> {
     let asked = Instant::now();
     let sent = origin::send_async(upstream, settings);
     // Only a page on its way can take bids; the reader's partner IDs are looked up meanwhile.
-    let auction = auction.map(|planned| {
-        with_partner_eids(
-            planned,
-            recipient.edge_id.valid_cookie.as_deref(),
-            settings,
+    let auction = auction.map(|(planned, decision)| {
+        let reader_id = recipient.edge_id.valid_cookie.as_deref();
+        (
+            with_partner_eids(planned, reader_id, settings, decision),
             decision,
         )
     });
     let auction = match (&sent, auction) {
-        (Ok(sent), Some(planned)) => Some(match origin_first(sent, settings) {
+        (Ok(sent), Some((planned, decision))) => Some(match origin_first(sent, settings) {
             true => Bidding::Waiting {
                 planned,
                 settings,

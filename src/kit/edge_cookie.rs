@@ -48,15 +48,22 @@ fn push_cookie(headers: &mut Vec<(HeaderName, HeaderValue)>, line: &str) {
     }
 }
 
-/// Whether the response to `request` expires the client's `ts-ec` cookie: the consent
-/// decision `withdraw`s the edge ID (as it does under `Sec-GPC: 1`), the request sent the
-/// cookie, and the feature is on. Decided once per request, in `main`, whatever the route.
-pub fn withdrawal(request: &Request, withdraw: bool, settings: &Settings) -> bool {
-    let facts = RequestFacts {
-        withdrawn: withdraw,
-        ..RequestFacts::from_headers(request.get_headers())
-    };
-    settings.identity.enabled && expires_cookie(&facts)
+/// Whether the response to `request` expires the client's `ts-ec` cookie: the feature is on,
+/// the request sent the cookie, and the consent decision `withdraw`s the edge ID (as it does
+/// under `Sec-GPC: 1`; asked only then). Decided once per request, in `main`, whatever the
+/// route.
+pub fn withdrawal(request: &Request, withdraw: impl FnOnce() -> bool, settings: &Settings) -> bool {
+    if !settings.identity.enabled {
+        return false;
+    }
+    let facts = RequestFacts::from_headers(request.get_headers());
+    if facts.cookies.is_empty() {
+        return false;
+    }
+    expires_cookie(&RequestFacts {
+        withdrawn: withdraw(),
+        ..facts
+    })
 }
 
 /// The well-formed edge IDs in the `ts-ec` cookies `request` carries (whether or not they
@@ -160,11 +167,13 @@ mod tests {
                 .with_header("cookie", cookie)
         };
         let settings = &crate::kit::generated::SETTINGS;
-        assert!(withdrawal(&gpc("ts-ec=x"), true, settings));
-        assert!(!withdrawal(&gpc("other=x"), true, settings));
-        assert!(!withdrawal(&gpc("ts-ec=x"), false, settings));
+        assert!(withdrawal(&gpc("ts-ec=x"), || true, settings));
+        assert!(!withdrawal(&gpc("ts-ec=x"), || false, settings));
+        // Without a `ts-ec` cookie, or with the feature off, the decision is never asked for.
+        let unasked = || -> bool { panic!("the decision was asked for") };
+        assert!(!withdrawal(&gpc("other=x"), unasked, settings));
         let mut off = settings.clone();
         off.identity.enabled = false;
-        assert!(!withdrawal(&gpc("ts-ec=x"), true, &off));
+        assert!(!withdrawal(&gpc("ts-ec=x"), unasked, &off));
     }
 }

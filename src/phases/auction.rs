@@ -370,12 +370,12 @@ fn outgoing(
 /// one (`trusted_server_core::auction::page_slots`, `anyone_asked`), or why there is none.
 /// The page is asked for at `client`'s scheme and authority, so `site.page` is the address
 /// the reader sees.
-pub fn for_page<'r>(
+pub fn for_page<'r, 'd>(
     request: &Request,
     client: &'r Client,
     edge_id: Option<&'r str>,
     settings: &Settings,
-    decision: &Decision,
+    decision: impl FnOnce() -> &'d Decision<'d>,
 ) -> Result<Planned<'r>, &'static str> {
     let path = request.get_path();
     // Built only once the page has slots: every proxied request comes through here.
@@ -393,11 +393,17 @@ pub fn for_page<'r>(
 
 /// The parts of `request` the navigation decision reads, for the page at `path`; `document`:
 /// whether it is a navigation to a page (a single-page app's own fetch for its next page
-/// counts as one).
+/// counts as one). The purpose and `User-Agent` headers are read only for a `GET` of a
+/// document, the only request whose auction they can refuse.
 pub fn page_request<'r>(request: &'r Request, path: &'r str, document: bool) -> PageRequest<'r> {
-    let header = |name: &str| request.get_header(name).and_then(|v| v.to_str().ok());
+    let method = request.get_method_str();
+    let read = document && method == "GET";
+    let header = |name: &str| match read {
+        true => request.get_header(name).and_then(|v| v.to_str().ok()),
+        false => None,
+    };
     PageRequest {
-        method: request.get_method_str(),
+        method,
         path,
         document,
         sec_purpose: header("sec-purpose"),
@@ -409,21 +415,22 @@ pub fn page_request<'r>(request: &'r Request, path: &'r str, document: bool) -> 
 }
 
 /// The auction of the slots on `page` (at the URL `page_url` gives, asked only when it has
-/// slots) for the reader of `request`, planned, or why there is none.
-pub fn for_slots<'r>(
+/// slots) for the reader of `request`, planned, or why there is none. The reader's consent
+/// `decision` is asked for only once the page has slots.
+pub fn for_slots<'r, 'd>(
     request: &Request,
     page: &PageRequest,
     page_url: impl FnOnce() -> String,
     asker: Asker<'r>,
     settings: &Settings,
-    decision: &Decision,
+    decision: impl FnOnce() -> &'d Decision<'d>,
 ) -> Result<Planned<'r>, &'static str> {
     let a = &settings.auction;
     let slots = page_slots(a, page).map_err(Skip::as_str)?;
     let Some(bid_request) = navigation_request(&transaction_id(), &page_url(), &slots, a) else {
         return Err(Skip::NoSlot.as_str());
     };
-    if !anyone_asked(&bid_request, &a.bidders, decision) {
+    if !anyone_asked(&bid_request, &a.bidders, decision()) {
         return Err("consent");
     }
     Ok(Planned {

@@ -1,5 +1,5 @@
-//! The consent phase: what the reader's browser and location say, read once per request (in
-//! `main`, before routing) into the core's consent inputs. The core decides
+//! The consent phase: what the reader's browser and location say, read into the core's
+//! consent inputs the first time a request needs them. The core decides
 //! ([`Observed::decide`], `trusted_server_core::consent::Decision`); the flows and endpoints
 //! follow that decision: the identity phase makes or reuses an edge ID only when it allows
 //! one, the origin gets `X-TS-EC` only when it allows that, a partner only when its own
@@ -8,13 +8,19 @@
 //! Read here: every `Cookie` header (joined, as one; the core bounds what it reads),
 //! `Sec-GPC`, and Fastly's geolocation of the client address (country, and region). No
 //! consent string is kept: only the decoded signals.
+//!
+//! Why lazily ([`Consent`]): most requests a page makes (its stylesheets, scripts, images)
+//! carry no edge ID and start no auction, so nothing they get depends on the decision; the
+//! geolocation (a host call and its JSON) and the decoding of consent strings would be paid
+//! for nothing.
 
+use std::cell::OnceCell;
 use std::net::IpAddr;
 
 use fastly::Request;
 use trusted_server_core::consent::{Decision, Jurisdiction, Signals};
 use trusted_server_core::Settings;
-use trusted_server_settings::Consent;
+use trusted_server_settings::Consent as ConsentSettings;
 
 /// The reader's consent inputs: decoded signals and jurisdiction.
 pub struct Observed {
@@ -24,33 +30,86 @@ pub struct Observed {
 
 impl Observed {
     /// The decision for this reader under `settings.consent`. Pure and cheap: the decoding
-    /// is done once, in [`read`].
+    /// is done once, when the inputs are observed.
     pub fn decide<'a>(&'a self, settings: &'a Settings) -> Decision<'a> {
         Decision::decide(&self.signals, &self.jurisdiction, &settings.consent)
     }
 }
 
-/// Reads the request's consent signals and the reader's location.
-pub fn read(request: &Request, settings: &Settings) -> Observed {
-    // Lossy: a header that is not UTF-8 must not panic; the decoders refuse what it mangles.
-    let cookies = request.get_header_all_str_lossy("cookie");
-    let sec_gpc = request
-        .get_header_all("sec-gpc")
-        .any(|v| v.as_bytes().trim_ascii() == b"1");
-    let signals = Signals::from_cookies(&cookies.join("; "), sec_gpc);
-    // The connection's address, never a header: `X-Forwarded-For`, `Fastly-Client-IP` or a
-    // geolocation header the client sends cannot move the reader.
-    let jurisdiction = jurisdiction_at(request.get_client_ip_addr(), &settings.consent);
-    Observed {
-        signals,
-        jurisdiction,
+/// What the decision is read from, as the request carried it: kept so the request itself can
+/// move on to its route.
+struct Inputs {
+    cookies: String,
+    sec_gpc: bool,
+    ip: Option<IpAddr>,
+}
+
+impl Inputs {
+    fn of(request: &Request) -> Inputs {
+        // Lossy: a header that is not UTF-8 must not panic; the decoders refuse what it mangles.
+        let cookies = request.get_header_all_str_lossy("cookie").join("; ");
+        let sec_gpc = request
+            .get_header_all("sec-gpc")
+            .any(|v| v.as_bytes().trim_ascii() == b"1");
+        // The connection's address, never a header: `X-Forwarded-For`, `Fastly-Client-IP` or a
+        // geolocation header the client sends cannot move the reader.
+        let ip = request.get_client_ip_addr();
+        Inputs {
+            cookies,
+            sec_gpc,
+            ip,
+        }
+    }
+
+    fn observe(&self, settings: &Settings) -> Observed {
+        Observed {
+            signals: Signals::from_cookies(&self.cookies, self.sec_gpc),
+            jurisdiction: jurisdiction_at(self.ip, &settings.consent),
+        }
+    }
+}
+
+/// One request's consent, decided the first time [`Consent::decision`] is asked for. The
+/// decoded inputs live in `main`'s frame (`observed`), so the decision, which borrows them,
+/// can live here beside them.
+pub struct Consent<'o> {
+    inputs: Inputs,
+    settings: &'o Settings,
+    observed: &'o OnceCell<Observed>,
+    decision: OnceCell<Decision<'o>>,
+}
+
+impl<'o> Consent<'o> {
+    /// The consent of `request`'s reader, not yet decided: only its headers and address are
+    /// read now.
+    pub fn of(request: &Request, observed: &'o OnceCell<Observed>, settings: &'o Settings) -> Self {
+        Consent {
+            inputs: Inputs::of(request),
+            settings,
+            observed,
+            decision: OnceCell::new(),
+        }
+    }
+
+    /// The decision: the signals decoded, the reader located and the rule applied, the first
+    /// time it is asked for.
+    pub fn decision(&self) -> &Decision<'o> {
+        self.decision.get_or_init(|| {
+            let observed = (self.observed).get_or_init(|| self.inputs.observe(self.settings));
+            observed.decide(self.settings)
+        })
+    }
+
+    /// The decision if the request has needed it (for the access line), else `None`.
+    pub fn decided(&self) -> Option<&Decision<'o>> {
+        self.decision.get()
     }
 }
 
 /// Where the reader at `ip` is, by Fastly's geolocation of the address (country, and
 /// region) and the `[consent]` lists. No address, or one the platform cannot place, is
 /// [`Jurisdiction::Unknown`] (`consent.unknown` then chooses the rule).
-fn jurisdiction_at(ip: Option<IpAddr>, consent: &Consent) -> Jurisdiction {
+fn jurisdiction_at(ip: Option<IpAddr>, consent: &ConsentSettings) -> Jurisdiction {
     let geo = ip.and_then(crate::kit::geo::of);
     Jurisdiction::of(
         geo.as_ref().map(|g| g.country_code()),
@@ -62,6 +121,11 @@ fn jurisdiction_at(ip: Option<IpAddr>, consent: &Consent) -> Jurisdiction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The request's consent signals and the reader's location, read at once.
+    fn read(request: &Request, settings: &Settings) -> Observed {
+        Inputs::of(request).observe(settings)
+    }
     use trusted_server_settings::ConsentRule;
 
     /// A synthetic request has no client address: the location is unknown, and
@@ -120,5 +184,23 @@ mod tests {
         if settings.consent.unknown == ConsentRule::OptIn {
             assert!(!decision.edge_id && decision.withdraw);
         }
+    }
+
+    /// Nothing is decided until asked for; then the decision is the one `read` gives, and
+    /// asking again gives the same, decided once.
+    #[test]
+    fn the_decision_is_made_when_first_asked_for() {
+        let settings = &crate::kit::generated::SETTINGS;
+        let request = Request::get("http://www.pub.test/").with_header("sec-gpc", "1");
+        let observed = OnceCell::new();
+        let consent = Consent::of(&request, &observed, settings);
+        assert!(consent.decided().is_none() && observed.get().is_none());
+        let first: *const Decision = consent.decision();
+        assert!(consent.decided().is_some() && observed.get().is_some());
+        assert_eq!(
+            *consent.decision(),
+            read(&request, settings).decide(settings)
+        );
+        assert!(std::ptr::eq(first, consent.decision()), "decided once");
     }
 }

@@ -10,7 +10,6 @@ use std::fmt;
 use std::net::IpAddr;
 
 use fastly::Request;
-use trusted_server_core::consent::Decision;
 use trusted_server_core::publisher::identity::{plan, EdgeIdKey, IdentityPlan, RequestFacts};
 use trusted_server_core::Settings;
 use trusted_server_settings::Identity;
@@ -55,22 +54,40 @@ fn random() -> Result<[u8; 8], Unavailable> {
 }
 
 /// The request phase: the ID for this request (forwarded, set, expired, or none). None at all
-/// unless the request's consent `decision` allows an edge ID.
-pub fn request_phase(request: &Request, decision: &Decision, settings: &Settings) -> IdentityPlan {
-    if !decision.edge_id {
-        return IdentityPlan::NONE;
-    }
-    plan_for(request, request.get_client_ip_addr(), &settings.identity)
+/// unless the reader's consent decision allows an edge ID (`allowed`, asked only for a
+/// request that could have one: a navigation, or one carrying a `ts-ec` cookie).
+pub fn request_phase(
+    request: &Request,
+    allowed: impl FnOnce() -> bool,
+    settings: &Settings,
+) -> IdentityPlan {
+    plan_for(
+        request,
+        request.get_client_ip_addr(),
+        allowed,
+        &settings.identity,
+    )
 }
 
-/// [`request_phase`], consent given, for a client at `ip` (a synthetic request in a test has
-/// no address).
-fn plan_for(request: &Request, ip: Option<IpAddr>, identity: &Identity) -> IdentityPlan {
+/// [`request_phase`] for a client at `ip` (a synthetic request in a test has no address).
+fn plan_for(
+    request: &Request,
+    ip: Option<IpAddr>,
+    allowed: impl FnOnce() -> bool,
+    identity: &Identity,
+) -> IdentityPlan {
     if !identity.enabled {
         return IdentityPlan::NONE;
     }
-    // Consent given (`request_phase` checked the decision): nothing is withdrawn.
     let facts = RequestFacts::from_headers(request.get_headers());
+    // Neither a navigation nor an ID to check: nothing to plan, whatever the consent.
+    if facts.cookies.is_empty() && !facts.navigation {
+        return IdentityPlan::NONE;
+    }
+    if !allowed() {
+        return IdentityPlan::NONE;
+    }
+    // Consent given: nothing is withdrawn.
     plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
         log::error!("edge ID unavailable, request served without one: {e}");
         IdentityPlan::NONE
@@ -111,7 +128,7 @@ mod tests {
         let addr = IpAddr::from([192, 0, 2, 1]);
         let ip = Some(addr);
         let on = crate::kit::generated::SETTINGS.identity.clone();
-        let plan = plan_for(&nav, ip, &on);
+        let plan = plan_for(&nav, ip, || true, &on);
         let id = plan.forward.expect("an ID for a navigation");
         assert!(read_key(&on).unwrap().verify(addr, &id));
         assert_eq!(plan.cookie, CookieAction::SetOnPage(id));
@@ -119,13 +136,19 @@ mod tests {
             enabled: false,
             ..on.clone()
         };
-        assert_eq!(plan_for(&nav, ip, &off), IdentityPlan::NONE);
+        assert_eq!(plan_for(&nav, ip, || true, &off), IdentityPlan::NONE);
+        // Without consent, none; a request that could have none never asks for consent.
+        assert_eq!(plan_for(&nav, ip, || false, &on), IdentityPlan::NONE);
+        let asset =
+            Request::get("http://www.pub.test/a.css").with_header("sec-fetch-dest", "style");
+        let unasked = || -> bool { panic!("consent asked for a stylesheet without an ID") };
+        assert_eq!(plan_for(&asset, ip, unasked, &on), IdentityPlan::NONE);
         // A missing secret: no ID, no panic.
         let missing = Identity {
             secret_key: Cow::Borrowed("no_such_key"),
             ..on
         };
-        assert_eq!(plan_for(&nav, ip, &missing), IdentityPlan::NONE);
+        assert_eq!(plan_for(&nav, ip, || true, &missing), IdentityPlan::NONE);
     }
 
     #[test]
