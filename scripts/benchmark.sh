@@ -4,13 +4,16 @@
 # vs native (throughput), proxy vs origin under wrk load, and the auction endpoint against the
 # demo bidders (overhead beyond the slowest bidder, the deadline, guest CPU), and the navigation
 # auction (a page's first and last byte, auction on against off); --ids-only measures the
-# partner-ID graph's cost instead (kept against off, two more builds). Builds and starts
+# partner-ID graph's cost instead (kept against off, two more builds); --guest-only measures
+# guest time per request instead, today's build in two processes (the A/A control) and, with
+# --baseline-rev REV, the build of git revision REV in a third, interleaved. Builds and starts
 # everything it needs and stops it again. Ends with a ---RESULTS--- block of key=value lines. The wasm builds
 # have SIMD, as they ship (.cargo/config.toml); the throughput tool is also built without it
 # (into target/nosimd) for the edge_wasm_nosimd_* keys (docs/performance.md).
 #
 #   scripts/benchmark.sh [--quick] [--save NAME] [--compare NAME] [--out DIR]
-#       [--first-party-only | --cache-only | --auction-only | --navigation-only | --ids-only]
+#       [--first-party-only | --cache-only | --auction-only | --navigation-only | --ids-only
+#        | --guest-only [--baseline-rev REV]]
 #
 # --quick takes about 8 minutes on a 2-core machine once the tools are built (full run: ~18).
 # Results, logs and latency.svg go to bench-results/ (or --out DIR); --save NAME keeps this
@@ -25,6 +28,11 @@
 #       [--out DIR]
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
+# --baseline-rev names the build --guest-only times against; alone it would be ignored.
+if [[ " $* " == *" --baseline-rev "* && " $* " != *" --guest-only "* ]]; then
+  echo "benchmark.sh: --baseline-rev REV goes with --guest-only" >&2
+  exit 2
+fi
 for arg in "$@"; do
   if [[ "$arg" == "--target" ]]; then
     # Nothing to build or start but the tool; without wrk, --load is skipped with a note.

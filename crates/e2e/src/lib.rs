@@ -290,6 +290,32 @@ pub fn build_service(
     to: &Path,
     overrides: &[(String, String)],
 ) -> Result<PathBuf, String> {
+    run(&mut service_build(root, overrides))?;
+    copy_module(&target_dir(root), to)
+}
+
+/// [`build_service`] of the checkout at `root` in cargo's target directory `target`. A checkout
+/// of another revision needs a target directory of its own: cargo names a workspace member's
+/// artifacts by its path inside the workspace, not by where the workspace is, and takes them as
+/// fresh when they are newer than the member's files, so two checkouts sharing one directory
+/// would each build with the other's crates.
+///
+/// # Errors
+/// If the build or the copy fails.
+pub fn build_service_in(
+    root: &Path,
+    target: &Path,
+    to: &Path,
+    overrides: &[(String, String)],
+) -> Result<PathBuf, String> {
+    let mut cmd = service_build(root, overrides);
+    cmd.env("CARGO_TARGET_DIR", target);
+    run(&mut cmd)?;
+    copy_module(target, to)
+}
+
+/// The cargo command that builds the service at `root` with `overrides` in its environment.
+fn service_build(root: &Path, overrides: &[(String, String)]) -> Command {
     let mut cmd = Command::new(cargo());
     cmd.current_dir(root).args([
         "build",
@@ -303,12 +329,16 @@ pub fn build_service(
     for (k, v) in overrides {
         cmd.env(k, v);
     }
-    run(&mut cmd)?;
+    cmd
+}
+
+/// Copies the service module cargo left in `target` to `to`.
+fn copy_module(target: &Path, to: &Path) -> Result<PathBuf, String> {
     if let Some(dir) = to.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::copy(
-        target_dir(root).join("wasm32-wasip1/release/trusted-server-edge.wasm"),
+        target.join("wasm32-wasip1/release/trusted-server-edge.wasm"),
         to,
     )
     .map_err(|e| format!("copy wasm: {e}"))?;
@@ -326,6 +356,27 @@ pub struct ServicePair {
     pub modules: [PathBuf; 2],
     /// Stops both when dropped.
     pub guards: Vec<ChildGuard>,
+}
+
+/// The overrides of a build of the pair for the demo origin at `origin`: its URL, the host its
+/// pages use, and `publisher.streaming`.
+pub fn service_overrides(origin: SocketAddr, streaming: bool) -> Vec<(String, String)> {
+    vec![
+        (
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
+            format!("http://{origin}"),
+        ),
+        // The demo origin's pages use this host; with only ORIGIN_URL overridden the
+        // service would use the URL's host[:port] instead.
+        (
+            "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
+            "origin.demo-publisher.example".to_owned(),
+        ),
+        (
+            "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
+            streaming.to_string(),
+        ),
+    ]
 }
 
 /// Builds the service twice for the origin at `origin` (streaming and buffered, plus
@@ -355,22 +406,7 @@ pub fn start_service_pair_with(
     buffered_extra: &[(&str, String)],
 ) -> Result<ServicePair, String> {
     let overrides = |streaming: bool| {
-        let mut list = vec![
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL".to_owned(),
-                format!("http://{origin}"),
-            ),
-            // The demo origin's pages use this host; with only ORIGIN_URL overridden the
-            // service would use the URL's host[:port] instead.
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
-                "origin.demo-publisher.example".to_owned(),
-            ),
-            (
-                "TRUSTED_SERVER__PUBLISHER__STREAMING".to_owned(),
-                streaming.to_string(),
-            ),
-        ];
+        let mut list = service_overrides(origin, streaming);
         let only = if streaming { &[] } else { buffered_extra };
         list.extend((extra.iter().chain(only)).map(|(k, v)| ((*k).to_owned(), v.clone())));
         list

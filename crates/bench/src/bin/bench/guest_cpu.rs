@@ -10,8 +10,9 @@
 //! one wait the guest records, the origin's (or partner's) answer (`origin_ms`). What is left
 //! is the guest's work plus its host calls (cache lookup, secret store, client writes) and
 //! the loopback origin's body arriving, which on these pages sent at once is small; it leaves
-//! out instantiating the module. The access line has a resolution of 0.1 ms, so each figure is
-//! the median over many requests, sent one at a time.
+//! out instantiating the module. The access line's times have microseconds (builds before
+//! 29 Nov 2026 wrote 0.1 ms, which parse the same), and each figure is the median over many
+//! requests, sent one at a time.
 //!
 //! The pages come from the demo origin at once (the Next.js capture with `nextjs_timing=0`:
 //! its recorded chunks back to back), so no recorded pause counts as guest time. Every
@@ -40,18 +41,67 @@ pub struct GuestCase {
 
 /// What to request and how to recognise its access line.
 #[derive(Clone)]
-struct Request {
-    name: &'static str,
+pub struct Request {
+    /// Result-key suffix.
+    pub name: &'static str,
     /// The request target (path and query).
-    target: String,
+    pub target: String,
     /// The access line's `path` (without the query).
-    path: &'static str,
+    pub path: &'static str,
     /// `Some("HIT")`: the response's `x-ts-cache` and the line's `cache` must say so.
-    cache: Option<&'static str>,
+    pub cache: Option<&'static str>,
+    /// The request's headers.
+    pub headers: Vec<(&'static str, &'static str)>,
 }
 
-/// The five requests, sent to the build behind `log` at `proxy`; `first_party` is a signed
-/// `/first-party/proxy` URL of the image.
+impl Request {
+    /// A plain `GET` of `target` (the line's `path` is `path`), unencoded: the body is rewritten
+    /// and sent without a compression step.
+    pub fn get(name: &'static str, target: String, path: &'static str) -> Request {
+        Request {
+            name,
+            target,
+            path,
+            cache: None,
+            headers: vec![("accept-encoding", "identity")],
+        }
+    }
+}
+
+/// Warm-up requests per case and process; for the cache hit, the first fills the entry.
+pub const WARM_UP: usize = 3;
+
+/// The five requests; `first_party` is a signed `/first-party/proxy` URL of the image. The
+/// cache hit's page has a query of its own (`guest_cpu=<now>`), so its entry is this run's.
+pub fn requests(first_party: String) -> Vec<Request> {
+    let run_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    vec![
+        Request::get("small_page", "/embed/poll.html".into(), "/embed/poll.html"),
+        Request::get(
+            "110kb_page",
+            "/__gen/110kb.html".into(),
+            "/__gen/110kb.html",
+        ),
+        Request::get("nextjs_page", "/next?nextjs_timing=0".into(), "/next"),
+        Request {
+            cache: Some("HIT"),
+            ..Request::get(
+                "cache_hit",
+                format!("{}&guest_cpu={run_id}", crate::cache::PAGE),
+                "/__gen/110kb.html",
+            )
+        },
+        Request::get(
+            "first_party_proxy",
+            first_party,
+            trusted_server_core::first_party::token::PROXY_PATH,
+        ),
+    ]
+}
+
+/// The five requests ([`requests`]), sent to the build behind `log` at `proxy`.
 ///
 /// # Errors
 /// If a request fails or its access lines do not appear.
@@ -61,62 +111,11 @@ pub fn run(
     first_party: String,
     quick: bool,
 ) -> Result<Vec<GuestCase>, String> {
-    let run_id = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let requests = [
-        Request {
-            name: "small_page",
-            target: "/embed/poll.html".into(),
-            path: "/embed/poll.html",
-            cache: None,
-        },
-        Request {
-            name: "110kb_page",
-            target: "/__gen/110kb.html".into(),
-            path: "/__gen/110kb.html",
-            cache: None,
-        },
-        Request {
-            name: "nextjs_page",
-            target: "/next?nextjs_timing=0".into(),
-            path: "/next",
-            cache: None,
-        },
-        Request {
-            name: "cache_hit",
-            target: format!("{}&guest_cpu={run_id}", crate::cache::PAGE),
-            path: "/__gen/110kb.html",
-            cache: Some("HIT"),
-        },
-        Request {
-            name: "first_party_proxy",
-            target: first_party,
-            path: trusted_server_core::first_party::token::PROXY_PATH,
-            cache: None,
-        },
-    ];
     let count = if quick { 31 } else { 101 };
     let mut out = Vec::new();
-    let len = || log_len(log);
-    for r in &requests {
-        // Warm-up; for the cache hit, the first fills the entry. A request's access line is
-        // written after its last byte has left, so wait for all three before marking the log.
-        let before = len()?;
-        let warm_up = 3;
-        for i in 0..warm_up {
-            fetch(proxy, r, r.cache.filter(|_| i > 0))?;
-        }
-        read_lines(
-            log,
-            before,
-            &Request {
-                cache: None,
-                ..r.clone()
-            },
-            warm_up,
-        )?;
-        let mark = len()?;
+    for r in &requests(first_party) {
+        warm_up(proxy, log, r)?;
+        let mark = log_len(log)?;
         for _ in 0..count {
             fetch(proxy, r, r.cache)?;
         }
@@ -128,6 +127,26 @@ pub fn run(
         });
     }
     Ok(out)
+}
+
+/// Sends `r`'s [`WARM_UP`] requests to `proxy` and waits for their access lines in `log` (a
+/// request's line is written after its last byte has left, so the next mark of the log must
+/// wait for them); returns the responses. The first need not be a cache hit: it fills the
+/// entry.
+///
+/// # Errors
+/// If a request fails or its access lines do not appear.
+pub fn warm_up(proxy: SocketAddr, log: &Path, r: &Request) -> Result<Vec<e2e::Timed>, String> {
+    let before = log_len(log)?;
+    let responses = (0..WARM_UP)
+        .map(|i| fetch(proxy, r, r.cache.filter(|_| i > 0)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let any_verdict = Request {
+        cache: None,
+        ..r.clone()
+    };
+    read_lines(log, before, &any_verdict, WARM_UP)?;
+    Ok(responses)
 }
 
 /// The length of `log` now: the mark after which [`access_times`] reads.
@@ -153,23 +172,17 @@ pub fn access_times(
     path: &'static str,
     count: usize,
 ) -> Result<Vec<f64>, String> {
-    let request = Request {
-        name,
-        target: path.to_owned(),
-        path,
-        cache: None,
-    };
-    read_lines(log, mark, &request, count)
+    read_lines(log, mark, &Request::get(name, path.to_owned(), path), count)
 }
 
-fn fetch(proxy: SocketAddr, r: &Request, cache: Option<&str>) -> Result<(), String> {
-    let got = e2e::get(
-        proxy,
-        &r.target,
-        &[("accept-encoding", "identity")],
-        TIMEOUT,
-    )
-    .map_err(|e| format!("guest cpu {}: {e}", r.name))?;
+/// One request of `r` to `proxy`, which must answer a complete `200`, with `x-ts-cache: <cache>`
+/// when `cache` is given.
+///
+/// # Errors
+/// If the request fails or its answer is not that.
+pub fn fetch(proxy: SocketAddr, r: &Request, cache: Option<&str>) -> Result<e2e::Timed, String> {
+    let got = e2e::get(proxy, &r.target, &r.headers, TIMEOUT)
+        .map_err(|e| format!("guest cpu {}: {e}", r.name))?;
     if got.status != 200 || !got.complete {
         return Err(format!(
             "guest cpu {}: status {} complete {}",
@@ -185,13 +198,16 @@ fn fetch(proxy: SocketAddr, r: &Request, cache: Option<&str>) -> Result<(), Stri
             ));
         }
     }
-    Ok(())
+    Ok(got)
 }
 
 /// Waits (up to 10 s: a line is written after its response has left) for `count` access lines
 /// after byte `mark` of `log`, and returns each one's guest milliseconds; more lines, or any
 /// line not `r`'s, is an error.
-fn read_lines(log: &Path, mark: u64, r: &Request, count: usize) -> Result<Vec<f64>, String> {
+///
+/// # Errors
+/// As said, or if the log cannot be read.
+pub fn read_lines(log: &Path, mark: u64, r: &Request, count: usize) -> Result<Vec<f64>, String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -272,10 +288,8 @@ mod tests {
 
     fn request(cache: Option<&'static str>) -> Request {
         Request {
-            name: "t",
-            target: "/a?b".into(),
-            path: "/a",
             cache,
+            ..Request::get("t", "/a?b".into(), "/a")
         }
     }
 
@@ -288,6 +302,14 @@ mod tests {
         let hit = "trusted_server :: access id=02 method=GET path=\"/a\" status=200 plan=cache \
                    origin_ms=- headers_ms=0.4 first_byte_ms=- rewrite_ms=- last_byte_ms=- outcome=passed-through(cache-hit) cache=HIT";
         assert!((guest_ms(hit, &request(Some("HIT"))).unwrap() - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn microsecond_lines_read_as_tenths_do() {
+        // Today's access line; the test above has an older build's, with one decimal.
+        let page = "trusted_server :: access id=06 method=GET path=\"/a\" status=200 \
+                    origin_ms=1.412 headers_ms=2.300 last_byte_ms=3.046 cache=PASS(no-ttl)";
+        assert!((guest_ms(page, &request(None)).unwrap() - 1.634).abs() < 1e-9);
     }
 
     #[test]

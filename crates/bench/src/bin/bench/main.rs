@@ -28,6 +28,9 @@
 //!    origin's and the bidder's own ([`navigation`]). `--navigation-only` runs just this part;
 //! 10. **partner-ID graph** (only with `--ids-only`, which builds two more modules): what
 //!     keeping the graph adds to an auction and to a navigation, kept against off ([`ids`]);
+//! 11. **guest time against a baseline** (only with `--guest-only`, and `--baseline-rev REV`
+//!     for the revision): guest time per request of today's build in two processes and of
+//!     `REV`'s in one, interleaved ([`guest_ab`]);
 //! 8. **guest CPU per request** (measured right after the output checks, before latency): a
 //!    small page, a 110 KB page, a Next.js page, a cache hit and a first-party proxy request,
 //!    from the guest's own access lines ([`guest_cpu`]).
@@ -42,10 +45,12 @@
 //! `---RESULTS---` block of `key=value` lines.
 
 mod auction;
+mod baseline;
 mod cache;
 mod cases;
 mod chart;
 mod first_party;
+mod guest_ab;
 mod guest_cpu;
 mod ids;
 mod latency;
@@ -86,6 +91,12 @@ pub struct Options {
     pub navigation_only: bool,
     /// `--ids-only`: the partner-ID graph's cost (not part of the full run).
     pub ids_only: bool,
+    /// `--guest-only`: guest time per request, today's build in two processes (not part of
+    /// the full run).
+    pub guest_only: bool,
+    /// `--baseline-rev REV` (with `--guest-only`): the revision whose build is timed beside
+    /// today's.
+    pub baseline_rev: Option<String>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -101,6 +112,8 @@ fn parse_args() -> Result<Options, String> {
         auction_only: false,
         navigation_only: false,
         ids_only: false,
+        guest_only: false,
+        baseline_rev: None,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -115,12 +128,16 @@ fn parse_args() -> Result<Options, String> {
             "--auction-only" => options.auction_only = true,
             "--navigation-only" => options.navigation_only = true,
             "--ids-only" => options.ids_only = true,
+            "--guest-only" => options.guest_only = true,
+            "--baseline-rev" => {
+                options.baseline_rev = Some(args.next().ok_or("--baseline-rev needs a REV")?)
+            }
             "--save" => options.save = Some(args.next().ok_or("--save needs a NAME")?),
             "--compare" => options.compare = Some(args.next().ok_or("--compare needs a NAME")?),
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--ids-only] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--ids-only] [--guest-only [--baseline-rev REV]] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -129,6 +146,9 @@ fn parse_args() -> Result<Options, String> {
         }
     }
     options.remote = remote_args.finish()?;
+    if options.baseline_rev.is_some() && !options.guest_only {
+        return Err("--baseline-rev goes with --guest-only".into());
+    }
     if options.remote.is_some() && options.quick {
         return Err("--quick is for the local benchmark, not --target".into());
     }
@@ -174,6 +194,34 @@ pub struct Servers {
     _guards: Vec<ChildGuard>,
 }
 
+/// The overrides the benchmark's builds get beyond the origin's ([`e2e::service_overrides`]).
+fn bench_overrides(
+    origin: std::net::SocketAddr,
+    partner: std::net::SocketAddr,
+) -> [(&'static str, String); 3] {
+    [
+        (
+            "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
+            first_party::resolve(partner),
+        ),
+        // The auction cases' bidders, on the demo origin.
+        ("TRUSTED_SERVER__AUCTION__BIDDERS", auction::bidders(origin)),
+        // The navigation cases' slots, on paths only they ask for.
+        ("TRUSTED_SERVER__AUCTION__SLOTS", navigation::slots()),
+    ]
+}
+
+/// Every override of the streaming build [`start_servers`] starts, for building it (or
+/// another revision of it) the same way elsewhere.
+pub fn streaming_overrides(
+    origin: std::net::SocketAddr,
+    partner: std::net::SocketAddr,
+) -> Vec<(String, String)> {
+    let mut list = e2e::service_overrides(origin, true);
+    list.extend(bench_overrides(origin, partner).map(|(k, v)| (k.to_owned(), v)));
+    list
+}
+
 fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
     eprintln!("bench: building the demo origin and the benchmark tools");
@@ -182,16 +230,7 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     eprintln!("bench: building the service (streaming and buffered) for the origin on {origin}");
     let dir = root.join("target/bench");
     let partner = first_party::start_partner()?;
-    let overrides = [
-        (
-            "TRUSTED_SERVER__FIRST_PARTY__RESOLVE",
-            first_party::resolve(partner.addr()),
-        ),
-        // The auction cases' bidders, on the demo origin.
-        ("TRUSTED_SERVER__AUCTION__BIDDERS", auction::bidders(origin)),
-        // The navigation cases' slots, on paths only they ask for.
-        ("TRUSTED_SERVER__AUCTION__SLOTS", navigation::slots()),
-    ];
+    let overrides = bench_overrides(origin, partner.addr());
     let pair = start_service_pair(&root, &dir, origin, &overrides)?;
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
@@ -276,6 +315,21 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         let r = ids::run(&root, origin, options.quick)?;
         ids::print(&r);
         return finish(options, started, &ids::results(&r));
+    }
+    if options.guest_only {
+        let root = workspace_root().canonicalize().map_err(|e| e.to_string())?;
+        let log = options.out.join("origin.log");
+        let (_origin_guard, origin) = build_and_start_demo_origin(&root, Some(&log))?;
+        let partner = first_party::start_partner()?;
+        let g = guest_ab::run(
+            &root,
+            origin,
+            partner.addr(),
+            options.baseline_rev.as_deref(),
+            options.quick,
+        )?;
+        guest_ab::print(&g);
+        return finish(options, started, &guest_ab::results(&g));
     }
     if options.navigation_only {
         let servers = start_servers(&options.out)?;
