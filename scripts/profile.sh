@@ -2,7 +2,8 @@
 # Profiles the guest (the service's wasm) under Viceroy while it serves PATH, and writes one
 # Firefox Profiler profile per request.
 #
-#   scripts/profile.sh [--requests N] [--interval T] [--header 'Name: value']... [--out DIR] PATH
+#   scripts/profile.sh [--requests N] [--interval T] [--header 'Name: value']... [--out DIR]
+#                      [--summary] PATH
 #
 # Builds the service (release, with symbols: the release profile has debug = 1) for the demo
 # origin, starts the demo origin and `viceroy serve --profile=guest` on free ports on
@@ -12,12 +13,15 @@
 # period (default 50us; `10us` gives more samples on a fast request). Open one at https://profiler.firefox.com ("Load a
 # profile from file"); docs/performance.md says how to read it. The module is built as it
 # ships, with SIMD (.cargo/config.toml; docs/deploy.md, "SIMD", for the switch without it).
+# --summary also prints where the time went over all the requests (scripts/profile_summary.py:
+# the share of samples per part of a request, and the top functions).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 ensure_wasm_target
 ensure_viceroy
 
 REQUESTS=5
+SUMMARY=0
 INTERVAL=""
 OUT="$ROOT/bench-results/profiles"
 HEADERS=()
@@ -28,13 +32,14 @@ while [[ $# -gt 0 ]]; do
     --interval) INTERVAL="${2:?--interval needs a duration such as 10us}"; shift 2 ;;
     --header) HEADERS+=("${2:?--header needs 'Name: value'}"); shift 2 ;;
     --out) OUT="${2:?--out needs DIR}"; shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    --summary) SUMMARY=1; shift ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) log "unknown option $1"; exit 2 ;;
     *) PATH_ARG="$1"; shift ;;
   esac
 done
 if [[ -z "$PATH_ARG" || "${PATH_ARG:0:1}" != "/" ]]; then
-  log "usage: scripts/profile.sh [--requests N] [--interval T] [--header 'Name: value']... [--out DIR] PATH (PATH starts with /)"
+  log "usage: scripts/profile.sh [--requests N] [--interval T] [--header 'Name: value']... [--out DIR] [--summary] PATH (PATH starts with /)"
   exit 2
 fi
 if ! [[ "$REQUESTS" =~ ^[1-9][0-9]*$ ]]; then
@@ -135,3 +140,6 @@ if [[ ${#written[@]} -eq 0 ]]; then
 fi
 log "${#written[@]} guest profile(s) for ${PATH_ARG}; open one at https://profiler.firefox.com (\"Load a profile from file\"):"
 printf '%s\n' "${written[@]}"
+if [[ "$SUMMARY" == 1 ]]; then
+  python3 "$ROOT/scripts/profile_summary.py" "${written[@]}"
+fi
