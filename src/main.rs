@@ -19,10 +19,10 @@
 //!
 //! The reader's consent is decided once, the first time a request needs it
 //! (`phases::consent`): the endpoints and flows that follow it are given the decision, the
-//! publisher proxy the undecided consent, which most of what it serves never asks for. Every response's headers, on
-//! every route, leave through `kit::leaving::stamp` (the expiry of `ts-ec` when consent is
-//! withdrawn, and `Server-Timing`). Settings were validated at build time
-//! and are embedded as a `static` (`kit::generated`).
+//! publisher proxy the undecided consent, which most of what it serves never asks for. Every
+//! response's headers, on every route, leave through `kit::leaving::stamp` (the expiry of
+//! `ts-ec` when consent is withdrawn, and `Server-Timing`). Settings were validated at build
+//! time and are embedded as a `static` (`kit::generated`).
 #![warn(missing_docs)]
 // Calls into the ABI in two places only: `body::downstream::origin_has_more_ready` and
 // `kit::ready::first_ready`.

@@ -80,11 +80,8 @@ fn plan_for(
         return IdentityPlan::NONE;
     }
     let facts = RequestFacts::from_headers(request.get_headers());
-    // Neither a navigation nor an ID to check: nothing to plan, whatever the consent.
-    if facts.cookies.is_empty() && !facts.navigation {
-        return IdentityPlan::NONE;
-    }
-    if !allowed() {
+    // Nothing to plan, whatever the consent: it is not asked for.
+    if !facts.may_have_id() || !allowed() {
         return IdentityPlan::NONE;
     }
     // Consent given: nothing is withdrawn.

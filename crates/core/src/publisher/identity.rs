@@ -170,6 +170,13 @@ impl RequestFacts {
         }
         facts
     }
+
+    /// Whether the request could have an edge ID at all: it is a navigation (which may get a
+    /// new one) or it carries a `ts-ec` cookie (to check). Any other request gets none, so
+    /// neither the key nor the reader's consent is needed for it.
+    pub fn may_have_id(&self) -> bool {
+        self.navigation || !self.cookies.is_empty()
+    }
 }
 
 /// The `ts-ec` values in one `Cookie` header (`a=1; ts-ec=…; b=2`).
@@ -242,7 +249,7 @@ pub fn plan<E>(
     let Some(ip) = ip else {
         return Ok(IdentityPlan::NONE);
     };
-    if facts.cookies.is_empty() && !facts.navigation {
+    if !facts.may_have_id() {
         return Ok(IdentityPlan::NONE);
     }
     let key = key()?;

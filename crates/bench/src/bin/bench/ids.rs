@@ -36,7 +36,7 @@ use e2e::{build_service, start_viceroy, ChildGuard};
 use serde_json::{json, Value};
 
 use crate::auction::{check_auction, Spread, PATH as AUCTION_PATH};
-use crate::cases::{ORIGIN_HOST, PUBLIC_HOST};
+use crate::cases::PUBLIC_HOST;
 use crate::navigation::{check_bids, without_bids, LATE};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -114,22 +114,15 @@ fn start(root: &Path, origin: SocketAddr) -> Result<Started, String> {
             "bench: building the service with the graph {}",
             if on { "kept" } else { "off" }
         );
-        let overrides: Vec<(String, String)> = [
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_URL",
-                format!("http://{origin}"),
-            ),
-            (
-                "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST",
-                ORIGIN_HOST.to_owned(),
-            ),
-            ("TRUSTED_SERVER__AUCTION__BIDDERS", bidders(origin)),
-            ("TRUSTED_SERVER__AUCTION__SLOTS", crate::navigation::slots()),
-            ("TRUSTED_SERVER__IDS__ENABLED", on.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+        let mut overrides = e2e::service_overrides(origin, true);
+        overrides.extend(
+            [
+                ("TRUSTED_SERVER__AUCTION__BIDDERS", bidders(origin)),
+                ("TRUSTED_SERVER__AUCTION__SLOTS", crate::navigation::slots()),
+                ("TRUSTED_SERVER__IDS__ENABLED", on.to_string()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
         let wasm = build_service(root, &dir.join(format!("{name}.wasm")), &overrides)?;
         for process in 0..crate::PROCESSES {
             let log = dir.join(format!("viceroy-{name}-{process}.log"));
