@@ -171,6 +171,7 @@ fn ask_partner(
     access: &mut Access,
 ) -> Option<(Response, Target)> {
     let asked = Instant::now();
+    access.origin_sent = Some(asked);
     let fetched = fetch(target, ask, settings);
     access.origin_wait = Some(asked.elapsed());
     match fetched {

@@ -169,6 +169,7 @@ fn ask_origin<'a>(
     access: &mut Access,
 ) -> Option<(Response, Lookup, Option<Bidding<'a>>)> {
     let asked = Instant::now();
+    access.origin_sent = Some(asked);
     let sent = origin::send_async(upstream, settings);
     // Only a page on its way can take bids; the reader's partner IDs are looked up meanwhile.
     let auction = auction.map(|(planned, decision)| {

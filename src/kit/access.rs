@@ -105,6 +105,9 @@ pub struct Access {
     pub bytes_out: Option<u64>,
     /// Host write calls for the body.
     pub writes: Option<u64>,
+    /// When the request to the origin (or partner) left, if one was sent: everything the
+    /// guest did before it is time the origin's answer, and so the reader's first byte, waits.
+    pub origin_sent: Option<Instant>,
     /// How long the origin took to answer with its headers (or to fail), if it was asked.
     pub origin_wait: Option<Duration>,
     /// Time spent in the body pipeline (decode, rewrite, encode), if the body was rewritten:
@@ -155,6 +158,7 @@ impl Access {
             bytes_in: None,
             bytes_out: None,
             writes: None,
+            origin_sent: None,
             origin_wait: None,
             rewrite: None,
             html: None,
@@ -224,7 +228,7 @@ impl Access {
         let _ = write!(
             line,
             "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
+             origin_sent_ms={} origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
              consent={} auction={} bidders_asked_ms={}",
             self.trace_id,
             self.method,
@@ -235,6 +239,7 @@ impl Access {
             n(self.bytes_out),
             n(self.writes),
             html,
+            ms(self.origin_sent),
             dur(self.origin_wait),
             ms(self.headers_at),
             ms(self.first_body_at),
@@ -286,6 +291,7 @@ mod tests {
             "in=-",
             "html=-",
             "first_byte_ms=-",
+            "origin_sent_ms=-",
             "origin_ms=-",
             "rewrite_ms=-",
             "outcome=finished",

@@ -27,7 +27,7 @@ use trusted_server_core::consent::Decision;
 use trusted_server_core::first_party::creative::Signer;
 use trusted_server_core::first_party::proxy::signer;
 use trusted_server_core::Settings;
-use trusted_server_settings::{Bidder, Rendering, Scheme};
+use trusted_server_settings::{Bidder, Rendering, Scheme, Slot};
 
 use crate::kit::{partner, signed_url};
 use crate::phases::bidders::{self, send_all, Asked, Call, Collected};
@@ -67,10 +67,11 @@ impl<'r> Reader<'r> {
 }
 
 /// A navigation's auction decided on ([`for_page`], [`for_slots`]) and not yet started: the
-/// bid request of the page's slots and its reader. The flow starts it once the origin has
-/// been asked, so that no bidder's request delays the origin's.
+/// page's slots, its URL and its reader. The flow starts it once the origin has been asked,
+/// so that neither the bid request's making nor any bidder's request delays the origin's.
 pub struct Planned<'r> {
-    bid_request: BidRequest,
+    slots: Vec<&'r Slot>,
+    page_url: String,
     reader: Reader<'r>,
     /// The reader's partner IDs, read when the bidders are asked (a store lookup the flow
     /// started earlier, so the page never waits for it).
@@ -86,10 +87,12 @@ impl<'r> Planned<'r> {
         }
     }
 
-    /// Asks the bidders ([`start`]).
+    /// Makes the bid request of the page's slots and asks the bidders ([`start`]).
     pub fn start<'s>(self, settings: &'s Settings, decision: &Decision) -> Running<'s> {
+        let id = transaction_id();
+        let bid_request = navigation_request(&id, &self.page_url, &self.slots, &settings.auction);
         let eids = self.partner_eids.map(|eids| eids()).unwrap_or_default();
-        start(&self.reader, self.bid_request, &eids, settings, decision)
+        start(&self.reader, bid_request, &eids, settings, decision)
     }
 }
 
@@ -374,7 +377,7 @@ pub fn for_page<'r, 'd>(
     request: &Request,
     client: &'r Client,
     edge_id: Option<&'r str>,
-    settings: &Settings,
+    settings: &'r Settings,
     decision: impl FnOnce() -> &'d Decision<'d>,
 ) -> Result<Planned<'r>, &'static str> {
     let path = request.get_path();
@@ -422,19 +425,17 @@ pub fn for_slots<'r, 'd>(
     page: &PageRequest,
     page_url: impl FnOnce() -> String,
     asker: Asker<'r>,
-    settings: &Settings,
+    settings: &'r Settings,
     decision: impl FnOnce() -> &'d Decision<'d>,
 ) -> Result<Planned<'r>, &'static str> {
     let a = &settings.auction;
     let slots = page_slots(a, page).map_err(Skip::as_str)?;
-    let Some(bid_request) = navigation_request(&transaction_id(), &page_url(), &slots, a) else {
-        return Err(Skip::NoSlot.as_str());
-    };
-    if !anyone_asked(&bid_request, &a.bidders, decision()) {
+    if !anyone_asked(&slots, &a.bidders, decision()) {
         return Err("consent");
     }
     Ok(Planned {
-        bid_request,
+        slots,
+        page_url: page_url(),
         reader: Reader::of(request, asker),
         partner_eids: None,
     })

@@ -19,7 +19,6 @@
 use trusted_server_settings::{Auction, Bidder, Slot, Text};
 
 use super::consent::BidderConsent;
-use super::request::BidRequest;
 use super::slots::slots_for;
 use crate::consent::Decision;
 
@@ -128,12 +127,14 @@ fn is_bot(user_agent: Option<&str>, bots: &[Text]) -> bool {
         .any(|bot| ua.contains(&bot.to_ascii_lowercase()))
 }
 
-/// Whether the reader's consent `decision` lets at least one bidder `request` names take part
-/// (a configured bidder whose [`BidderConsent`] is asked). When none may, no auction starts.
-pub fn anyone_asked(request: &BidRequest, bidders: &[Bidder], decision: &Decision<'_>) -> bool {
-    (request.imps.iter())
-        .flat_map(|imp| imp.bidders.iter())
-        .filter_map(|(code, _)| bidders.iter().find(|b| b.code == *code))
+/// Whether the reader's consent `decision` lets at least one bidder of `slots` take part (a
+/// configured bidder whose [`BidderConsent`] is asked). When none may, no auction starts.
+/// Read from the slots, not from their bid request: the request is built only once the
+/// origin has been asked.
+pub fn anyone_asked(slots: &[&Slot], bidders: &[Bidder], decision: &Decision<'_>) -> bool {
+    (slots.iter())
+        .flat_map(|slot| slot.bidders.iter())
+        .filter_map(|named| bidders.iter().find(|b| b.code == named.code))
         .any(|bidder| BidderConsent::of(decision, bidder.vendor_id).asked)
 }
 
@@ -265,23 +266,20 @@ mod tests {
 
     #[test]
     fn consent_must_let_one_of_the_slots_bidders_take_part() {
-        use crate::auction::navigation_request;
         use crate::consent::{Jurisdiction, Signals, UsState};
         use trusted_server_settings::Settings;
 
         let a = auction("");
         let slots = page_slots(&a, &navigation()).unwrap();
-        let request =
-            navigation_request("n", "https://www.pub.example/ads.html", &slots, &a).unwrap();
         let consent = Settings::DEFAULT.consent;
         let quiet = Signals::default();
         // A US state's opt-out rule: asked. An opt-in location without a TC string: not; nor
         // with bidders the settings do not know.
         let ca = Jurisdiction::OptOut(UsState::parse("CA").unwrap());
         let decision = Decision::decide(&quiet, &ca, &consent);
-        assert!(anyone_asked(&request, &a.bidders, &decision));
-        assert!(!anyone_asked(&request, &[], &decision));
+        assert!(anyone_asked(&slots, &a.bidders, &decision));
+        assert!(!anyone_asked(&slots, &[], &decision));
         let eu = Decision::decide(&quiet, &Jurisdiction::OptIn, &consent);
-        assert!(!anyone_asked(&request, &a.bidders, &eu));
+        assert!(!anyone_asked(&slots, &a.bidders, &eu));
     }
 }

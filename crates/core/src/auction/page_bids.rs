@@ -147,7 +147,7 @@ mod tests {
     fn request() -> BidRequest {
         let a = auction();
         let slots = slots_for(&a.slots, "/ads.html");
-        navigation_request("nav-1", "https://www.pub.example/ads.html", &slots, &a).unwrap()
+        navigation_request("nav-1", "https://www.pub.example/ads.html", &slots, &a)
     }
 
     /// The auction's answer for bidders' `(code, bids JSON)` through the endpoint's own

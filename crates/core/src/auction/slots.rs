@@ -43,16 +43,14 @@ pub fn slots_for<'s>(slots: &'s [Slot], path: &str) -> Vec<&'s Slot> {
 }
 
 /// The bid request of a navigation's auction `id` for `slots` on the page at `page_url`,
-/// under `auction`'s currency and navigation timeout; `None` when there is no slot.
+/// under `auction`'s currency and navigation timeout. With no slot it has no impression, and
+/// so asks no bidder ([`page_slots`](super::page_slots) gives at least one).
 pub fn navigation_request(
     id: &str,
     page_url: &str,
     slots: &[&Slot],
     auction: &Auction,
-) -> Option<BidRequest> {
-    if slots.is_empty() {
-        return None;
-    }
+) -> BidRequest {
     let secure = page_url.starts_with("https://");
     let mut imps_json = Vec::with_capacity(slots.len());
     let mut imps = Vec::with_capacity(slots.len());
@@ -73,12 +71,12 @@ pub fn navigation_request(
             "includebidderkeys": false,
         } } },
     });
-    Some(BidRequest {
+    BidRequest {
         id: id.to_owned(),
         imps,
         tmax_ms: Some(tmax_ms),
         json,
-    })
+    }
 }
 
 /// One slot's impression, as JSON and as read.
@@ -201,8 +199,7 @@ mod tests {
     fn the_request_is_what_prebid_js_would_post_for_the_slots() {
         let a = auction();
         let slots = slots_for(&a.slots, "/ads.html");
-        let r = navigation_request("nav-1", "https://www.pub.example/ads.html?x=1", &slots, &a)
-            .unwrap();
+        let r = navigation_request("nav-1", "https://www.pub.example/ads.html?x=1", &slots, &a);
         assert_eq!(r.id, "nav-1");
         assert_eq!(r.tmax_ms, Some(400));
         let j = &r.json;
@@ -229,9 +226,10 @@ mod tests {
         assert!(j["imp"][1].get("bidfloor").is_none());
         assert_eq!(r.imps[1].bidfloor, 0.0);
         // An http page is not secure.
-        let plain = navigation_request("n", "http://www.pub.example/", &slots, &a).unwrap();
+        let plain = navigation_request("n", "http://www.pub.example/", &slots, &a);
         assert!(plain.json["imp"][0].get("secure").is_none());
-        assert!(navigation_request("n", "https://www.pub.example/", &[], &a).is_none());
+        let none = navigation_request("n", "https://www.pub.example/", &[], &a);
+        assert!(none.imps.is_empty() && none.json["imp"] == json!([]));
     }
 
     /// A TOML basic string for `s` (JSON's escapes are TOML's, and `s` has no DEL).
@@ -281,8 +279,7 @@ mod tests {
             ];
             let text = "[publisher]\ndomain = \"p.example\"\norigin_url = \"https://o.example\"\n";
             let a = load(text, env).unwrap().auction;
-            let r = navigation_request("n", "https://p.example/", &slots_for(&a.slots, "/"), &a)
-                .unwrap();
+            let r = navigation_request("n", "https://p.example/", &slots_for(&a.slots, "/"), &a);
             let expected: Map<String, Value> = params.into_iter().collect();
             prop_assert_eq!(&r.imps[0].bidders[0].1, &Value::Object(expected));
         }
@@ -295,8 +292,7 @@ mod tests {
         let a = auction();
         for path in ["/ads.html", "/news/x", "/about"] {
             let slots = slots_for(&a.slots, path);
-            let built =
-                navigation_request("nav-2", "https://www.pub.example/", &slots, &a).unwrap();
+            let built = navigation_request("nav-2", "https://www.pub.example/", &slots, &a);
             let read = read_request(&serde_json::to_vec(&built.json).unwrap()).unwrap();
             assert_eq!(read, built, "{path}");
         }
