@@ -7,7 +7,7 @@
 //! bidder, which waits the `delay_ms` its impression's params name before it answers and bids
 //! the `price` they name, and `stall` on the demo's `misbehave` bidder, which sends its
 //! headers and half its body at once and then nothing (`how: "stall"`). Each round, in an
-//! order rotated by round, on the build's two processes in turn (the A/A control):
+//! balanced order (`crate::order`), on the build's two processes in turn (the A/A control):
 //!
 //! * **direct**: the slowest bidder's request ([`SLOWEST_MS`]) straight to the demo bidder, a
 //!   connection of its own, as the edge's own call to it is;
@@ -481,8 +481,8 @@ pub fn run(
     let (mut wrong_answers, mut first_wrong) = (0, None);
     for round in 0..rounds {
         let process = round % proxies.len();
-        for i in 0..kinds.len() {
-            let kind = kinds[(i + round) % kinds.len()];
+        for i in crate::order::balanced(round / proxies.len(), kinds.len()) {
+            let kind = kinds[i];
             let id = auction_id(run_id, round, kind);
             match one(origin, proxies[process], kind, &id)? {
                 Ok((ms, deadline_ms)) => samples.push(Sample {

@@ -195,9 +195,10 @@ pub fn run(origin: SocketAddr, proxies: &[SocketAddr], quick: bool) -> Result<Ca
     for round in 0..rounds {
         let process = round % proxies.len();
         let proxy = proxies[process];
-        // Rotate the order each round, so no side always runs on a warmer machine.
-        for i in 0..sides.len() {
-            let side = sides[(i + round) % sides.len()];
+        // A balanced order each round (`crate::order`), so no side always runs on a warmer
+        // machine or after the same side.
+        for i in crate::order::balanced(round / proxies.len(), sides.len()) {
+            let side = sides[i];
             let r = match side {
                 Side::Hit | Side::HitAgain => fetch(proxy, &hit_path, true, "HIT")?,
                 Side::Miss => fetch(proxy, &miss_path(round, process), true, "MISS")?,

@@ -11,8 +11,8 @@
 //!
 //! Before timing, every process answers each case's warm-ups with the same body bytes (the
 //! headers may differ), and the navigation's answers set an edge ID; else the run stops,
-//! naming the case. Then, per case, rounds of one request to each process, in an order that
-//! rotates by round, so no process always goes first; each process's access lines for the
+//! naming the case. Then, per case, rounds of one request to each process, in a balanced
+//! order (`crate::order`), so no process always goes first or after the same one; each process's access lines for the
 //! case must be the requests' own (path, and `cache=HIT` for the cache hit).
 //!
 //! Two processes of one module read apart (`crate::PROCESSES`), so the baseline's difference
@@ -260,15 +260,15 @@ fn check_answers(processes: &[Process], r: &Request) -> Result<(), String> {
     Ok(())
 }
 
-/// `rounds` rounds of one request of `r` to each process, the order rotated by one each round;
+/// `rounds` rounds of one request of `r` to each process, in a balanced order (`crate::order`);
 /// returns each process's guest times (ms), in `processes`' order.
 fn interleave(processes: &[Process], r: &Request, rounds: usize) -> Result<Vec<Vec<f64>>, String> {
     let marks = (processes.iter())
         .map(|p| log_len(&p.log))
         .collect::<Result<Vec<_>, _>>()?;
     for round in 0..rounds {
-        for k in 0..processes.len() {
-            let p = &processes[(round + k) % processes.len()];
+        for k in crate::order::balanced(round, processes.len()) {
+            let p = &processes[k];
             fetch(p.addr, r, r.cache)?;
         }
     }

@@ -311,8 +311,8 @@ pub fn run(root: &Path, origin: SocketAddr, quick: bool) -> Result<IdsResult, St
         .flat_map(|case| (0..processes.len()).map(move |i| (case, i)))
         .collect();
     for round in 0..rounds {
-        for k in 0..order.len() {
-            let (case, i) = order[(k + round) % order.len()];
+        for k in crate::order::balanced(round, order.len()) {
+            let (case, i) = order[k];
             let id = format!("ids-{run_id}-{round}-{k}");
             match one(&processes[i], case, &id)? {
                 Ok((first, last)) => samples.push((case, i, first, last)),

@@ -249,8 +249,9 @@ struct Pending {
     total: usize,
 }
 
-/// Runs every case's rounds. In round `r` the sides go in a rotated order, so no side is
-/// always first (warmest) or last.
+/// Runs every case's rounds. In round `r` the sides go in a balanced order
+/// (`crate::order`), so no side is always first (warmest) or last, or always after the same
+/// side.
 ///
 /// # Errors
 /// Any failed request.
@@ -271,8 +272,8 @@ pub fn measure(servers: &Servers, cases: &[Case]) -> Result<Vec<CaseResult>, Str
         for round in 0..case.rounds {
             // Both builds alternate between their processes, round by round.
             let process = round % PROCESSES;
-            for k in 0..Side::ALL.len() {
-                let side = Side::ALL[(round + k) % Side::ALL.len()];
+            for k in crate::order::balanced(round / PROCESSES, Side::ALL.len()) {
+                let side = Side::ALL[k];
                 let process = if side == Side::Direct { 0 } else { process };
                 let (r, sent_at) = fetch(side, servers, process, case, rid)?;
                 let ms = |d: Duration| d.as_secs_f64() * 1000.0;

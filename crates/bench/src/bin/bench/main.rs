@@ -56,6 +56,7 @@ mod ids;
 mod latency;
 mod load;
 mod navigation;
+mod order;
 mod remote;
 mod report;
 mod rsc;

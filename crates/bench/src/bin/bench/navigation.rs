@@ -13,7 +13,7 @@
 //!   segment away and serves the same file; the edge passes the path on as it is): `b1`
 //!   answers after [`LATE_BIDDER_MS`], the origin sends the page at once.
 //!
-//! Each round, in an order rotated by round, on the build's two processes in turn: per timing
+//! Each round, in a balanced order (`crate::order`), on the build's two processes in turn: per timing
 //! the page with the auction **on** (a typed URL's headers and a reader's Chrome
 //! `User-Agent`) and **off** (the same request with `Sec-Purpose: prefetch`), the origin's
 //! page asked straight (**origin direct**), and `b1`'s request with that timing's delay
@@ -213,6 +213,10 @@ fn one(
     let what = format!("navigation {} {kind:?}", t.name);
     match kind {
         Kind::On | Kind::Off => {
+            // Warm: the page request follows a request to the same process at once, as it
+            // would on a busy edge, not whatever idle wait came before (`crate::order`).
+            e2e::send(proxy, "GET", "/_ts/health", &[], b"", TIMEOUT)
+                .map_err(|e| format!("{what}: warming: {e}"))?;
             let r = e2e::send(
                 proxy,
                 "GET",
@@ -425,8 +429,8 @@ pub fn run(
     let (mut wrong_answers, mut first_wrong) = (0, None);
     for round in 0..rounds {
         let process = round % proxies.len();
-        for i in 0..requests.len() {
-            let (timing, kind) = requests[(i + round) % requests.len()];
+        for i in crate::order::balanced(round / proxies.len(), requests.len()) {
+            let (timing, kind) = requests[i];
             let id = format!("nav-{run_id}-{round}-{timing}");
             match one(origin, proxies[process], &TIMINGS[timing], kind, &id)?.0 {
                 Ok((ttfb, ttlb)) => samples.push(Sample {
