@@ -53,6 +53,7 @@ use kit::generated::SETTINGS;
 use kit::{edge_cookie, leaving, reply};
 use phases::consent::Consent;
 use trusted_server_core::consent::Decision;
+use trusted_server_core::publisher::identity::RequestFacts;
 
 /// What a route line leads to.
 #[derive(Clone, Copy)]
@@ -65,9 +66,9 @@ enum Handler {
     /// access record.
     Flow(fn(Request, &Settings, &Decision, &mut Access)),
     /// The publisher proxy: a [`Flow`] given the request's consent undecided (most of what
-    /// it serves needs no decision), whose response may be a page view the partner-ID graph
+    /// it serves needs no decision) and its edge-ID facts as `main` read them, whose response may be a page view the partner-ID graph
     /// hears of once the access line has left.
-    Proxy(fn(Request, &Settings, &Consent, &mut Access) -> Option<PageView>),
+    Proxy(fn(Request, &Settings, &Consent, &RequestFacts, &mut Access) -> Option<PageView>),
 }
 
 use Handler::{Answer, Decided, Flow, Proxy};
@@ -129,12 +130,15 @@ fn main() {
     // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
     let observed = std::cell::OnceCell::new();
     let consent = Consent::of(&request, &observed, &SETTINGS);
+    // The request's headers are read once for the edge ID's facts (every read of a client
+    // request's headers lists their names from the host again).
+    let facts = RequestFacts::from_headers(request.get_headers());
     let withdraw = || consent.decision().withdraw;
-    access.expire_edge_id = edge_cookie::withdrawal(&request, withdraw, &SETTINGS);
+    access.expire_edge_id = edge_cookie::withdrawal(&facts, withdraw, &SETTINGS);
     // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
     // the response and its access line have left (`flows::partner_ids`).
     let erase = match access.expire_edge_id {
-        true => edge_cookie::cookie_ids(&request),
+        true => edge_cookie::cookie_ids(&facts),
         false => Vec::new(),
     };
     // Routed as a normalising server would read the path: a spelling of one of the service's
@@ -152,7 +156,7 @@ fn main() {
             flow(request, &SETTINGS, consent.decision(), &mut access);
             None
         }
-        Proxy(flow) => flow(request, &SETTINGS, &consent, &mut access),
+        Proxy(flow) => flow(request, &SETTINGS, &consent, &facts, &mut access),
     };
     access.consent = consent.decided().map(access::consent_field);
     access.log();

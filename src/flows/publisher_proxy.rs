@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use fastly::{Request, Response};
 use trusted_server_core::cache::stale;
 use trusted_server_core::consent::Decision;
-use trusted_server_core::publisher::identity::IdentityPlan;
+use trusted_server_core::publisher::identity::{IdentityPlan, RequestFacts};
 use trusted_server_core::Settings;
 
 use crate::flows::auction::with_partner_eids;
@@ -42,10 +42,12 @@ pub fn run(
     request: Request,
     settings: &Settings,
     consent: &Consent,
+    facts: &RequestFacts,
     access: &mut Access,
 ) -> Option<PageView> {
-    let client = client::observe(&request, settings);
-    let edge_id = identity::request_phase(&request, || consent.decision().edge_id, settings);
+    let client = client::observe_as(&request, facts.navigation, settings);
+    let allowed = || consent.decision().edge_id;
+    let edge_id = identity::request_phase_of(&request, facts, allowed, settings);
     let navigation = client.navigation;
     serve(request, client, &edge_id, settings, consent, access);
     let returning = edge_id.valid_cookie.is_some() && edge_id.valid_cookie == edge_id.forward;

@@ -6,7 +6,7 @@
 //! the identity phase's (`phases::identity`).
 
 use fastly::http::{HeaderName, HeaderValue};
-use fastly::{Request, Response};
+use fastly::Response;
 use trusted_server_core::publisher::identity::{
     expire_cookie, expires_cookie, is_page_response, is_well_formed, keep_out_of_shared_caches,
     set_cookie, CookieAction, IdentityPlan, RequestFacts,
@@ -48,29 +48,29 @@ fn push_cookie(headers: &mut Vec<(HeaderName, HeaderValue)>, line: &str) {
     }
 }
 
-/// Whether the response to `request` expires the client's `ts-ec` cookie: the feature is on,
-/// the request sent the cookie, and the consent decision `withdraw`s the edge ID (as it does
-/// under `Sec-GPC: 1`; asked only then). Decided once per request, in `main`, whatever the
-/// route.
-pub fn withdrawal(request: &Request, withdraw: impl FnOnce() -> bool, settings: &Settings) -> bool {
-    if !settings.identity.enabled {
-        return false;
-    }
-    let facts = RequestFacts::from_headers(request.get_headers());
-    if facts.cookies.is_empty() {
+/// Whether the response to a request with `facts` (its headers, read once in `main`) expires
+/// the client's `ts-ec` cookie: the feature is on, the request sent the cookie, and the
+/// consent decision `withdraw`s the edge ID (as it does under `Sec-GPC: 1`; asked only then).
+/// Decided once per request, in `main`, whatever the route.
+pub fn withdrawal(
+    facts: &RequestFacts,
+    withdraw: impl FnOnce() -> bool,
+    settings: &Settings,
+) -> bool {
+    if !settings.identity.enabled || facts.cookies.is_empty() {
         return false;
     }
     expires_cookie(&RequestFacts {
         withdrawn: withdraw(),
-        ..facts
+        ..facts.clone()
     })
 }
 
-/// The well-formed edge IDs in the `ts-ec` cookies `request` carries (whether or not they
-/// verify for its network: a reader who withdraws from a new address still erases what was
-/// kept under their ID), for the partner-ID graph's erasure.
-pub fn cookie_ids(request: &Request) -> Vec<String> {
-    let mut ids = RequestFacts::from_headers(request.get_headers()).cookies;
+/// The well-formed edge IDs in the `ts-ec` cookies of a request with `facts` (whether or not
+/// they verify for its network: a reader who withdraws from a new address still erases what
+/// was kept under their ID), for the partner-ID graph's erasure.
+pub fn cookie_ids(facts: &RequestFacts) -> Vec<String> {
+    let mut ids = facts.cookies.clone();
     ids.retain(|id| is_well_formed(id));
     ids.dedup();
     ids
@@ -162,9 +162,10 @@ mod tests {
         assert_eq!(kept.get_header_all_str("set-cookie").len(), 1);
         // `withdraw` is what the decision says under `Sec-GPC: 1`.
         let gpc = |cookie: &str| {
-            Request::get("http://www.pub.test/")
+            let request = fastly::Request::get("http://www.pub.test/")
                 .with_header("sec-gpc", "1")
-                .with_header("cookie", cookie)
+                .with_header("cookie", cookie);
+            RequestFacts::from_headers(request.get_headers())
         };
         let settings = &crate::kit::generated::SETTINGS;
         assert!(withdrawal(&gpc("ts-ec=x"), || true, settings));

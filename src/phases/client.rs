@@ -35,6 +35,12 @@ fn url_authority(request: &Request) -> Option<String> {
 /// Reads the client facts from the request. Only the platform's own observations are used
 /// (TLS state, peer address); client-supplied forwarding headers are ignored.
 pub fn observe(request: &Request, settings: &Settings) -> Client {
+    observe_as(request, is_navigation(request), settings)
+}
+
+/// [`observe`], with whether the request is a page navigation already read from its headers
+/// (`main` reads them once for the publisher proxy).
+pub fn observe_as(request: &Request, navigation: bool, settings: &Settings) -> Client {
     // `get_header_str` panics on a value that is not UTF-8; such a Host is treated as absent.
     // HTTP/2 and HTTP/3 carry the authority in the URL (`:authority`), not in a Host header.
     let url_authority = url_authority(request);
@@ -52,7 +58,7 @@ pub fn observe(request: &Request, settings: &Settings) -> Client {
         ip: request.get_client_ip_addr(),
         rule,
         version: request.get_version(),
-        navigation: is_navigation(request),
+        navigation,
     }
 }
 

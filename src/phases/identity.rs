@@ -61,17 +61,31 @@ pub fn request_phase(
     allowed: impl FnOnce() -> bool,
     settings: &Settings,
 ) -> IdentityPlan {
+    let facts = RequestFacts::from_headers(request.get_headers());
+    request_phase_of(request, &facts, allowed, settings)
+}
+
+/// [`request_phase`] with the request's `facts` already read (`main` reads them once for the
+/// publisher proxy: every read of a client request's headers lists their names from the
+/// host again).
+pub fn request_phase_of(
+    request: &Request,
+    facts: &RequestFacts,
+    allowed: impl FnOnce() -> bool,
+    settings: &Settings,
+) -> IdentityPlan {
     plan_for(
-        request,
+        facts,
         request.get_client_ip_addr(),
         allowed,
         &settings.identity,
     )
 }
 
-/// [`request_phase`] for a client at `ip` (a synthetic request in a test has no address).
+/// [`request_phase`] for a request with `facts` from a client at `ip` (a synthetic request in
+/// a test has no address).
 fn plan_for(
-    request: &Request,
+    facts: &RequestFacts,
     ip: Option<IpAddr>,
     allowed: impl FnOnce() -> bool,
     identity: &Identity,
@@ -79,13 +93,12 @@ fn plan_for(
     if !identity.enabled {
         return IdentityPlan::NONE;
     }
-    let facts = RequestFacts::from_headers(request.get_headers());
     // Nothing to plan, whatever the consent: it is not asked for.
     if !facts.may_have_id() || !allowed() {
         return IdentityPlan::NONE;
     }
     // Consent given: nothing is withdrawn.
-    plan(&facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
+    plan(facts, ip, || read_key(identity), random).unwrap_or_else(|e| {
         log::error!("edge ID unavailable, request served without one: {e}");
         IdentityPlan::NONE
     })
@@ -121,7 +134,9 @@ mod tests {
 
     #[test]
     fn a_navigation_gets_an_id_unless_the_feature_is_off() {
-        let nav = Request::get("http://www.pub.test/").with_header("sec-fetch-dest", "document");
+        let facts = |r: Request| RequestFacts::from_headers(r.get_headers());
+        let nav =
+            facts(Request::get("http://www.pub.test/").with_header("sec-fetch-dest", "document"));
         let addr = IpAddr::from([192, 0, 2, 1]);
         let ip = Some(addr);
         let on = crate::kit::generated::SETTINGS.identity.clone();
@@ -137,7 +152,7 @@ mod tests {
         // Without consent, none; a request that could have none never asks for consent.
         assert_eq!(plan_for(&nav, ip, || false, &on), IdentityPlan::NONE);
         let asset =
-            Request::get("http://www.pub.test/a.css").with_header("sec-fetch-dest", "style");
+            facts(Request::get("http://www.pub.test/a.css").with_header("sec-fetch-dest", "style"));
         let unasked = || -> bool { panic!("consent asked for a stylesheet without an ID") };
         assert_eq!(plan_for(&asset, ip, unasked, &on), IdentityPlan::NONE);
         // A missing secret: no ID, no panic.
