@@ -3,7 +3,8 @@
 //!
 //! Today's tree is built as the full run's streaming build (the same overrides) and runs in two
 //! Viceroy processes; with `--baseline-rev REV`, the service of revision `REV`, built with the
-//! same overrides ([`crate::baseline`]), runs in a third. The guest time of a request is read
+//! same overrides ([`crate::baseline`]), runs in two more, so that each build's median pools
+//! two processes alike and neither side's figure rests on one process's luck. The guest time of a request is read
 //! from its access line, as [`crate::guest_cpu`] reads it (end less the origin's wait), for
 //! the five kinds of request of the full run, a 32 KB page, and a navigation of the small page
 //! with Chrome's headers and no cookie, so the edge ID is made and set. Every request names
@@ -12,12 +13,13 @@
 //! Before timing, every process answers each case's warm-ups with the same body bytes (the
 //! headers may differ), and the navigation's answers set an edge ID; else the run stops,
 //! naming the case. Then, per case, rounds of one request to each process, in a balanced
-//! order (`crate::order`), so no process always goes first or after the same one; each process's access lines for the
-//! case must be the requests' own (path, and `cache=HIT` for the cache hit).
+//! order (`crate::order`), so no process always goes first or after the same one; each
+//! process's access lines for the case must be the requests' own (path, and `cache=HIT` for
+//! the cache hit).
 //!
 //! Two processes of one module read apart (`crate::PROCESSES`), so the baseline's difference
-//! from today's build means something only where it is larger than how far today's two
-//! processes read apart: the A/A control, `guest_<case>_aa`. Builds before 29 Nov 2026 wrote the
+//! from today's build means something only where it is larger than how far one build's two
+//! processes read apart: the A/A control, `guest_<case>_aa`, the larger of the two builds'. Builds before 29 Nov 2026 wrote the
 //! access line's times in 0.1 ms; those parse too, with a warning that the baseline's medians
 //! are that coarse.
 
@@ -80,9 +82,10 @@ pub struct CaseFigures {
     pub per_process: Vec<Quartiles>,
     /// The median over both current processes' requests.
     pub current: f64,
-    /// The baseline process's median, when there is one.
+    /// The median over both baseline processes' requests, when there is a baseline.
     pub baseline: Option<f64>,
-    /// The A/A control: the two current processes' medians, the larger over the smaller.
+    /// The A/A control: one build's two processes' medians, the larger over the smaller; the
+    /// larger of the two builds' when there is a baseline.
     pub aa: f64,
 }
 
@@ -156,15 +159,27 @@ fn case_figures(name: &'static str, processes: &[Process], ms: &[Vec<f64>]) -> C
             .map(|(_, t)| t)
             .collect()
     };
-    let current = of(Build::Current);
-    let medians: Vec<f64> = current.iter().map(|t| median(t.to_vec())).collect();
-    let [low, high] = [f64::min, f64::max].map(|pick| medians.iter().copied().reduce(pick));
+    // One build's processes: its pooled median, and its A/A (larger median over smaller).
+    let build = |processes: Vec<&Vec<f64>>| {
+        let medians: Vec<f64> = processes.iter().map(|t| median(t.to_vec())).collect();
+        let [low, high] = [f64::min, f64::max].map(|pick| medians.iter().copied().reduce(pick));
+        let pooled = median(processes.into_iter().flatten().copied().collect());
+        (pooled, high.zip(low).map(|(h, l)| h / l))
+    };
+    let (current, current_aa) = build(of(Build::Current));
+    let baseline = Some(of(Build::Baseline))
+        .filter(|p| !p.is_empty())
+        .map(build);
+    let aa = match baseline.and_then(|(_, aa)| aa) {
+        Some(base_aa) => current_aa.map_or(base_aa, |aa| aa.max(base_aa)),
+        None => current_aa.unwrap_or(f64::NAN),
+    };
     CaseFigures {
         name,
         per_process: us.iter().map(|t| Quartiles::of(t)).collect(),
-        current: median(current.into_iter().flatten().copied().collect()),
-        baseline: of(Build::Baseline).first().map(|t| median(t.to_vec())),
-        aa: high.zip(low).map_or(f64::NAN, |(h, l)| h / l),
+        current,
+        baseline: baseline.map(|(median, _)| median),
+        aa,
     }
 }
 
@@ -178,7 +193,7 @@ fn coarse(ms: &[f64]) -> bool {
 }
 
 /// Builds today's tree and, with `commit`, the baseline, both with the full run's streaming
-/// overrides, then starts two processes of today's module and one of the baseline's; their
+/// overrides, then starts two processes of each module; their
 /// logs go to `target/bench`.
 fn start(
     root: &Path,
@@ -198,7 +213,8 @@ fn start(
         eprintln!("bench: building the service of {commit} (the baseline) in a worktree");
         let to = dir.join("guest-baseline.wasm");
         let wasm = crate::baseline::build(root, commit, &to, &overrides)?;
-        modules.push(("baseline", Build::Baseline, wasm));
+        modules.push(("baseline_a", Build::Baseline, wasm.clone()));
+        modules.push(("baseline_b", Build::Baseline, wasm));
     }
     let manifest = root.join("fastly.toml");
     let mut processes = Vec::new();
@@ -390,22 +406,30 @@ mod tests {
     }
 
     #[test]
-    fn the_current_median_pools_both_processes_and_the_control_compares_them() {
+    fn each_median_pools_its_builds_processes_and_the_control_is_the_wider_builds() {
         let processes = [
             process("current_a", Build::Current),
             process("current_b", Build::Current),
-            process("baseline", Build::Baseline),
+            process("baseline_a", Build::Baseline),
+            process("baseline_b", Build::Baseline),
         ];
         let ms = [
             vec![0.1, 0.2, 0.3],
             vec![0.3, 0.4, 0.5],
             vec![0.5, 0.5, 0.6],
+            vec![0.5, 0.6, 0.7],
         ];
         let c = case_figures("t", &processes, &ms);
         assert!((c.current - 300.0).abs() < 1e-6, "{c:?}");
-        assert!((c.baseline.unwrap() - 500.0).abs() < 1e-6, "{c:?}");
+        // Pooled: 0.5 0.5 0.5 0.6 0.6 0.7, whose median `stats::median` takes as the upper
+        // middle.
+        assert!((c.baseline.unwrap() - 600.0).abs() < 1e-6, "{c:?}");
+        // Today's processes read 0.2 and 0.4 (2.0), the baseline's 0.5 and 0.6 (1.2).
         assert!((c.aa - 2.0).abs() < 1e-9, "{c:?}");
-        assert!((c.current_over_baseline().unwrap() - 0.6).abs() < 1e-9);
+        assert!((c.current_over_baseline().unwrap() - 0.5).abs() < 1e-9);
+        // The baseline's own spread counts when it is the wider.
+        let ms = [vec![0.2], vec![0.2], vec![0.2], vec![0.6]];
+        assert!((case_figures("t", &processes, &ms).aa - 3.0).abs() < 1e-9);
         assert!((c.per_process[1].p25 - 300.0).abs() < 1e-6);
         assert!((c.per_process[1].p75 - 500.0).abs() < 1e-6);
     }
