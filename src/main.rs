@@ -66,8 +66,9 @@ enum Handler {
     /// access record.
     Flow(fn(Request, &Settings, &Decision, &mut Access)),
     /// The publisher proxy: a [`Flow`] given the request's consent undecided (most of what
-    /// it serves needs no decision) and its edge-ID facts as `main` read them, whose response may be a page view the partner-ID graph
-    /// hears of once the access line has left.
+    /// it serves needs no decision) and its edge-ID facts as `main` read them, whose
+    /// response may be a page view the partner-ID graph hears of once the access line has
+    /// left.
     Proxy(fn(Request, &Settings, &Consent, &RequestFacts, &mut Access) -> Option<PageView>),
 }
 
@@ -130,17 +131,6 @@ fn main() {
     // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
     let observed = std::cell::OnceCell::new();
     let consent = Consent::of(&request, &observed, &SETTINGS);
-    // The request's headers are read once for the edge ID's facts (every read of a client
-    // request's headers lists their names from the host again).
-    let facts = RequestFacts::from_headers(request.get_headers());
-    let withdraw = || consent.decision().withdraw;
-    access.expire_edge_id = edge_cookie::withdrawal(&facts, withdraw, &SETTINGS);
-    // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
-    // the response and its access line have left (`flows::partner_ids`).
-    let erase = match access.expire_edge_id {
-        true => edge_cookie::cookie_ids(&facts),
-        false => Vec::new(),
-    };
     // Routed as a normalising server would read the path: a spelling of one of the service's
     // paths is the service's (its handler reads the path it was routed by), never proxied.
     let routed = ROUTES.resolve(request.get_method_str(), request.get_path());
@@ -149,6 +139,21 @@ fn main() {
         request.set_path(&read_as);
     }
     access.plan = line.name.into();
+    // The edge ID's facts, read from the headers once (every read of a client request's
+    // headers lists their names from the host again), where something needs them: the
+    // withdrawal on every route while the edge ID is kept, and the publisher proxy.
+    let facts = match SETTINGS.identity.enabled || matches!(line.handler, Proxy(_)) {
+        true => RequestFacts::from_headers(request.get_headers()),
+        false => RequestFacts::default(),
+    };
+    let withdraw = || consent.decision().withdraw;
+    access.expire_edge_id = edge_cookie::withdrawal(&facts, withdraw, &SETTINGS);
+    // A withdrawal also erases what the partner-ID graph holds under the reader's ID, once
+    // the response and its access line have left (`flows::partner_ids`).
+    let erase = match access.expire_edge_id {
+        true => edge_cookie::cookie_ids(&facts),
+        false => Vec::new(),
+    };
     let page_view = match line.handler {
         Answer(answer) => send(answer(request, &SETTINGS), &mut access),
         Decided(answer) => send(answer(request, &SETTINGS, consent.decision()), &mut access),

@@ -57,13 +57,7 @@ pub fn withdrawal(
     withdraw: impl FnOnce() -> bool,
     settings: &Settings,
 ) -> bool {
-    if !settings.identity.enabled || facts.cookies.is_empty() {
-        return false;
-    }
-    expires_cookie(&RequestFacts {
-        withdrawn: withdraw(),
-        ..facts.clone()
-    })
+    settings.identity.enabled && expires_cookie(facts, withdraw)
 }
 
 /// The well-formed edge IDs in the `ts-ec` cookies of a request with `facts` (whether or not

@@ -61,6 +61,9 @@ pub fn request_phase(
     allowed: impl FnOnce() -> bool,
     settings: &Settings,
 ) -> IdentityPlan {
+    if !settings.identity.enabled {
+        return IdentityPlan::NONE;
+    }
     let facts = RequestFacts::from_headers(request.get_headers());
     request_phase_of(request, &facts, allowed, settings)
 }

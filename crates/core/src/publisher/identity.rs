@@ -219,11 +219,11 @@ impl IdentityPlan {
 }
 
 /// Whether the response to this request, whatever its route, expires the client's `ts-ec`
-/// cookie: consent [`withdrawn`](RequestFacts::withdrawn) with a `ts-ec` cookie sent. Decided
-/// once per request and applied where every response's headers leave, not by each route (the
-/// adapter's `leaving::stamp`).
-pub fn expires_cookie(facts: &RequestFacts) -> bool {
-    facts.withdrawn && !facts.cookies.is_empty()
+/// cookie: a `ts-ec` cookie sent, and consent `withdrawn` (asked only then: most requests
+/// carry no such cookie, and need no decision). Decided once per request and applied where
+/// every response's headers leave, not by each route (the adapter's `leaving::stamp`).
+pub fn expires_cookie(facts: &RequestFacts, withdrawn: impl FnOnce() -> bool) -> bool {
+    !facts.cookies.is_empty() && withdrawn()
 }
 
 /// Decides the ID for a request.
@@ -662,9 +662,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p, IdentityPlan::NONE);
-        assert!(expires_cookie(&gpc));
+        let expires = |f: &RequestFacts| expires_cookie(f, || f.withdrawn);
+        assert!(expires(&gpc));
         // Any ts-ec value, valid or not, is expired: the client asked for none.
-        assert!(expires_cookie(&facts(&[
+        assert!(expires(&facts(&[
             ("sec-gpc", "1"),
             ("cookie", "ts-ec=junk")
         ])));
@@ -673,13 +674,14 @@ mod tests {
             run(&[NAV, ("sec-gpc", "1")], "192.0.2.1").unwrap(),
             IdentityPlan::NONE
         );
-        assert!(!expires_cookie(&no_cookie));
-        assert!(!expires_cookie(&facts(&[("cookie", &cookie)])));
-        assert!(!expires_cookie(&facts(&[
-            ("sec-gpc", "0"),
-            ("cookie", &cookie)
-        ])));
-        assert!(!expires_cookie(&facts(&[
+        assert!(!expires(&no_cookie));
+        // Without a `ts-ec` cookie the decision is never asked for.
+        assert!(!expires_cookie(&no_cookie, || panic!(
+            "the decision was asked for"
+        )));
+        assert!(!expires(&facts(&[("cookie", &cookie)])));
+        assert!(!expires(&facts(&[("sec-gpc", "0"), ("cookie", &cookie)])));
+        assert!(!expires(&facts(&[
             ("sec-gpc", "1"),
             ("cookie", "ts-ecx=1")
         ])));

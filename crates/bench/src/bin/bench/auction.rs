@@ -6,7 +6,7 @@
 //! The builds are given [`bidders`]: eight entries `b1` … `b8`, all on the demo's `slow`
 //! bidder, which waits the `delay_ms` its impression's params name before it answers and bids
 //! the `price` they name, and `stall` on the demo's `misbehave` bidder, which sends its
-//! headers and half its body at once and then nothing (`how: "stall"`). Each round, in an
+//! headers and half its body at once and then nothing (`how: "stall"`). Each round, in a
 //! balanced order (`crate::order`), on the build's two processes in turn (the A/A control):
 //!
 //! * **direct**: the slowest bidder's request ([`SLOWEST_MS`]) straight to the demo bidder, a

@@ -200,7 +200,8 @@ pub fn run(
         let (mut p, mut d) = (Vec::new(), Vec::new());
         for round in 0..rounds {
             let proxy = proxies[round % proxies.len()];
-            // Alternate which side goes first, so neither always runs on a warmer machine.
+            // Alternate which side goes first, so neither always runs on a warmer machine, and
+            // per process (rounds alternate processes), so each process sees both orders.
             let sample = |direct_side: bool| -> Result<f64, String> {
                 let r = if direct_side {
                     e2e::get(partner.addr(), path, &host, TIMEOUT)
@@ -210,7 +211,7 @@ pub fn run(
                 .map_err(|e| e.to_string())?;
                 Ok(r.last_at.as_secs_f64() * 1000.0)
             };
-            if round % 2 == 0 {
+            if (round / proxies.len()).is_multiple_of(2) {
                 d.push(sample(true)?);
                 p.push(sample(false)?);
             } else {

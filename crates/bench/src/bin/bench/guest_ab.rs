@@ -4,8 +4,8 @@
 //! Today's tree is built as the full run's streaming build (the same overrides) and runs in two
 //! Viceroy processes; with `--baseline-rev REV`, the service of revision `REV`, built with the
 //! same overrides ([`crate::baseline`]), runs in two more, so that each build's median pools
-//! two processes alike and neither side's figure rests on one process's luck. The guest time of a request is read
-//! from its access line, as [`crate::guest_cpu`] reads it (end less the origin's wait), for
+//! two processes alike and neither side's figure rests on one process's luck. The guest time
+//! of a request is read from its access line, as [`crate::guest_cpu`] reads it (end less the origin's wait), for
 //! the five kinds of request of the full run, a 32 KB page, and a navigation of the small page
 //! with Chrome's headers and no cookie, so the edge ID is made and set. Every request names
 //! the same host ([`PUBLIC_HOST`]), so the processes rewrite the pages alike.
@@ -19,9 +19,9 @@
 //!
 //! Two processes of one module read apart (`crate::PROCESSES`), so the baseline's difference
 //! from today's build means something only where it is larger than how far one build's two
-//! processes read apart: the A/A control, `guest_<case>_aa`, the larger of the two builds'. Builds before 29 Nov 2026 wrote the
-//! access line's times in 0.1 ms; those parse too, with a warning that the baseline's medians
-//! are that coarse.
+//! processes read apart: the A/A control, `guest_<case>_aa`, the larger of the two builds'.
+//! Builds before 29 Nov 2026 wrote the access line's times in 0.1 ms; those parse too, with a
+//! warning that the baseline's medians are that coarse.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -13,8 +13,8 @@
 //!   segment away and serves the same file; the edge passes the path on as it is): `b1`
 //!   answers after [`LATE_BIDDER_MS`], the origin sends the page at once.
 //!
-//! Each round, in a balanced order (`crate::order`), on the build's two processes in turn: per timing
-//! the page with the auction **on** (a typed URL's headers and a reader's Chrome
+//! Each round, in a balanced order (`crate::order`), on the build's two processes in turn: per
+//! timing the page with the auction **on** (a typed URL's headers and a reader's Chrome
 //! `User-Agent`) and **off** (the same request with `Sec-Purpose: prefetch`), the origin's
 //! page asked straight (**origin direct**), and `b1`'s request with that timing's delay
 //! straight to the demo bidder (**bidder direct**, as [`crate::auction`]'s `direct`). The off
