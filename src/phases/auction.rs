@@ -109,6 +109,9 @@ pub struct Running<'s> {
     /// Per call: its place in `outcomes`, the impressions it was asked about, its bidder.
     calls: Vec<(usize, Vec<Imp>, &'s Bidder)>,
     asked: Asked,
+    /// The signer of a first-party bidder's creatives, read while the bidders think (`None`
+    /// when no such bidder was asked, or the key could not be read, which is logged).
+    signer: Option<Rc<Signer>>,
 }
 
 /// A navigation's auction as the page's body carries it: its bidders asked already, or to be
@@ -249,6 +252,11 @@ pub fn start<'s>(
             Err(why) => outcomes.push((code.to_owned(), Outcome::Unreachable { why, ms: 0 })),
         }
     }
+    let asked = send_all(sending, start);
+    // Read once the bidders are on their way, so the Secret Store's round trip is not added
+    // after their answers (where a navigation's last byte waits for it).
+    let first_party = (calls.iter()).any(|(_, _, b)| b.rendering == Rendering::FirstParty);
+    let signer = first_party.then(|| creative_signer(settings)).flatten();
     Running {
         request: bid_request,
         deadline_ms,
@@ -257,7 +265,8 @@ pub fn start<'s>(
         page_scheme,
         outcomes,
         calls,
-        asked: send_all(sending, start),
+        asked,
+        signer,
     }
 }
 
@@ -275,24 +284,20 @@ impl Running<'_> {
             mut outcomes,
             calls,
             asked,
+            signer,
         } = self;
         let a = &settings.auction;
         let collected = asked.collect();
-        let mut signer: Option<Option<Rc<Signer>>> = None;
         for ((place, imps, bidder), got) in calls.into_iter().zip(collected) {
             let outcome = match got {
                 Collected::Whole { status, body, ms } => {
                     match read_answer(status, &body, &imps, &a.currency) {
                         Ok(mut answer) => {
-                            // The URL key is read once, and only for a first-party bidder's bids.
+                            // Only a first-party bidder's bids (the key was read at the start).
                             let first_party = bidder.rendering == Rendering::FirstParty;
-                            if first_party && !answer.bids.is_empty() {
-                                let signer =
-                                    signer.get_or_insert_with(|| creative_signer(settings));
-                                if let Some(signer) = signer {
-                                    for bid in &mut answer.bids {
-                                        first_party_creative(bid, signer, page_scheme);
-                                    }
+                            if let Some(signer) = signer.as_ref().filter(|_| first_party) {
+                                for bid in &mut answer.bids {
+                                    first_party_creative(bid, signer, page_scheme);
                                 }
                             }
                             Outcome::Answered { answer, ms }
