@@ -67,7 +67,11 @@ if [[ $system_roots == 0 ]]; then
   if [[ -n "$bundle" ]]; then
     mkdir -p "$ROOT/target/bench/no-roots"
     awk '/-BEGIN CERTIFICATE-/{n++} n==1{print} /-END CERTIFICATE-/{if (n==1) exit}' "$bundle" \
-      > "$ROOT/target/bench/viceroy-root.pem"
+      > "$ROOT/target/bench/viceroy-root.pem.new"
+    mv "$ROOT/target/bench/viceroy-root.pem.new" "$ROOT/target/bench/viceroy-root.pem"
+    # Cargo (the builds the benchmark runs, which may fetch crates) keeps the whole bundle:
+    # OpenSSL under it would read the two variables below too.
+    export CARGO_HTTP_CAINFO="${CARGO_HTTP_CAINFO:-$bundle}"
     export SSL_CERT_FILE="$ROOT/target/bench/viceroy-root.pem"
     export SSL_CERT_DIR="$ROOT/target/bench/no-roots"
     log "Viceroy trusts one root certificate (from $bundle); --system-roots keeps them all"
