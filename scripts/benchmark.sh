@@ -50,8 +50,8 @@ fi
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^TRUSTED_SERVER__' || true)
 # Viceroy 0.22 copies its whole trust store on every upstream request, plain HTTP too (the
 # TlsConfig that upstream::send_request clones holds the root certificates by value): with a
-# system bundle of a few hundred roots that is ~90 us inside each send, which the edge does
-# not pay. Every backend here is plain HTTP on loopback, so unless --system-roots is given the
+# system bundle of a few hundred roots that is ~90 us inside each send: the emulator's own
+# work, not the service's. Every backend here is plain HTTP on loopback, so unless --system-roots is given the
 # Viceroy processes trust one certificate, the first of the system's bundle
 # (docs/performance.md, "Viceroy's trust store").
 args=()
