@@ -164,6 +164,19 @@ pub fn start_viceroy(
     manifest: &Path,
     log: &Path,
 ) -> io::Result<(ChildGuard, SocketAddr)> {
+    start_viceroy_with_env(wasm, manifest, log, &[])
+}
+
+/// [`start_viceroy`] with `env` added to Viceroy's environment.
+///
+/// # Errors
+/// As [`start_viceroy`].
+pub fn start_viceroy_with_env(
+    wasm: &Path,
+    manifest: &Path,
+    log: &Path,
+    env: &[(&str, &str)],
+) -> io::Result<(ChildGuard, SocketAddr)> {
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let log_file = std::fs::File::create(log)?;
@@ -177,6 +190,7 @@ pub fn start_viceroy(
             "RUST_LOG",
             "viceroy=error,viceroy_lib=error,viceroy_lib::execute=info",
         )
+        .envs(env.iter().copied())
         .current_dir(manifest_dir.unwrap_or(Path::new(".")))
         .arg("serve")
         .arg("-C")

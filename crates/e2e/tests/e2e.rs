@@ -60,6 +60,9 @@ struct World {
     /// A streaming build with `delivery.compression = "edge"` and `delivery.server_timing =
     /// false` (see `delivery`).
     edge: SocketAddr,
+    /// The streaming build again, in a Viceroy with one runtime thread, whose KV Store's
+    /// compare-and-set is atomic (see `ids::two_partners_syncing_one_reader_at_once_both_land`).
+    one_thread: SocketAddr,
     _servers: Vec<ChildGuard>,
 }
 
@@ -747,6 +750,14 @@ fn set_up() -> Result<World, String> {
     servers.push(guard);
     let (guard, edge) = delivery::start_edge_build(&root, &dir, origin_addr)?;
     servers.push(guard);
+    let (guard, one_thread) = e2e::start_viceroy_with_env(
+        &dir.join("streaming.wasm"),
+        &root.join("fastly.toml"),
+        &dir.join("viceroy-one-thread.log"),
+        &[("TOKIO_WORKER_THREADS", "1")],
+    )
+    .map_err(|e| format!("viceroy (one thread): {e}"))?;
+    servers.push(guard);
     Ok(World {
         root,
         origin,
@@ -756,6 +767,7 @@ fn set_up() -> Result<World, String> {
         no_secret,
         partner,
         edge,
+        one_thread,
         _servers: servers,
     })
 }

@@ -61,13 +61,22 @@ fn pairs_body<E: AsRef<str>>(pairs: &[(E, &str)]) -> String {
 
 /// The statuses answered for `pairs` pushed by `partner` with its own token, in order.
 fn sync(w: &World, partner: &str, pairs: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    sync_at(w.streaming, partner, pairs)
+}
+
+/// [`sync`] to the service at `service`.
+fn sync_at(
+    service: SocketAddr,
+    partner: &str,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<String>, String> {
     let token = match partner {
         "fast" => FAST_TOKEN,
         _ => SLOW_TOKEN,
     };
     let body = pairs_body(pairs);
     let r = post(
-        w.streaming,
+        service,
         partner,
         Some(&format!("Bearer {token}")),
         body.as_bytes(),
@@ -96,9 +105,18 @@ fn sync_once_known(
     partner: &str,
     pairs: &[(&str, &str)],
 ) -> Result<Vec<String>, String> {
+    sync_once_known_at(w.streaming, partner, pairs)
+}
+
+/// [`sync_once_known`] to the service at `service`.
+fn sync_once_known_at(
+    service: SocketAddr,
+    partner: &str,
+    pairs: &[(&str, &str)],
+) -> Result<Vec<String>, String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let got = sync(w, partner, pairs)?;
+        let got = sync_at(service, partner, pairs)?;
         if got.first().map(String::as_str) != Some("unknown_ec") || Instant::now() > deadline {
             return Ok(got);
         }
@@ -237,14 +255,21 @@ pub fn bad_tokens_and_batches_are_refused_and_lose_nothing(w: &World) -> Outcome
 /// Two partners syncing the same reader at the same moment, round after round: both land
 /// (the store's compare-and-set retries the loser), so each partner's ID is held afterwards.
 pub fn two_partners_syncing_one_reader_at_once_both_land(w: &World) -> Outcome {
-    let ec = reader(w, ELSEWHERE, "")?;
-    let got = sync_once_known(w, "fast", &[(&ec, "fast-0")])?;
+    // On the service whose Viceroy has one runtime thread: Viceroy 0.22's KV insert reads the
+    // entry, checks the generation (or the absence for `Add`) and writes under two separate
+    // locks, so two inserts on two threads can both pass the check and the later overwrite
+    // the earlier, which lost one partner's ID about once in 150 rounds. On one thread an
+    // insert runs whole; the two syncs still interleave at every wait (the lookups), so a
+    // blind write still loses a partner's ID here.
+    let service = w.one_thread;
+    let ec = crate::auction::edge_id_at(service, ELSEWHERE, "")?;
+    let got = sync_once_known_at(service, "fast", &[(&ec, "fast-0")])?;
     check(got == ["stored"], || format!("first sync: {got:?}"))?;
     for round in 1..=12 {
         let (fast_id, slow_id) = (format!("fast-{round}"), format!("slow-{round}"));
         let (fast, slow) = std::thread::scope(|s| {
-            let fast = s.spawn(|| sync(w, "fast", &[(&ec, &fast_id)]));
-            let slow = s.spawn(|| sync(w, "slow", &[(&ec, &slow_id)]));
+            let fast = s.spawn(|| sync_at(service, "fast", &[(&ec, &fast_id)]));
+            let slow = s.spawn(|| sync_at(service, "slow", &[(&ec, &slow_id)]));
             (fast.join(), slow.join())
         });
         let fast = fast.map_err(|_| "fast's thread panicked".to_owned())??;
@@ -252,8 +277,8 @@ pub fn two_partners_syncing_one_reader_at_once_both_land(w: &World) -> Outcome {
         check(fast == ["stored"] && slow == ["stored"], || {
             format!("round {round}: fast {fast:?}, slow {slow:?}")
         })?;
-        let fast = sync(w, "fast", &[(&ec, &fast_id)])?;
-        let slow = sync(w, "slow", &[(&ec, &slow_id)])?;
+        let fast = sync_at(service, "fast", &[(&ec, &fast_id)])?;
+        let slow = sync_at(service, "slow", &[(&ec, &slow_id)])?;
         check(fast == ["unchanged"] && slow == ["unchanged"], || {
             format!(
                 "round {round}: a write was lost (fast {fast:?}, slow {slow:?} on reading back)"
