@@ -48,36 +48,5 @@ if ! command -v wrk >/dev/null; then
 fi
 # Overrides from the caller's shell must not leak into the builds under test.
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^TRUSTED_SERVER__' || true)
-# Viceroy 0.22 copies its whole trust store on every upstream request, plain HTTP too (the
-# TlsConfig that upstream::send_request clones holds the root certificates by value): with a
-# system bundle of a few hundred roots that is ~90 us inside each send: the emulator's own
-# work, not the service's. Every backend here is plain HTTP on loopback, so unless --system-roots is given the
-# Viceroy processes trust one certificate, the first of the system's bundle
-# (docs/performance.md, "Viceroy's trust store").
-args=()
-system_roots=0
-for arg in "$@"; do
-  if [[ "$arg" == "--system-roots" ]]; then system_roots=1; else args+=("$arg"); fi
-done
-if [[ $system_roots == 0 ]]; then
-  bundle=""
-  for f in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt /etc/ssl/cert.pem; do
-    if [[ -n "$f" && -f "$f" ]]; then bundle="$f"; break; fi
-  done
-  if [[ -n "$bundle" ]]; then
-    mkdir -p "$ROOT/target/bench/no-roots"
-    awk '/-BEGIN CERTIFICATE-/{n++} n==1{print} /-END CERTIFICATE-/{if (n==1) exit}' "$bundle" \
-      > "$ROOT/target/bench/viceroy-root.pem.new"
-    mv "$ROOT/target/bench/viceroy-root.pem.new" "$ROOT/target/bench/viceroy-root.pem"
-    # Cargo (the builds the benchmark runs, which may fetch crates) keeps the whole bundle:
-    # OpenSSL under it would read the two variables below too.
-    export CARGO_HTTP_CAINFO="${CARGO_HTTP_CAINFO:-$bundle}"
-    export SSL_CERT_FILE="$ROOT/target/bench/viceroy-root.pem"
-    export SSL_CERT_DIR="$ROOT/target/bench/no-roots"
-    log "Viceroy trusts one root certificate (from $bundle); --system-roots keeps them all"
-  else
-    log "no system certificate bundle found: Viceroy keeps its default trust store"
-  fi
-fi
 cargo build --quiet --release --locked -p ts-bench --bin bench
-exec "$ROOT/target/release/bench" ${args[@]+"${args[@]}"}
+exec "$ROOT/target/release/bench" "$@"

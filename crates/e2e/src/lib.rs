@@ -404,11 +404,13 @@ pub fn start_service_pair(
     origin: SocketAddr,
     extra: &[(&str, String)],
 ) -> Result<ServicePair, String> {
-    start_service_pair_with(root, dir, origin, extra, &[])
+    start_service_pair_with(root, dir, origin, extra, &[], &[])
 }
 
 /// [`start_service_pair`], with `buffered_extra` overrides for the buffered build only (the
-/// e2e suite gives it another `logging.level`, so one pair proves both levels).
+/// e2e suite gives it another `logging.level`, so one pair proves both levels), and
+/// `viceroy_env` added to both Viceroy processes' environment (the benchmark narrows their
+/// trust store).
 ///
 /// # Errors
 /// If a build fails or Viceroy does not come up.
@@ -418,6 +420,7 @@ pub fn start_service_pair_with(
     origin: SocketAddr,
     extra: &[(&str, String)],
     buffered_extra: &[(&str, String)],
+    viceroy_env: &[(&str, &str)],
 ) -> Result<ServicePair, String> {
     let overrides = |streaming: bool| {
         let mut list = service_overrides(origin, streaming);
@@ -435,9 +438,13 @@ pub fn start_service_pair_with(
             &dir.join(format!("{name}.wasm")),
             &overrides(streaming),
         )?;
-        let (guard, addr) =
-            start_viceroy(&wasm, &manifest, &dir.join(format!("viceroy-{name}.log")))
-                .map_err(|e| format!("viceroy ({name}): {e}"))?;
+        let (guard, addr) = start_viceroy_with_env(
+            &wasm,
+            &manifest,
+            &dir.join(format!("viceroy-{name}.log")),
+            viceroy_env,
+        )
+        .map_err(|e| format!("viceroy ({name}): {e}"))?;
         guards.push(guard);
         addrs.push(addr);
         modules.push(wasm);

@@ -707,7 +707,7 @@ fn set_up() -> Result<World, String> {
         ),
     ];
     let dir = root.join("target/e2e");
-    let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet)?;
+    let pair = start_service_pair_with(&root, &dir, origin_addr, &timeout, &quiet, &[])?;
     let mut servers = pair.guards;
     // The edge ID, signing, the admin routes and first-party URLs without their secrets: the stores exist (fastly.toml),
     // the keys do not.

@@ -26,7 +26,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use e2e::{build_service, start_viceroy, ChildGuard};
+use crate::trust::start_viceroy;
+use e2e::{build_service, ChildGuard};
 
 use crate::cases::PUBLIC_HOST;
 use crate::guest_cpu::{fetch, log_len, read_lines, requests, warm_up, Request};

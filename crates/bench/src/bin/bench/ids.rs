@@ -32,7 +32,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use e2e::{build_service, start_viceroy, ChildGuard};
+use crate::trust::start_viceroy;
+use e2e::{build_service, ChildGuard};
 use serde_json::{json, Value};
 
 use crate::auction::{check_auction, Spread, PATH as AUCTION_PATH};

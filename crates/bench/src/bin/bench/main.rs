@@ -62,13 +62,13 @@ mod report;
 mod rsc;
 mod stats;
 mod throughput;
+mod trust;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use e2e::{
-    build_and_start_demo_origin, start_service_pair, start_viceroy, workspace_root, ChildGuard,
-};
+use e2e::{build_and_start_demo_origin, start_service_pair_with, workspace_root, ChildGuard};
+use trust::start_viceroy;
 
 /// Command-line options.
 pub struct Options {
@@ -98,6 +98,8 @@ pub struct Options {
     /// `--baseline-rev REV` (with `--guest-only`): the revision whose build is timed beside
     /// today's.
     pub baseline_rev: Option<String>,
+    /// `--system-roots`: the Viceroy processes keep the system's trust store ([`trust`]).
+    pub system_roots: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -115,6 +117,7 @@ fn parse_args() -> Result<Options, String> {
         ids_only: false,
         guest_only: false,
         baseline_rev: None,
+        system_roots: false,
     };
     let mut remote_args = remote::RemoteArgs::default();
     let mut args = std::env::args().skip(1);
@@ -130,6 +133,7 @@ fn parse_args() -> Result<Options, String> {
             "--navigation-only" => options.navigation_only = true,
             "--ids-only" => options.ids_only = true,
             "--guest-only" => options.guest_only = true,
+            "--system-roots" => options.system_roots = true,
             "--baseline-rev" => {
                 options.baseline_rev = Some(args.next().ok_or("--baseline-rev needs a REV")?)
             }
@@ -138,7 +142,7 @@ fn parse_args() -> Result<Options, String> {
             "--out" => options.out = PathBuf::from(args.next().ok_or("--out needs a DIR")?),
             "-h" | "--help" => {
                 return Err(format!(
-                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--ids-only] [--guest-only [--baseline-rev REV]] [--save NAME] [--compare NAME] [--out DIR]\n   \
+                    "usage: benchmark.sh [--quick] [--first-party-only] [--cache-only] [--auction-only] [--navigation-only] [--ids-only] [--guest-only [--baseline-rev REV]] [--system-roots] [--save NAME] [--compare NAME] [--out DIR]\n   \
                      or: benchmark.sh {} [--save NAME] [--compare NAME] [--out DIR]",
                     remote::USAGE
                 ))
@@ -149,6 +153,9 @@ fn parse_args() -> Result<Options, String> {
     options.remote = remote_args.finish()?;
     if options.baseline_rev.is_some() && !options.guest_only {
         return Err("--baseline-rev goes with --guest-only".into());
+    }
+    if options.remote.is_some() && options.system_roots {
+        return Err("--system-roots is for the local benchmark, not --target".into());
     }
     if options.remote.is_some() && options.quick {
         return Err("--quick is for the local benchmark, not --target".into());
@@ -232,7 +239,8 @@ fn start_servers(out: &std::path::Path) -> Result<Servers, String> {
     let dir = root.join("target/bench");
     let partner = first_party::start_partner()?;
     let overrides = bench_overrides(origin, partner.addr());
-    let pair = start_service_pair(&root, &dir, origin, &overrides)?;
+    let pair =
+        start_service_pair_with(&root, &dir, origin, &overrides, &[], &trust::viceroy_env())?;
     let mut guards = vec![origin_guard];
     guards.extend(pair.guards);
     // The same modules again, each in a second process.
@@ -283,6 +291,9 @@ fn run_benchmark(options: &Options) -> Result<(), String> {
         let results = remote::run(remote, &options.out)?;
         return finish(options, started, &results);
     }
+    let bench_dir = workspace_root().join("target/bench");
+    std::fs::create_dir_all(&bench_dir).map_err(|e| format!("{}: {e}", bench_dir.display()))?;
+    trust::init(options.system_roots, &bench_dir)?;
     if options.first_party_only {
         let servers = start_servers(&options.out)?;
         let fp = first_party::run(
