@@ -125,7 +125,8 @@ const fn line(
 /// rules out `stream_to_client`.
 fn main() {
     access::init_logging(SETTINGS.logging.level);
-    let mut request = Request::from_client();
+    // Read once, detached from its host-side handle (`kit::incoming`).
+    let mut request = kit::incoming::client_request();
     let mut access = Access::start(&request);
     // Consent is decided once, when first needed (`phases::consent`). A withdrawal expires a
     // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
@@ -139,8 +140,7 @@ fn main() {
         request.set_path(&read_as);
     }
     access.plan = line.name.into();
-    // The edge ID's facts, read from the headers once (every read of a client request's
-    // headers lists their names from the host again), where something needs them: the
+    // The edge ID's facts, read from the headers once, where something needs them: the
     // withdrawal on every route while the edge ID is kept, and the publisher proxy.
     let facts = match SETTINGS.identity.enabled || matches!(line.handler, Proxy(_)) {
         true => RequestFacts::from_headers(request.get_headers()),

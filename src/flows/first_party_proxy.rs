@@ -66,7 +66,7 @@ pub fn run(mut request: Request, settings: &Settings, decision: &Decision, acces
     };
     let headers = partner_headers(&request, decision, settings);
     let client_version = request.get_version();
-    let page_scheme = client::scheme(&request);
+    let page_scheme = client::scheme();
     let asked = Ask {
         headers: &headers,
         policy: &policy,

@@ -47,7 +47,7 @@ pub fn run(
 ) -> Option<PageView> {
     let client = client::observe_as(&request, facts.navigation, settings);
     let allowed = || consent.decision().edge_id;
-    let edge_id = identity::request_phase_of(&request, facts, allowed, settings);
+    let edge_id = identity::request_phase_of(facts, allowed, settings);
     let navigation = client.navigation;
     serve(request, client, &edge_id, settings, consent, access);
     let returning = edge_id.valid_cookie.is_some() && edge_id.valid_cookie == edge_id.forward;

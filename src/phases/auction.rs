@@ -58,10 +58,10 @@ impl<'r> Reader<'r> {
     pub fn of(request: &Request, asker: Asker<'r>) -> Self {
         Reader {
             asker,
-            ip: request.get_client_ip_addr(),
+            ip: crate::kit::incoming::client_ip(),
             user_agent: request.get_header_str("user-agent").map(str::to_owned),
             cookies: request.get_header_all_str_lossy("cookie").join("; "),
-            page_scheme: client::scheme(request),
+            page_scheme: client::scheme(),
         }
     }
 }

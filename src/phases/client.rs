@@ -49,23 +49,23 @@ pub fn observe_as(request: &Request, navigation: bool, settings: &Settings) -> C
         .and_then(|v| v.to_str().ok())
         .or(url_authority.as_deref());
     let authority = client_authority(host, &settings.publisher.domain);
-    let scheme = scheme(request).as_str();
+    let scheme = scheme().as_str();
     let p = &settings.publisher;
     let rule = UrlRule::for_origin(&p.origin_host_name, p.origin_port, scheme, &authority);
     Client {
         authority,
         scheme,
-        ip: request.get_client_ip_addr(),
+        ip: crate::kit::incoming::client_ip(),
         rule,
         version: request.get_version(),
         navigation,
     }
 }
 
-/// The scheme the client used: `https` when it came over TLS. The platform's observation,
-/// never a client header.
-pub fn scheme(request: &Request) -> Scheme {
-    if request.get_tls_protocol_bytes().is_some() {
+/// The scheme the client used: `https` when it came over TLS. The platform's observation
+/// (`kit::incoming`), never a client header.
+pub fn scheme() -> Scheme {
+    if crate::kit::incoming::client_tls() {
         Scheme::Https
     } else {
         Scheme::Http

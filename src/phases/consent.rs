@@ -53,7 +53,7 @@ impl Inputs {
             .any(|v| v.as_bytes().trim_ascii() == b"1");
         // The connection's address, never a header: `X-Forwarded-For`, `Fastly-Client-IP` or a
         // geolocation header the client sends cannot move the reader.
-        let ip = request.get_client_ip_addr();
+        let ip = crate::kit::incoming::client_ip();
         Inputs {
             cookies,
             sec_gpc,

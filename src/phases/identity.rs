@@ -65,21 +65,19 @@ pub fn request_phase(
         return IdentityPlan::NONE;
     }
     let facts = RequestFacts::from_headers(request.get_headers());
-    request_phase_of(request, &facts, allowed, settings)
+    request_phase_of(&facts, allowed, settings)
 }
 
 /// [`request_phase`] with the request's `facts` already read (`main` reads them once for the
-/// publisher proxy: every read of a client request's headers lists their names from the
-/// host again).
+/// publisher proxy), for the client at the address the platform observed.
 pub fn request_phase_of(
-    request: &Request,
     facts: &RequestFacts,
     allowed: impl FnOnce() -> bool,
     settings: &Settings,
 ) -> IdentityPlan {
     plan_for(
         facts,
-        request.get_client_ip_addr(),
+        crate::kit::incoming::client_ip(),
         allowed,
         &settings.identity,
     )

@@ -1,0 +1,168 @@
+//! The client's request, read from the platform once, into buffers sized for it.
+//!
+//! Why: `Request::from_client` stays attached to its host-side handle and reads lazily. Every
+//! listing of its headers asks the host for their names again, and each header's values are
+//! read into a fresh 4 KiB buffer that the value then keeps alive (the fastly crate's initial
+//! value buffer): on a request with eighteen headers, reading them all took about 50 µs and
+//! grew the instance's memory by two wasm pages (128 KiB of fresh memory, each 4 KiB page of
+//! it a page fault on first touch), and the proxy lists them five times on its way to the
+//! origin. Read here once, the request is a detached `Request`: one listing of the names, one
+//! read per name into a buffer of [`VALUE_BUFFER`] bytes (grown and read again only for a
+//! longer value), and every later read is the guest's own. The request a flow forwards is
+//! written to a new host-side handle when it is sent.
+//!
+//! A detached request cannot answer what the platform observed of the connection (the fastly
+//! crate answers `None` for any request but the attached client request), so that is read
+//! here as well, once, and asked for through [`client_ip`] and [`client_tls`]. One instance
+//! serves one request, so the observation is the instance's.
+
+use std::net::IpAddr;
+use std::sync::OnceLock;
+
+use fastly::handle::{client_request_and_body, RequestHandle};
+use fastly::http::{HeaderName, HeaderValue, Method};
+use fastly::{Body, Request};
+
+/// The first buffer for one header name's values: most request headers fit (a browser's
+/// `User-Agent` and `Accept` are under 200 bytes); a longer one (a large `Cookie`) is read
+/// again with the size the host asks for.
+pub const VALUE_BUFFER: usize = 512;
+
+/// The first buffer for the header names, several at a time.
+const NAMES_BUFFER: usize = 512;
+
+/// The first buffer for the URL, and for the method.
+const URL_BUFFER: usize = 1024;
+const METHOD_BUFFER: usize = 16;
+
+/// Beyond this a value cannot come from the platform (its request header limits are far
+/// lower); a read that asks for more is given up rather than grown forever.
+const LARGEST: usize = 1 << 20;
+
+/// What the platform observed of the client's connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Connection {
+    ip: Option<IpAddr>,
+    tls: bool,
+}
+
+static CONNECTION: OnceLock<Connection> = OnceLock::new();
+
+/// The client's address as the platform observed it (never a header). `None` before
+/// [`client_request`] ran, as in a unit test's synthetic request.
+pub fn client_ip() -> Option<IpAddr> {
+    CONNECTION.get().and_then(|c| c.ip)
+}
+
+/// Whether the client's connection came over TLS, as the platform observed it. `false`
+/// before [`client_request`] ran.
+pub fn client_tls() -> bool {
+    CONNECTION.get().is_some_and(|c| c.tls)
+}
+
+/// Takes the client's request from the platform (once per instance, as
+/// `Request::from_client` does): its method, URL, version, every header line in the order
+/// the host lists them, and its body, as a detached `Request`.
+pub fn client_request() -> Request {
+    let (handle, body) = client_request_and_body();
+    let _ = CONNECTION.set(Connection {
+        ip: handle.client_ip_addr(),
+        tls: handle.client_tls_protocol_bytes().is_some(),
+    });
+    let method = read_growing(METHOD_BUFFER, |size| {
+        handle.get_method(size).map_err(needed)
+    })
+    .unwrap_or(Method::GET);
+    // The host always has a URL for the client's request; the fastly crate panics without one.
+    let url = read_growing(URL_BUFFER, |size| handle.get_url(size).map_err(needed))
+        .expect("the platform gives the client request a URL");
+    let mut request = Request::new(method, url);
+    request.set_version(handle.get_version());
+    for name in header_names(&handle) {
+        for value in header_values(&handle, &name) {
+            request.append_header(&name, value);
+        }
+    }
+    request.set_body(Body::from(body));
+    request
+}
+
+/// The header names, in the host's order.
+fn header_names(handle: &RequestHandle) -> Vec<HeaderName> {
+    read_growing(NAMES_BUFFER, |size| {
+        (handle.get_header_names(size).collect::<Result<Vec<_>, _>>()).map_err(needed)
+    })
+    .unwrap_or_default()
+}
+
+/// One name's values, in order.
+fn header_values(handle: &RequestHandle, name: &HeaderName) -> Vec<HeaderValue> {
+    read_growing(VALUE_BUFFER, |size| {
+        (handle
+            .get_header_values(name, size)
+            .collect::<Result<Vec<_>, _>>())
+        .map_err(needed)
+    })
+    .unwrap_or_else(|| {
+        log::warn!("incoming: the values of {name} exceed {LARGEST} bytes: not read");
+        Vec::new()
+    })
+}
+
+/// The size a read that was too small asks for.
+fn needed(e: fastly::error::BufferSizeError) -> usize {
+    e.needed_buf_size
+}
+
+/// `read` with a buffer of `first` bytes, then, while the host says it needs more (the
+/// error), with at least what it asks for (and at least twice the last size: a later value
+/// may be longer still), up to [`LARGEST`].
+fn read_growing<T>(first: usize, read: impl Fn(usize) -> Result<T, usize>) -> Option<T> {
+    let mut size = first;
+    loop {
+        match read(size) {
+            Ok(value) => return Some(value),
+            Err(asked) => size = next_size(size, asked)?,
+        }
+    }
+}
+
+/// The buffer after one of `size` bytes was too small for `needed`: `None` past [`LARGEST`].
+fn next_size(size: usize, needed: usize) -> Option<usize> {
+    let next = needed.max(size.saturating_mul(2));
+    (next <= LARGEST).then_some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_grows_to_what_is_needed_and_at_least_doubles_up_to_the_largest() {
+        assert_eq!(next_size(512, 3000), Some(3000));
+        assert_eq!(next_size(512, 600), Some(1024));
+        assert_eq!(next_size(512, 0), Some(1024));
+        assert_eq!(next_size(LARGEST / 2, 10), Some(LARGEST));
+        assert_eq!(next_size(LARGEST, 10), None);
+        assert_eq!(next_size(512, LARGEST + 1), None);
+    }
+
+    #[test]
+    fn reading_stops_when_the_buffer_would_pass_the_largest() {
+        let tries = std::cell::Cell::new(0);
+        let read = |size: usize| {
+            tries.set(tries.get() + 1);
+            Err::<(), _>(size + 1)
+        };
+        assert_eq!(read_growing(512, read), None);
+        // 512, 1 KiB, ... 1 MiB: 12 tries, none past the largest.
+        assert_eq!(tries.get(), 12);
+    }
+
+    #[test]
+    fn a_synthetic_request_has_no_observed_connection() {
+        // Unit tests never take the client request: nothing was observed.
+        assert_eq!(client_ip(), None);
+        assert!(!client_tls());
+    }
+}
