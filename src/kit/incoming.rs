@@ -1,4 +1,5 @@
-//! The client's request, read from the platform once, into buffers sized for it.
+//! The client's request and the origin's response, read from the platform once, into buffers
+//! sized for them.
 //!
 //! Why: `Request::from_client` stays attached to its host-side handle and reads lazily. Every
 //! listing of its headers asks the host for their names again, and each header's values are
@@ -9,7 +10,10 @@
 //! origin. Read here once, the request is a detached `Request`: one listing of the names, one
 //! read per name into a buffer of [`VALUE_BUFFER`] bytes (grown and read again only for a
 //! longer value), and every later read is the guest's own. The request a flow forwards is
-//! written to a new host-side handle when it is sent.
+//! written to a new host-side handle when it is sent. The origin's response is read the same
+//! way ([`response`]): the response phase lists its headers, rewrites them and hands them to
+//! the cache and the client, and a detached response does all of that in the guest until it
+//! is sent.
 //!
 //! A detached request cannot answer what the platform observed of the connection (the fastly
 //! crate answers `None` for any request but the attached client request), so that is read
@@ -19,9 +23,10 @@
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
-use fastly::handle::{client_request_and_body, RequestHandle};
+use fastly::error::BufferSizeError;
+use fastly::handle::{client_request_and_body, BodyHandle, ResponseHandle};
 use fastly::http::{HeaderName, HeaderValue, Method};
-use fastly::{Body, Request};
+use fastly::{Body, Request, Response};
 
 /// The first buffer for one header name's values: most request headers fit (a browser's
 /// `User-Agent` and `Accept` are under 200 bytes); a longer one (a large `Cookie`) is read
@@ -78,40 +83,58 @@ pub fn client_request() -> Request {
         .expect("the platform gives the client request a URL");
     let mut request = Request::new(method, url);
     request.set_version(handle.get_version());
-    for name in header_names(&handle) {
-        for value in header_values(&handle, &name) {
-            request.append_header(&name, value);
-        }
+    let lines = header_lines(
+        |size| all(handle.get_header_names(size)),
+        |name: &HeaderName, size| all(handle.get_header_values(name, size)),
+    );
+    for (name, value) in lines {
+        request.append_header(name, value);
     }
     request.set_body(Body::from(body));
     request
 }
 
-/// The header names, in the host's order.
-fn header_names(handle: &RequestHandle) -> Vec<HeaderName> {
-    read_growing(NAMES_BUFFER, |size| {
-        (handle.get_header_names(size).collect::<Result<Vec<_>, _>>()).map_err(needed)
-    })
-    .unwrap_or_default()
+/// A backend's response from its handles (`PendingRequestHandle::wait`): status, version,
+/// every header line in the host's order, and the body, as a detached `Response`.
+pub fn response(head: ResponseHandle, body: BodyHandle) -> Response {
+    let mut response = Response::new();
+    response.set_status(head.get_status());
+    response.set_version(head.get_version());
+    let lines = header_lines(
+        |size| all(head.get_header_names(size)),
+        |name: &HeaderName, size| all(head.get_header_values(name, size)),
+    );
+    for (name, value) in lines {
+        response.append_header(name, value);
+    }
+    response.set_body(Body::from(body));
+    response
 }
 
-/// One name's values, in order.
-fn header_values(handle: &RequestHandle, name: &HeaderName) -> Vec<HeaderValue> {
-    read_growing(VALUE_BUFFER, |size| {
-        (handle
-            .get_header_values(name, size)
-            .collect::<Result<Vec<_>, _>>())
-        .map_err(needed)
-    })
-    .unwrap_or_else(|| {
-        log::warn!("incoming: the values of {name} exceed {LARGEST} bytes: not read");
-        Vec::new()
-    })
+/// Every header line of a handle, through its `names` and `values` reads (the request's and
+/// the response's handles share no trait), the names in the host's order.
+fn header_lines(
+    names: impl Fn(usize) -> Result<Vec<HeaderName>, usize>,
+    values: impl Fn(&HeaderName, usize) -> Result<Vec<HeaderValue>, usize>,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut lines = Vec::new();
+    for name in read_growing(NAMES_BUFFER, names).unwrap_or_default() {
+        match read_growing(VALUE_BUFFER, |size| values(&name, size)) {
+            Some(read) => lines.extend(read.into_iter().map(|value| (name.clone(), value))),
+            None => log::warn!("incoming: the values of {name} exceed {LARGEST} bytes: not read"),
+        }
+    }
+    lines
 }
 
 /// The size a read that was too small asks for.
-fn needed(e: fastly::error::BufferSizeError) -> usize {
+fn needed(e: BufferSizeError) -> usize {
     e.needed_buf_size
+}
+
+/// Every item of a multi-value read, or the size the first one that did not fit asks for.
+fn all<T>(read: impl Iterator<Item = Result<T, BufferSizeError>>) -> Result<Vec<T>, usize> {
+    read.collect::<Result<Vec<_>, _>>().map_err(needed)
 }
 
 /// `read` with a buffer of `first` bytes, then, while the host says it needs more (the

@@ -73,7 +73,8 @@ impl Sent {
     pub fn wait(self, settings: &Settings) -> Result<Response, OriginFailure> {
         let Sent { pending, sent_at } = self;
         match pending.wait() {
-            Ok((head, body)) => Ok(Response::from_handles(head, body)),
+            // Read once, detached from its handle (`kit::incoming`).
+            Ok((head, body)) => Ok(crate::kit::incoming::response(head, body)),
             Err(cause) => Err(failure_of(&cause, sent_at, settings)),
         }
     }
