@@ -19,7 +19,7 @@ use crate::kit::reply;
 /// `Set-Cookie` for a new ID on a page, added after the origin's own, and then the response
 /// kept out of shared caches. Runs after `[response_headers]`, so those cannot make a response
 /// that sets the cookie cacheable by shared caches. (The expiry under `Sec-GPC` is every
-/// response's, not the plan's: [`expire_under_gpc`].)
+/// response's, not the plan's: [`expire_withdrawn`].)
 pub fn add_cookie(
     headers: &mut Vec<(HeaderName, HeaderValue)>,
     status: u16,

@@ -21,7 +21,7 @@ use trusted_server_core::Settings;
 
 use crate::kit::signing_keys;
 
-/// What [`sign`] did.
+/// What [`sign_with`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signed {
     /// Signed with this kid.
