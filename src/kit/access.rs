@@ -201,22 +201,12 @@ impl Access {
 
     /// The access line.
     pub fn line(&self) -> String {
-        // Milliseconds to the microsecond: a small page's whole guest time is a few tenths.
-        let ms = |at: Option<Instant>| match at {
-            Some(t) => format!("{:.3}", (t - self.started).as_secs_f64() * 1000.0),
-            None => "-".into(),
-        };
-        let dur = |d: Option<Duration>| match d {
-            Some(d) => format!("{:.3}", d.as_secs_f64() * 1000.0),
-            None => "-".into(),
-        };
-        let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
         let outcome = match &self.outcome {
-            Outcome::Finished => "finished".to_owned(),
-            Outcome::Abandoned => "abandoned".to_owned(),
-            Outcome::ClientGone => "client-gone".to_owned(),
-            Outcome::PassedThrough(why) => format!("passed-through({why})"),
-            Outcome::Error => "error".to_owned(),
+            Outcome::Finished => "finished",
+            Outcome::Abandoned => "abandoned",
+            Outcome::ClientGone => "client-gone",
+            Outcome::PassedThrough(_) => "passed-through",
+            Outcome::Error => "error",
         };
         let html = match self.html {
             Some(HtmlReader::LolHtml) => "lol_html",
@@ -224,39 +214,75 @@ impl Access {
             Some(HtmlReader::Plain) => "plain",
             None => "-",
         };
-        let mut line = String::with_capacity(200);
+        // Written into one buffer, times as integers: the line is formatted on every request,
+        // after its last byte, and a float's formatting in wasm costs microseconds each.
+        let mut line = String::with_capacity(400);
         let _ = write!(
             line,
-            "access id={} method={} path={:?} status={} plan={} in={} out={} writes={} html={} \
-             origin_sent_ms={} origin_ms={} headers_ms={} first_byte_ms={} rewrite_ms={} last_byte_ms={} outcome={} cache={} \
-             consent={} auction={} bidders_asked_ms={}",
-            self.trace_id,
-            self.method,
-            self.path,
-            self.status,
-            self.plan,
-            n(self.bytes_in),
-            n(self.bytes_out),
-            n(self.writes),
-            html,
-            ms(self.origin_sent),
-            dur(self.origin_wait),
-            ms(self.headers_at),
-            ms(self.first_body_at),
-            dur(self.rewrite),
-            ms(self.last_byte_at),
-            outcome,
+            "access id={} method={} path={:?} status={} plan={} in=",
+            self.trace_id, self.method, self.path, self.status, self.plan,
+        );
+        count(&mut line, self.bytes_in);
+        line.push_str(" out=");
+        count(&mut line, self.bytes_out);
+        line.push_str(" writes=");
+        count(&mut line, self.writes);
+        let _ = write!(line, " html={html} origin_sent_ms=");
+        millis(&mut line, self.since_start(self.origin_sent));
+        line.push_str(" origin_ms=");
+        millis(&mut line, self.origin_wait);
+        line.push_str(" headers_ms=");
+        millis(&mut line, self.since_start(self.headers_at));
+        line.push_str(" first_byte_ms=");
+        millis(&mut line, self.since_start(self.first_body_at));
+        line.push_str(" rewrite_ms=");
+        millis(&mut line, self.rewrite);
+        line.push_str(" last_byte_ms=");
+        millis(&mut line, self.since_start(self.last_byte_at));
+        let _ = write!(line, " outcome={outcome}");
+        if let Outcome::PassedThrough(why) = &self.outcome {
+            let _ = write!(line, "({why})");
+        }
+        let _ = write!(
+            line,
+            " cache={} consent={} auction={} bidders_asked_ms=",
             self.cache.as_deref().unwrap_or("-"),
             self.consent.as_deref().unwrap_or("-"),
             self.auction.unwrap_or("-"),
-            ms(self.auction_asked)
         );
+        millis(&mut line, self.since_start(self.auction_asked));
         line
+    }
+
+    /// The time from the start of the request to `at`.
+    fn since_start(&self, at: Option<Instant>) -> Option<Duration> {
+        at.map(|t| t.saturating_duration_since(self.started))
     }
 
     /// Logs the access line at `info`.
     pub fn log(&self) {
         log::info!("{}", self.line());
+    }
+}
+
+/// Writes `d` in milliseconds to the microsecond (`12.340`), rounded to the nearest, or `-`.
+fn millis(line: &mut String, d: Option<Duration>) {
+    match d {
+        Some(d) => {
+            let us = (d.as_nanos() + 500) / 1000;
+            let _ = write!(line, "{}.{:03}", us / 1000, us % 1000);
+        }
+        None => line.push('-'),
+    }
+}
+
+/// Writes `n`, or `-`.
+fn count(line: &mut String, n: Option<u64>) {
+    match n {
+        Some(n) => {
+            let _ = write!(line, "{n}");
+        }
+        None => line.push('-'),
     }
 }
 
@@ -277,6 +303,60 @@ mod tests {
         // Access lines are `info`, failure reports `warn`: `warn` keeps only the reports.
         assert!(level_filter(LogLevel::Warn) < log::Level::Info);
         assert!(level_filter(LogLevel::Warn) >= log::Level::Warn);
+    }
+
+    #[test]
+    fn milliseconds_are_rounded_to_the_nearest_microsecond() {
+        for (nanos, text) in [
+            (0, "0.000"),
+            (499, "0.000"),
+            (500, "0.001"),
+            (1_234_567, "1.235"),
+            (12_340_000, "12.340"),
+            (999_999_500, "1000.000"),
+        ] {
+            let mut line = String::new();
+            millis(&mut line, Some(Duration::from_nanos(nanos)));
+            assert_eq!(line, text, "{nanos} ns");
+        }
+        let mut line = String::new();
+        millis(&mut line, None);
+        assert_eq!(line, "-");
+    }
+
+    #[test]
+    fn the_fields_keep_their_order() {
+        let line = Access::start(&Request::get("http://www.pub.test/")).line();
+        let keys: Vec<&str> = line
+            .split(' ')
+            .skip(1)
+            .filter_map(|field| field.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "method",
+                "path",
+                "status",
+                "plan",
+                "in",
+                "out",
+                "writes",
+                "html",
+                "origin_sent_ms",
+                "origin_ms",
+                "headers_ms",
+                "first_byte_ms",
+                "rewrite_ms",
+                "last_byte_ms",
+                "outcome",
+                "cache",
+                "consent",
+                "auction",
+                "bidders_asked_ms",
+            ]
+        );
     }
 
     #[test]
