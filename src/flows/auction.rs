@@ -37,7 +37,7 @@ fn page_bids_answer(request: &Request, settings: &Settings, decision: &Decision)
     if !settings.auction.enabled {
         return reply::not_found(request, settings);
     }
-    let host = client_authority(request.get_header_str("host"), &settings.publisher.domain);
+    let host = client_authority(header_utf8(request, "host"), &settings.publisher.domain);
     if let Err(why) = same_origin(request, &host) {
         return refusal(StatusCode::FORBIDDEN, &why, settings);
     }
@@ -98,7 +98,7 @@ fn answer(mut request: Request, settings: &Settings, decision: &Decision) -> Res
         response.set_header("allow", "POST");
         return response;
     }
-    let host = client_authority(request.get_header_str("host"), &settings.publisher.domain);
+    let host = client_authority(header_utf8(&request, "host"), &settings.publisher.domain);
     if let Err(why) = same_origin(&request, &host) {
         return refusal(StatusCode::FORBIDDEN, &why, settings);
     }
@@ -151,11 +151,20 @@ fn refusal(status: StatusCode, why: &str, settings: &Settings) -> Response {
     )
 }
 
+/// `name`'s value when it is UTF-8 (`get_header_str` would panic on one that is not, and any
+/// client can send one): otherwise absent.
+fn header_utf8<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.get_header(name).and_then(|v| v.to_str().ok())
+}
+
 /// Only the publisher's own pages: a browser names the page's origin in `Origin` and says
 /// `Sec-Fetch-Site`; another site's page (whose request would carry this reader's cookies)
 /// is refused. A client that sends neither is not a browser page acting for a reader.
 fn same_origin(request: &Request, host: &str) -> Result<(), String> {
-    if let Some(site) = request.get_header_str("sec-fetch-site") {
+    // Lossy, never `get_header_str` (which panics on a value that is not UTF-8): a mangled
+    // value matches neither `same-origin` nor the host, so it is refused.
+    let lossy = |name| (request.get_header(name)).map(|v| String::from_utf8_lossy(v.as_bytes()));
+    if let Some(site) = lossy("sec-fetch-site") {
         if !site.trim().eq_ignore_ascii_case("same-origin") {
             return Err(format!(
                 "cross-site auction requests are refused (Sec-Fetch-Site: {})",
@@ -163,7 +172,7 @@ fn same_origin(request: &Request, host: &str) -> Result<(), String> {
             ));
         }
     }
-    if let Some(origin) = request.get_header_str("origin") {
+    if let Some(origin) = lossy("origin") {
         let authority = (origin.strip_prefix("https://"))
             .or_else(|| origin.strip_prefix("http://"))
             .unwrap_or("");
@@ -226,5 +235,29 @@ mod tests {
         ] {
             assert!(at(refused).is_err(), "{refused:?}");
         }
+    }
+
+    /// A client may send any bytes a header allows (obs-text): one that is not UTF-8 is refused
+    /// where it is checked and absent where it is only read, and never panics.
+    #[test]
+    fn header_values_that_are_not_utf8_are_refused_not_a_panic() {
+        let not_utf8 = |text: &str| {
+            let mut bytes = text.as_bytes().to_vec();
+            bytes.push(0xff);
+            fastly::http::HeaderValue::from_bytes(&bytes).unwrap()
+        };
+        for name in ["origin", "sec-fetch-site"] {
+            let value = match name {
+                "origin" => not_utf8("https://www.pub.test"),
+                _ => not_utf8("same-origin"),
+            };
+            let request =
+                Request::post("http://www.pub.test/_ts/openrtb2/auction").with_header(name, value);
+            assert!(same_origin(&request, "www.pub.test").is_err(), "{name}");
+        }
+        let request = Request::get("http://www.pub.test/").with_header("host", not_utf8("a"));
+        assert_eq!(header_utf8(&request, "host"), None);
+        let request = Request::get("http://www.pub.test/").with_header("host", "www.pub.test");
+        assert_eq!(header_utf8(&request, "host"), Some("www.pub.test"));
     }
 }

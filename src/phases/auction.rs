@@ -59,7 +59,10 @@ impl<'r> Reader<'r> {
         Reader {
             asker,
             ip: crate::kit::incoming::client_ip(),
-            user_agent: request.get_header_str("user-agent").map(str::to_owned),
+            // Lossy: `get_header_str` panics on a value that is not UTF-8, which any client
+            // can send.
+            user_agent: (request.get_header("user-agent"))
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
             cookies: request.get_header_all_str_lossy("cookie").join("; "),
             page_scheme: client::scheme(),
         }
@@ -459,6 +462,18 @@ pub fn transaction_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_agent_that_is_not_utf8_is_read_lossily() {
+        let value = fastly::http::HeaderValue::from_bytes(b"Mozilla/5.0 \xff").unwrap();
+        let request = Request::get("http://www.pub.test/").with_header("user-agent", value);
+        let asker = Asker {
+            host: "www.pub.test",
+            edge_id: None,
+        };
+        let reader = Reader::of(&request, asker);
+        assert_eq!(reader.user_agent.as_deref(), Some("Mozilla/5.0 \u{fffd}"));
+    }
 
     #[test]
     fn a_transaction_id_is_new_each_time() {

@@ -305,9 +305,10 @@ fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
             ms: ms(),
         });
     }
-    let coding = response
-        .get_header_str("content-encoding")
-        .map(str::trim)
+    // Lossy, never `get_header_str`, which panics on a value that is not UTF-8 (a bidder can
+    // send one): a mangled coding is no identity, so the answer is unreadable.
+    let coding = (response.get_header("content-encoding"))
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
         .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
     if let Some(coding) = coding {
         return State::Done(Collected::Unreadable {
@@ -315,8 +316,9 @@ fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
             ms: ms(),
         });
     }
-    let length =
-        (response.get_header_str("content-length")).and_then(|l| l.trim().parse::<usize>().ok());
+    let length = (response.get_header("content-length"))
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| l.trim().parse::<usize>().ok());
     if length.is_some_and(|l| l > MAX_BIDDER_BODY_BYTES) {
         return State::Done(Collected::TooLarge { ms: ms() });
     }
@@ -326,5 +328,30 @@ fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
         body,
         read: Vec::new(),
         length,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bidder may answer with any bytes a header allows: a `Content-Encoding` that is not
+    /// UTF-8 makes the answer unreadable, a `Content-Length` that is not is no length, and
+    /// neither panics.
+    #[test]
+    fn header_values_that_are_not_utf8_never_panic() {
+        let value = |bytes: &[u8]| fastly::http::HeaderValue::from_bytes(bytes).unwrap();
+        let coded = Response::from_status(200).with_header("content-encoding", value(b"gzip\xff"));
+        match headed(coded, || 7) {
+            State::Done(Collected::Unreadable { why, ms: 7 }) => {
+                assert!(why.contains("gzip\u{fffd}"), "{why}")
+            }
+            _ => panic!("a mangled coding must be unreadable"),
+        }
+        let sized = Response::from_status(200).with_header("content-length", value(b"12\xff"));
+        match headed(sized, || 7) {
+            State::Reading { length, .. } => assert_eq!(length, None),
+            _ => panic!("a mangled length is no length"),
+        }
     }
 }

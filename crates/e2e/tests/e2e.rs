@@ -229,6 +229,10 @@ fn main() {
             auction::page::a_single_page_app_asks_for_the_next_pages_bids,
         ),
         (
+            "auction with the page: header bytes that are not UTF-8 get answers, not a crash",
+            auction::page::header_bytes_that_are_not_utf8_get_answers_not_a_crash,
+        ),
+        (
             "partner IDs: a partner syncs IDs for readers it knows, each pair answered",
             ids::a_partner_syncs_ids_for_readers_it_knows,
         ),

@@ -509,3 +509,46 @@ pub fn a_single_page_app_asks_for_the_next_pages_bids(w: &World) -> Outcome {
     }
     Ok(())
 }
+
+/// A client may send header bytes that are not UTF-8 (HTTP's obs-text): a navigation whose
+/// `User-Agent` has one still gets its page and its bids (the agent read lossily), and the
+/// auction endpoint refuses an `Origin` or `Sec-Fetch-Site` that has one with its `403`.
+/// Neither panics the service. Raw requests: a client library refuses to send such bytes.
+pub fn header_bytes_that_are_not_utf8_get_answers_not_a_crash(w: &World) -> Outcome {
+    let marker = format!("obs-text-{}", crate::cache::unique());
+    let host = w.streaming.to_string();
+    let navigation = format!(
+        "GET /next/about?r={marker} HTTP/1.1\r\nhost: {host}\r\nsec-fetch-dest: document\r\n\
+         sec-fetch-mode: navigate\r\naccept: text/html\r\naccept-encoding: identity\r\n\
+         connection: close\r\nuser-agent: Mozilla/5.0 "
+    );
+    let mut raw = navigation.into_bytes();
+    raw.extend_from_slice(b"\xff\xfe\r\n\r\n");
+    let got = e2e::wire::send_raw(w.streaming, &raw, TIMEOUT).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&got);
+    check(text.starts_with("HTTP/1.1 200"), || {
+        format!("navigation: {:?}", &text[..text.len().min(200)])
+    })?;
+    check(text.contains(OPEN), || "navigation: no bids block".into())?;
+    check(text.ends_with("0\r\n\r\n"), || {
+        "navigation: the chunked body did not end".into()
+    })?;
+    for (name, value) in [
+        ("origin", &b"http://127.0.0.1\xff"[..]),
+        ("sec-fetch-site", b"same-origin\xff"),
+    ] {
+        let mut raw = format!(
+            "POST /_ts/openrtb2/auction HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
+             content-length: 2\r\nconnection: close\r\n{name}: "
+        )
+        .into_bytes();
+        raw.extend_from_slice(value);
+        raw.extend_from_slice(b"\r\n\r\n{}");
+        let got = e2e::wire::send_raw(w.streaming, &raw, TIMEOUT).map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&got);
+        check(text.starts_with("HTTP/1.1 403"), || {
+            format!("auction with {name}: {:?}", &text[..text.len().min(200)])
+        })?;
+    }
+    Ok(())
+}
