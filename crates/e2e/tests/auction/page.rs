@@ -510,42 +510,72 @@ pub fn a_single_page_app_asks_for_the_next_pages_bids(w: &World) -> Outcome {
     Ok(())
 }
 
-/// A client may send header bytes that are not UTF-8 (HTTP's obs-text): a navigation whose
-/// `User-Agent` has one still gets its page and its bids (the agent read lossily), and the
-/// auction endpoint refuses an `Origin` or `Sec-Fetch-Site` that has one with its `403`.
-/// Neither panics the service. Raw requests: a client library refuses to send such bytes.
+/// A client may send header bytes that are not UTF-8 (HTTP's obs-text), and none of them
+/// panics the service: a navigation whose `User-Agent` has one gets its page, complete and
+/// without an auction (an agent that is not text counts as none, so as a bot); the auction
+/// endpoint reads such an agent lossily (each such byte U+FFFD) into what the bidders get and
+/// answers with bids, and refuses an `Origin` or `Sec-Fetch-Site` that has one with its `403`.
+/// Raw requests: a client library refuses to send such bytes.
 pub fn header_bytes_that_are_not_utf8_get_answers_not_a_crash(w: &World) -> Outcome {
     let marker = format!("obs-text-{}", crate::cache::unique());
     let host = w.streaming.to_string();
-    let navigation = format!(
-        "GET /next/about?r={marker} HTTP/1.1\r\nhost: {host}\r\nsec-fetch-dest: document\r\n\
-         sec-fetch-mode: navigate\r\naccept: text/html\r\naccept-encoding: identity\r\n\
-         connection: close\r\nuser-agent: Mozilla/5.0 "
-    );
-    let mut raw = navigation.into_bytes();
-    raw.extend_from_slice(b"\xff\xfe\r\n\r\n");
-    let got = e2e::wire::send_raw(w.streaming, &raw, TIMEOUT).map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&got);
+    let send = |head: String, tail: &[u8]| {
+        let mut raw = head.into_bytes();
+        raw.extend_from_slice(tail);
+        let got = e2e::wire::send_raw(w.streaming, &raw, TIMEOUT).map_err(|e| e.to_string())?;
+        Ok::<_, String>(String::from_utf8_lossy(&got).into_owned())
+    };
+    let agent = b"user-agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 \xff\r\n";
+    let text = send(
+        format!(
+            "GET /next/about?r={marker} HTTP/1.1\r\nhost: {host}\r\nsec-fetch-dest: document\r\n\
+             sec-fetch-mode: navigate\r\naccept: text/html\r\naccept-encoding: identity\r\n\
+             connection: close\r\n"
+        ),
+        &[&agent[..], b"\r\n"].concat(),
+    )?;
     check(text.starts_with("HTTP/1.1 200"), || {
         format!("navigation: {:?}", &text[..text.len().min(200)])
     })?;
-    check(text.contains(OPEN), || "navigation: no bids block".into())?;
-    check(text.ends_with("0\r\n\r\n"), || {
-        "navigation: the chunked body did not end".into()
-    })?;
+    check(
+        text.ends_with("0\r\n\r\n") && text.contains("</html>"),
+        || "navigation: the page did not end".into(),
+    )?;
+    check(!text.contains(OPEN), || "navigation: bids for a bot".into())?;
+    let id = format!("e2e-{marker}");
+    let slots = [(
+        "div-obs",
+        (300, 250),
+        serde_json::json!({"fast": {"price": 1.5}}),
+    )];
+    let body = super::prebid_request(&id, 800, &slots);
+    let head = format!(
+        "POST /_ts/openrtb2/auction HTTP/1.1\r\nhost: {host}\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    let text = send(head, &[&agent[..], b"\r\n", &body].concat())?;
+    check(
+        text.starts_with("HTTP/1.1 200") && text.contains("seatbid"),
+        || format!("auction: {:?}", &text[..text.len().min(300)]),
+    )?;
+    let (sent, _) = super::sent_to(w, &id, "fast")?;
+    check(
+        sent["device"]["ua"]
+            .as_str()
+            .is_some_and(|ua| ua.ends_with("Chrome/131.0 \u{fffd}")),
+        || format!("the bidder got device.ua {}", sent["device"]["ua"]),
+    )?;
     for (name, value) in [
         ("origin", &b"http://127.0.0.1\xff"[..]),
         ("sec-fetch-site", b"same-origin\xff"),
     ] {
-        let mut raw = format!(
-            "POST /_ts/openrtb2/auction HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
-             content-length: 2\r\nconnection: close\r\n{name}: "
-        )
-        .into_bytes();
-        raw.extend_from_slice(value);
-        raw.extend_from_slice(b"\r\n\r\n{}");
-        let got = e2e::wire::send_raw(w.streaming, &raw, TIMEOUT).map_err(|e| e.to_string())?;
-        let text = String::from_utf8_lossy(&got);
+        let head = format!(
+            "POST /_ts/openrtb2/auction HTTP/1.1\r\nhost: {host}\r\ncontent-type: text/plain\r\n\
+             content-length: {}\r\nconnection: close\r\n{name}: ",
+            body.len()
+        );
+        let text = send(head, &[value, b"\r\n\r\n", &body].concat())?;
         check(text.starts_with("HTTP/1.1 403"), || {
             format!("auction with {name}: {:?}", &text[..text.len().min(200)])
         })?;
