@@ -140,6 +140,10 @@ fn main() {
             forwarding_headers_not_trusted,
         ),
         (
+            "long client header values and repeated lines reach the origin whole, in order",
+            long_header_values_reach_the_origin_whole,
+        ),
+        (
             "POST bodies, paths and queries reach the origin",
             post_reaches_origin,
         ),
@@ -1333,6 +1337,60 @@ fn forwarding_headers_not_trusted(w: &World) -> Outcome {
         })?;
     }
     Ok(())
+}
+
+/// The service reads the client's headers into buffers of 512 bytes and reads a longer value
+/// again with the size the platform asks for (`kit::incoming`): values of several KiB, and a
+/// name sent on several lines, reach the origin byte for byte and in order.
+fn long_header_values_reach_the_origin_whole(w: &World) -> Outcome {
+    let long: String = (0..5000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let first: String = (0..600)
+        .map(|i| char::from(b'0' + (i % 10) as u8))
+        .collect();
+    let second = format!("second-{}", "z".repeat(700));
+    let r = fetch(
+        w.streaming,
+        "/__echo?long=1",
+        &[
+            identity(),
+            ("x-long", &long),
+            ("x-twice", &first),
+            ("x-twice", &second),
+        ],
+    )?;
+    let echo: serde_json::Value =
+        serde_json::from_slice(&r.body).map_err(|e| format!("echo is not JSON: {e}"))?;
+    let lines: Vec<(String, String)> = (echo["headers"].as_array().cloned().unwrap_or_default())
+        .iter()
+        .map(|pair| {
+            let text = |i: usize| pair[i].as_str().unwrap_or_default().to_owned();
+            (text(0), text(1))
+        })
+        .collect();
+    let values = |name: &str| -> Vec<String> {
+        (lines.iter())
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    check(values("x-long") == [long.clone()], || {
+        format!(
+            "x-long arrived as {} lines, lengths {:?}",
+            values("x-long").len(),
+            values("x-long").iter().map(String::len).collect::<Vec<_>>()
+        )
+    })?;
+    check(values("x-twice") == [first.clone(), second.clone()], || {
+        format!(
+            "x-twice arrived as {:?}",
+            values("x-twice")
+                .iter()
+                .map(|v| &v[..v.len().min(12)])
+                .collect::<Vec<_>>()
+        )
+    })
 }
 
 fn post_reaches_origin(w: &World) -> Outcome {
