@@ -163,7 +163,7 @@ fn header_utf8<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
 fn same_origin(request: &Request, host: &str) -> Result<(), String> {
     // Lossy, never `get_header_str` (which panics on a value that is not UTF-8): a mangled
     // value matches neither `same-origin` nor the host, so it is refused.
-    let lossy = |name| (request.get_header(name)).map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let lossy = |name| request.get_header_str_lossy(name);
     if let Some(site) = lossy("sec-fetch-site") {
         if !site.trim().eq_ignore_ascii_case("same-origin") {
             return Err(format!(

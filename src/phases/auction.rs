@@ -61,8 +61,7 @@ impl<'r> Reader<'r> {
             ip: crate::kit::incoming::client_ip(),
             // Lossy: `get_header_str` panics on a value that is not UTF-8, which any client
             // can send.
-            user_agent: (request.get_header("user-agent"))
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            user_agent: (request.get_header_str_lossy("user-agent")).map(|ua| ua.into_owned()),
             cookies: request.get_header_all_str_lossy("cookie").join("; "),
             page_scheme: client::scheme(),
         }

@@ -307,8 +307,8 @@ fn headed(mut response: Response, ms: impl Fn() -> u64) -> State {
     }
     // Lossy, never `get_header_str`, which panics on a value that is not UTF-8 (a bidder can
     // send one): a mangled coding is no identity, so the answer is unreadable.
-    let coding = (response.get_header("content-encoding"))
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+    let coding = (response.get_header_str_lossy("content-encoding"))
+        .map(|c| c.trim().to_owned())
         .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
     if let Some(coding) = coding {
         return State::Done(Collected::Unreadable {
