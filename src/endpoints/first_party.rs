@@ -88,6 +88,10 @@ pub fn click(request: &Request, settings: &Settings) -> Response {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use trusted_server_core::first_party::FORBIDDEN_BODY;

@@ -13,6 +13,10 @@ pub fn respond(settings: &Settings) -> Response {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
 

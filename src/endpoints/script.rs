@@ -76,6 +76,10 @@ pub fn respond(request: &Request, settings: &Settings) -> Response {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use sha2::Digest;

@@ -101,6 +101,10 @@ fn response_phase(response: &mut Response, plan: &IdentityPlan, settings: &Setti
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use fastly::http::StatusCode;

@@ -118,7 +118,11 @@ fn header_lines(
     values: impl Fn(&HeaderName, usize) -> Result<Vec<HeaderValue>, usize>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut lines = Vec::new();
-    for name in read_growing(NAMES_BUFFER, names).unwrap_or_default() {
+    let Some(names) = read_growing(NAMES_BUFFER, names) else {
+        log::warn!("incoming: the header names exceed {LARGEST} bytes: no header read");
+        return lines;
+    };
+    for name in names {
         match read_growing(VALUE_BUFFER, |size| values(&name, size)) {
             Some(read) => lines.extend(read.into_iter().map(|value| (name.clone(), value))),
             None => log::warn!("incoming: the values of {name} exceed {LARGEST} bytes: not read"),

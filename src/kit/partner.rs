@@ -73,8 +73,8 @@ pub fn sign_with(request: &mut Request, key: &Key) -> Signed {
         Key::Current(key) => key,
     };
     let url = request.get_url().clone();
-    let authority = match request.get_header_str("host") {
-        Some(host) => host.to_owned(),
+    let authority = match request.get_header_str_lossy("host") {
+        Some(host) => host.into_owned(),
         None => {
             let host = url.host_str().unwrap_or_default();
             let authority = match url.port() {
@@ -118,6 +118,10 @@ pub fn sign_with(request: &mut Request, key: &Key) -> Signed {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use std::borrow::Cow;

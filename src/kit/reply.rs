@@ -78,6 +78,10 @@ pub fn replace_headers(response: &mut Response, headers: Vec<(HeaderName, Header
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use trusted_server_core::{VERSION, VERSION_HEADER};

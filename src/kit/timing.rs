@@ -48,6 +48,10 @@ pub fn timed<T>(total: &mut Duration, work: impl FnOnce() -> T) -> T {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use fastly::http::StatusCode;

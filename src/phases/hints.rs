@@ -107,15 +107,18 @@ pub fn from_shared_answer(learning: Option<Learning>, origin: &Response) -> Opti
 }
 
 /// The `Link` header values of the page's response (already rewritten first-party by the
-/// response phase); `None` unless the page is a `200`, the only answer worth hinting for.
+/// response phase) that are text; `None` unless the page is a `200`, the only answer worth
+/// hinting for.
 pub fn from_response(response: &Response) -> Option<Vec<String>> {
     if response.get_status().as_u16() != 200 {
         return None;
     }
+    // A value that is not visible ASCII is skipped, not read (`get_header_all_str` would
+    // panic on one that is not UTF-8): a hint must be visible ASCII anyway.
     Some(
         response
-            .get_header_all_str("link")
-            .into_iter()
+            .get_header_all("link")
+            .filter_map(|value| value.to_str().ok())
             .flat_map(hints::from_link_header)
             .collect(),
     )

@@ -214,6 +214,10 @@ fn backend(settings: &Settings) -> Result<Backend, OriginFailure> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use crate::phases::client;

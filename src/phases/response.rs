@@ -92,6 +92,10 @@ pub(crate) fn header_text(response: &Response, name: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests read back the messages they built, all text"
+)]
 mod tests {
     use super::*;
     use crate::phases::client;

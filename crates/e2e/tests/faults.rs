@@ -329,6 +329,25 @@ fn rewritten(original: &[u8]) -> Vec<u8> {
     UrlRule::new(ORIGIN_HOST, "http", PUBLIC_HOST).rewrite_all(original)
 }
 
+/// `page` as a navigation gets it: the first-party script's tag (docs/script.md) right after
+/// `<head>`, its path named by the first 16 hex digits of an independent SHA-256 of the
+/// script's source.
+fn with_script(page: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    let source = std::fs::read(workspace_root().join("js/tsjs/src/tsjs.js")).expect("script");
+    let hash: String = sha2::Sha256::digest(&source)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tag = format!(r#"<script src="/static/tsjs={hash}.js" id="ts-js"></script>"#);
+    let at = page
+        .windows(6)
+        .position(|w| w == b"<head>")
+        .expect("the page has a <head>")
+        + 6;
+    [&page[..at], tag.as_bytes(), &page[at..]].concat()
+}
+
 /// Bytes that look like a PNG (an untouched type, passed through with its length).
 fn png(size: usize) -> Vec<u8> {
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
@@ -935,6 +954,30 @@ fn rows() -> Vec<Row> {
             check(got.values("content-encoding") == [b"gzip\xff"], || {
                 "the Content-Encoding did not reach the client unchanged".into()
             })
+        }),
+    );
+    // A navigation to a page any reader could get teaches Early Hints from its `Link`
+    // headers: one whose bytes are not text is passed through, never learned, never a panic.
+    rows.push(
+        Row::new(
+            "a Link that is not UTF-8 on a page that teaches hints: passed through",
+            raw_ok(
+                b"content-type: text/html\r\ncache-control: public, max-age=60\r\n\
+                  link: </caf\xe9.css>; rel=preload; as=style\r\n",
+                &small,
+            ),
+            complete(200, with_script(&rewritten(&small))),
+        )
+        .client(Client::Http11(vec![
+            ("accept", "text/html"),
+            ("sec-fetch-dest", "document"),
+            ("sec-fetch-mode", "navigate"),
+        ]))
+        .response(|got| {
+            check(
+                got.values("link") == [b"</caf\xe9.css>; rel=preload; as=style"],
+                || "the Link did not reach the client unchanged".into(),
+            )
         }),
     );
     for (size_mib, fits) in [(8, true), (32, false), (40, false)] {
