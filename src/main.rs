@@ -126,7 +126,10 @@ const fn line(
 fn main() {
     access::init_logging(SETTINGS.logging.level);
     // Read once, detached from its host-side handle (`kit::incoming`).
-    let mut request = kit::incoming::client_request();
+    let mut request = match kit::incoming::client_request() {
+        Ok(request) => request,
+        Err(unreadable) => return refuse_unreadable(unreadable),
+    };
     let mut access = Access::start(&request);
     // Consent is decided once, when first needed (`phases::consent`). A withdrawal expires a
     // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
@@ -169,6 +172,17 @@ fn main() {
     if !erase.is_empty() || page_view.is_some() {
         partner_ids::after_response(&erase, page_view, consent.decision(), &SETTINGS);
     }
+}
+
+/// A request whose URL does not parse gets `400` (its `Host` names nothing the service can
+/// reach, `kit::incoming::Unreadable`), with an access line whose path is `-`.
+fn refuse_unreadable(unreadable: kit::incoming::Unreadable) {
+    log::warn!("request refused: {}", unreadable.why);
+    let mut access = Access::of(unreadable.method.as_str(), "-");
+    access.plan = "unreadable".into();
+    let bad_request = kit::reply::error(fastly::http::StatusCode::BAD_REQUEST, &SETTINGS);
+    send(bad_request, &mut access);
+    access.log();
 }
 
 /// Sends an answer made whole, stamped as every response is. No answer is a page view.

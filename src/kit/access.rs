@@ -145,11 +145,16 @@ pub fn consent_field(decision: &Decision) -> String {
 impl Access {
     /// Starts the record for `request`.
     pub fn start(request: &Request) -> Self {
+        Self::of(request.get_method_str(), request.get_path())
+    }
+
+    /// [`Access::start`] for a request known only by its method and what to log as its path.
+    pub fn of(method: &str, path: &str) -> Self {
         Access {
             started: Instant::now(),
             trace_id: std::env::var("FASTLY_TRACE_ID").unwrap_or_else(|_| "-".into()),
-            method: request.get_method_str().to_owned(),
-            path: request.get_path().to_owned(),
+            method: method.to_owned(),
+            path: path.to_owned(),
             status: 0,
             plan: "-".into(),
             headers_at: None,

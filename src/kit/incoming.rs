@@ -24,7 +24,8 @@ use std::net::IpAddr;
 use std::sync::OnceLock;
 
 use fastly::error::BufferSizeError;
-use fastly::handle::{client_request_and_body, BodyHandle, ResponseHandle};
+use fastly::handle::{client_request_and_body, BodyHandle, RequestHandle, ResponseHandle};
+use fastly::http::Url;
 use fastly::http::{HeaderName, HeaderValue, Method};
 use fastly::{Body, Request, Response};
 
@@ -65,10 +66,23 @@ pub fn client_tls() -> bool {
     CONNECTION.get().is_some_and(|c| c.tls)
 }
 
+/// A client request whose URL is not one: the host builds the URL from the request's `Host`
+/// as sent, and a `Host` such as `example.com:99999`, `1.2.3.999` or `[zz]` makes a URL
+/// that WHATWG URL parsing refuses. The service answers it `400` (a `Host` nothing can
+/// reach); the fastly crate's own read of the URL panics on it.
+#[derive(Debug)]
+pub struct Unreadable {
+    /// The request's method, for the access line.
+    pub method: Method,
+    /// Why the URL was refused (for the log; never the URL itself, which the client chose).
+    pub why: &'static str,
+}
+
 /// Takes the client's request from the platform (once per instance, as
 /// `Request::from_client` does): its method, URL, version, every header line in the order
-/// the host lists them, and its body, as a detached `Request`.
-pub fn client_request() -> Request {
+/// the host lists them, and its body, as a detached `Request`. `Err` when the URL the host
+/// made of it does not parse ([`Unreadable`]).
+pub fn client_request() -> Result<Request, Unreadable> {
     let (handle, body) = client_request_and_body();
     let _ = CONNECTION.set(Connection {
         ip: handle.client_ip_addr(),
@@ -78,9 +92,15 @@ pub fn client_request() -> Request {
         handle.get_method(size).map_err(needed)
     })
     .unwrap_or(Method::GET);
-    // The host always has a URL for the client's request; the fastly crate panics without one.
-    let url = read_growing(URL_BUFFER, |size| handle.get_url(size).map_err(needed))
-        .expect("the platform gives the client request a URL");
+    let url = match read_growing(URL_BUFFER, |size| url_bytes(&handle, size)) {
+        Some(Ok(bytes)) => parse_url(&bytes),
+        Some(Err(())) => Err("the platform could not give the URL"),
+        None => Err("the URL is longer than the service reads"),
+    };
+    let url = url.map_err(|why| Unreadable {
+        method: method.clone(),
+        why,
+    })?;
     let mut request = Request::new(method, url);
     request.set_version(handle.get_version());
     let lines = header_lines(
@@ -91,7 +111,47 @@ pub fn client_request() -> Request {
         request.append_header(name, value);
     }
     request.set_body(Body::from(body));
-    request
+    Ok(request)
+}
+
+/// The URL as WHATWG URL parsing reads it, as the fastly crate would have it.
+fn parse_url(bytes: &[u8]) -> Result<Url, &'static str> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "the URL is not UTF-8")?;
+    Url::parse(text).map_err(|_| "the URL does not parse (its Host is not one)")
+}
+
+/// The ABI's status for a buffer too small (`fastly_shared::FastlyStatus::BUFLEN`, which the
+/// fastly crate does not re-export).
+const BUFLEN: i32 = 4;
+
+/// The client request's URL as the host has it, read into `size` bytes: `Ok(Err(needed))`
+/// when it needs more, `Ok(Ok(..))` with the bytes, `Err(())` on any other failure. Read
+/// through the ABI because `RequestHandle::get_url` parses the bytes itself and panics when
+/// they do not parse.
+fn url_bytes(handle: &RequestHandle, size: usize) -> Result<Result<Vec<u8>, ()>, usize> {
+    let mut buffer = Vec::<u8>::with_capacity(size);
+    let mut written = 0;
+    // Deprecated for a future WASI target only (wasip2); this is wasip1's ABI.
+    #[allow(deprecated)]
+    let raw = handle.as_u32();
+    // SAFETY: `buffer` has room for `size` bytes and outlives the call; `written` is a live
+    // `usize`. The host writes at most `size` bytes.
+    #[allow(unsafe_code)]
+    let status = unsafe {
+        fastly_sys::fastly_http_req::uri_get(raw, buffer.as_mut_ptr(), size, &mut written)
+    };
+    match status.code {
+        0 if written <= size => {
+            // SAFETY: the host initialised the first `written` bytes, within the capacity.
+            #[allow(unsafe_code)]
+            unsafe {
+                buffer.set_len(written)
+            };
+            Ok(Ok(buffer))
+        }
+        BUFLEN => Err(written.max(size + 1)),
+        _ => Ok(Err(())),
+    }
 }
 
 /// A backend's response from its handles (`PendingRequestHandle::wait`): status, version,
@@ -192,4 +252,22 @@ mod tests {
         assert_eq!(client_ip(), None);
         assert!(!client_tls());
     }
+
+    #[test]
+    fn a_url_made_of_a_host_that_is_not_one_is_refused_not_a_panic() {
+        for bad in [
+            "http://www.example.com:99999/",
+            "http://www.example.com:abc/",
+            "http://1.2.3.999/",
+            "http://1.2.3.4.5/",
+            "http://[zz]/",
+            "http://xn--zz/",
+        ] {
+            assert!(parse_url(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert!(parse_url(b"http://www.example.com/\xff").is_err());
+        let good = parse_url(b"http://www.example.com:8080/a?b=c").expect("a URL");
+        assert_eq!((good.port(), good.path()), (Some(8080), "/a"));
+    }
+
 }

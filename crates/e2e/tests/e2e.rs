@@ -610,6 +610,10 @@ fn main() {
             paths::gpc_expires_the_cookie_on_every_route,
         ),
         (
+            "paths: a Host no URL can hold gets 400, not a crash",
+            paths::a_host_no_url_can_hold_gets_400_not_a_crash,
+        ),
+        (
             "page navigations get the script first in <head>; fragments and errors do not",
             script_injected_on_navigations,
         ),

@@ -405,3 +405,38 @@ pub fn gpc_expires_the_cookie_on_every_route(w: &World) -> Outcome {
         )
     })
 }
+
+/// The platform makes the client request's URL from its `Host` as sent, and some values it
+/// lets through are no host to WHATWG URL parsing (a port past 65535 or not a number, an
+/// IPv4 address with a part past 255 or five parts, a bracketed name that is no IPv6
+/// address, an `xn--` label that is no punycode). Each gets the service's `400`, never a
+/// crash, on a page path and on one of the service's own; a request after them is served.
+/// Raw requests: a client library refuses to send such a `Host`.
+pub fn a_host_no_url_can_hold_gets_400_not_a_crash(w: &World) -> Outcome {
+    let hosts = [
+        "www.demo-publisher.example:99999",
+        "www.demo-publisher.example:abc",
+        "1.2.3.999",
+        "1.2.3.4.5",
+        "[zz]",
+        "xn--zz",
+    ];
+    for host in hosts {
+        for path in [PAGE, "/_ts/health"] {
+            let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+            let got = e2e::wire::send_raw(w.streaming, raw.as_bytes(), TIMEOUT)
+                .map_err(|e| format!("{host} {path}: {e}"))?;
+            let text = String::from_utf8_lossy(&got);
+            check(text.starts_with("HTTP/1.1 400"), || {
+                format!("Host {host}, {path}: {:?}", &text[..text.len().min(200)])
+            })?;
+            check(text.ends_with("400 Bad Request\n"), || {
+                format!("Host {host}, {path}: not the service's 400: {text:?}")
+            })?;
+        }
+    }
+    let after = ask(w, "GET", "/_ts/health", &[])?;
+    check(after.status == 200, || {
+        format!("a request after them got {}", after.status)
+    })
+}
