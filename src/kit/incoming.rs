@@ -269,5 +269,4 @@ mod tests {
         let good = parse_url(b"http://www.example.com:8080/a?b=c").expect("a URL");
         assert_eq!((good.port(), good.path()), (Some(8080), "/a"));
     }
-
 }

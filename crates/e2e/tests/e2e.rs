@@ -566,6 +566,10 @@ fn main() {
             first_party::proxy::image_byte_identical,
         ),
         (
+            "first-party proxy: a partner's header bytes that are not UTF-8 are no crash",
+            first_party::proxy::partner_header_bytes_not_utf8,
+        ),
+        (
             "first-party proxy: HTML and CSS creatives are rewritten to URLs that verify and fetch",
             first_party::proxy::creatives_rewritten,
         ),

@@ -308,6 +308,35 @@ pub fn image_byte_identical(w: &World) -> Outcome {
     Ok(())
 }
 
+/// A partner's answer whose cache headers (`Surrogate-Key`, `Vary`) and others carry bytes
+/// that are not UTF-8 reaches the reader whole from both builds, twice (the second may come
+/// from the platform's HTTP cache): the proxy's send goes through the fastly crate's cache
+/// handling, which must not panic on what a partner sends.
+pub fn partner_header_bytes_not_utf8(w: &World) -> Outcome {
+    let mut head = b"HTTP/1.1 200 OK\r\ncontent-type: image/png\r\n\
+        cache-control: public, max-age=600\r\nsurrogate-key: ad-\xff one\r\n\
+        vary: accept-encoding, x-\xe9\r\nx-partner: caf\xe9\r\n"
+        .to_vec();
+    head.extend_from_slice(
+        format!("content-length: {IMAGE_LEN}\r\nconnection: close\r\n\r\n").as_bytes(),
+    );
+    w.partner
+        .script("/obs-text.png", vec![Step::Write([head, image()].concat())]);
+    for build in [w.streaming, w.buffered] {
+        for round in 1..=2 {
+            let path = proxy_path(w, &format!("http://{ADS}/obs-text.png"), 60)?;
+            let r = fetch(build, &path, &[])?;
+            check(r.status == 200 && r.complete, || {
+                format!("round {round}: status {} complete {}", r.status, r.complete)
+            })?;
+            check(r.body == image(), || {
+                format!("round {round}: {} bytes, not the image", r.body.len())
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The first-party URL the service must write for `target`, given the expiry it used: built
 /// here with the `url` crate's form encoder and the development key.
 fn expected_url(w: &World, target: &str, exp: u64) -> Result<String, String> {
