@@ -66,7 +66,13 @@ pub fn before_origin(
             None
         }
     };
-    if let Some(found) = stored.as_ref().filter(|h| !h.is_empty()) {
+    // RFC 9110, section 15.2: no 1xx to an HTTP/1.0 client (it would read the 103 as the
+    // answer); it still gets the page, and the page still teaches.
+    let interim_allowed = request.get_version() >= fastly::http::Version::HTTP_11;
+    if let Some(found) = (stored.as_ref())
+        .filter(|h| !h.is_empty())
+        .filter(|_| interim_allowed)
+    {
         let mut interim = Response::from_status(103);
         for value in found.values() {
             interim.append_header("link", value.as_str());

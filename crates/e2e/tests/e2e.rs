@@ -470,6 +470,10 @@ fn main() {
             hints::second_navigation_gets_a_103_before_the_origin,
         ),
         (
+            "hints: an HTTP/1.0 navigation gets the page and no 103",
+            hints::an_http10_navigation_gets_no_103,
+        ),
+        (
             "shared: hints are never learned from a reader's own page (session cookie, private)",
             shared::hints_are_never_learned_from_a_readers_own_page,
         ),

@@ -94,3 +94,47 @@ pub fn second_navigation_gets_a_103_before_the_origin(w: &World) -> Outcome {
         || "a hint names the origin".into(),
     )
 }
+
+/// RFC 9110, section 15.2: a server must not send a 1xx to an HTTP/1.0 client (it would read
+/// the `103` as the answer). A page whose hints are learned (a first navigation teaches them;
+/// a second over HTTP/1.1 gets its `103`, which shows they are) is asked for over HTTP/1.0
+/// with the same headers (the hints are stored under the page's cache key, which some of
+/// them are part of): the page comes whole and no `103` is logged for it.
+pub fn an_http10_navigation_gets_no_103(w: &World) -> Outcome {
+    let t = format!(
+        "h10-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let path = format!("/news/article.html?t={t}");
+    let navigate = |version: &str| {
+        let raw = format!(
+            "GET {path} HTTP/{version}\r\nhost: {}\r\nsec-fetch-dest: document\r\n\
+             accept: text/html\r\naccept-encoding: identity\r\nconnection: close\r\n\r\n",
+            w.streaming
+        );
+        let got = e2e::wire::send_raw(w.streaming, raw.as_bytes(), Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&got).into_owned();
+        check(
+            text.starts_with("HTTP/1.") && text[8..].starts_with(" 200"),
+            || format!("HTTP/{version}: {:?}", &text[..text.len().min(200)]),
+        )?;
+        check(text.contains("</html>"), || {
+            format!("HTTP/{version}: the page did not end")
+        })
+    };
+    navigate("1.1")?;
+    let before = viceroy_log(w).matches(WARN_103).count();
+    navigate("1.1")?;
+    let learned = viceroy_log(w).matches(WARN_103).count();
+    check(learned > before, || {
+        "no 103 over HTTP/1.1: the hints were not learned, the test shows nothing".into()
+    })?;
+    navigate("1.0")?;
+    let after = viceroy_log(w).matches(WARN_103).count();
+    check(after == learned, || {
+        format!("{} 103 for the HTTP/1.0 navigation", after - learned)
+    })
+}
