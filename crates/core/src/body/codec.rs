@@ -15,11 +15,6 @@ use crate::content::Codec;
 /// Output of a codec stage: a `Vec` the stage appends to and the caller drains.
 type Buf = Vec<u8>;
 
-/// Room the identity encoder's output starts with: a read's worth of rewritten page and the
-/// batch waiting to leave, so that the first reads of a page do not grow it step by step
-/// (each step a reallocation and a copy, about 4% of a 20 KB page's cost).
-const IDENTITY_ROOM: usize = 16 * 1024;
-
 enum EncoderState {
     Identity(Buf),
     Gzip(flate2::write::GzEncoder<Buf>),
@@ -51,7 +46,9 @@ impl Encoder {
     /// `deflate` coding is specified to carry.
     pub fn new(codec: Codec) -> Self {
         let state = match codec {
-            Codec::Identity => EncoderState::Identity(Buf::with_capacity(IDENTITY_ROOM)),
+            // Room is made at the first write, by its size (`super::room`): the pipeline
+            // writes into it directly ([`Encoder::identity_output`]).
+            Codec::Identity => EncoderState::Identity(Buf::new()),
             Codec::Gzip => EncoderState::Gzip(flate2::write::GzEncoder::new(
                 Buf::new(),
                 Compression::new(GZIP_LEVEL),

@@ -14,10 +14,12 @@
 //!   optional stage, a stage behind a gate on the body's first bytes, a mapped report);
 //! * [`codec`]: the re-encoder;
 //! * [`pipeline`]: ties them together and batches writes to the client;
-//! * [`release`]: when those writes leave for the client.
+//! * [`release`]: when those writes leave for the client;
+//! * [`room`]: how much room the engine's buffers take at their first use.
 
 pub(crate) mod codec;
 pub(crate) mod decode;
 pub(crate) mod pipeline;
 pub(crate) mod release;
+pub(crate) mod room;
 pub(crate) mod stage;

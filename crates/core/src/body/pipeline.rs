@@ -25,6 +25,7 @@ use std::io::{self, Write};
 use crate::body::codec::Encoder;
 use crate::body::decode::{DecodeError, Decoder};
 use crate::body::release::{Progress, BATCH_BYTES};
+use crate::body::room;
 use crate::body::stage::BodyStage;
 use crate::content::Codec;
 
@@ -95,10 +96,12 @@ struct Downstream<W: Write, S> {
 impl<W: Write, S: BodyStage> Downstream<W, S> {
     fn stage_write(&mut self, plain_input: &[u8]) -> Result<(), PipelineError> {
         if let (false, Some(stage)) = (plain_input.is_empty(), self.stage.as_mut()) {
-            match self.encoder.identity_output() {
-                Some(direct) => stage.write(plain_input, direct),
-                None => stage.write(plain_input, &mut self.plain),
-            }
+            let out = match self.encoder.identity_output() {
+                Some(direct) => direct,
+                None => &mut self.plain,
+            };
+            room::at_first_use(out, plain_input.len(), room::PIECE_ROOM);
+            stage.write(plain_input, out);
         }
         self.encode_plain()?;
         let waiting = self.encoder.output().len();
@@ -204,7 +207,8 @@ impl<W: Write, S: BodyStage> BodyPipeline<W, S> {
             stage: Some(stages),
             page_bytes: 0,
             encoder: Encoder::new(codec),
-            plain: Vec::with_capacity(16 * 1024),
+            // Sized at its first use, as the identity encoder's output is (`room`).
+            plain: Vec::new(),
             sink,
             bytes_out: 0,
             failure: None,

@@ -47,9 +47,8 @@ pub trait BodyStage {
         Then {
             first: self,
             second: next,
-            // Sized for a typical decoded piece, so the first writes do not grow it step by
-            // step.
-            between: Vec::with_capacity(16 * 1024),
+            // Sized at its first use by the first piece (`room`).
+            between: Vec::new(),
         }
     }
 
@@ -88,6 +87,7 @@ impl<A: BodyStage, B: BodyStage> BodyStage for Then<A, B> {
         } else {
             self.between.clear();
             if !input.is_empty() {
+                super::room::at_first_use(&mut self.between, input.len(), super::room::PIECE_ROOM);
                 self.first.write(input, &mut self.between);
             }
             if !self.between.is_empty() {

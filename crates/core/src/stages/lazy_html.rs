@@ -139,7 +139,9 @@ impl Plain {
 }
 
 /// Input kept for the replay, in blocks: one growing buffer would be copied each time it
-/// doubles, and blocks this size are reused by the allocator instead of mapped afresh.
+/// doubles, and blocks this size are reused by the allocator instead of mapped afresh. The
+/// first block is only as large as the first piece needs (a small page never takes a whole
+/// block of fresh memory); the ones after it are whole blocks.
 #[derive(Debug, Default)]
 struct Lookback {
     blocks: Vec<Vec<u8>>,
@@ -148,6 +150,8 @@ struct Lookback {
 
 impl Lookback {
     const BLOCK: usize = 64 * 1024;
+    /// The least a first block takes.
+    const FIRST: usize = 4 * 1024;
 
     fn push(&mut self, mut input: &[u8]) {
         self.len += input.len();
@@ -155,7 +159,14 @@ impl Lookback {
             let block = match self.blocks.last_mut() {
                 Some(block) if block.len() < block.capacity() => block,
                 _ => {
-                    self.blocks.push(Vec::with_capacity(Self::BLOCK));
+                    let size = match self.blocks.is_empty() {
+                        true => input
+                            .len()
+                            .next_power_of_two()
+                            .clamp(Self::FIRST, Self::BLOCK),
+                        false => Self::BLOCK,
+                    };
+                    self.blocks.push(Vec::with_capacity(size));
                     self.blocks.last_mut().expect("just pushed")
                 }
             };
