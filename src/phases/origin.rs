@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 use fastly::backend::BackendCreationError;
 use fastly::handle::{BodyHandle, PendingRequestHandle};
 use fastly::http::request::{SendError, SendErrorCause};
-use fastly::http::{HeaderValue, Version};
+use fastly::http::{HeaderValue, Url, Version};
 use fastly::{Backend, Request, Response};
 use trusted_server_core::cache::{fill, shared};
 use trusted_server_core::compression;
 use trusted_server_core::publisher::identity::ORIGIN_HEADER;
 use trusted_server_core::{origin_request_headers, ClientInfo, Settings};
-use trusted_server_settings::Scheme;
+use trusted_server_settings::{Publisher, Scheme};
 
 use crate::kit::failure::{BackendInfo, OriginFailure};
 use crate::kit::headers;
@@ -157,10 +157,6 @@ pub fn build_request(
     settings: &Settings,
 ) -> Request {
     let p = &settings.publisher;
-    let path_and_query = match request.get_query_str() {
-        Some(q) => format!("{}?{q}", request.get_path()),
-        None => request.get_path().to_owned(),
-    };
     let info = ClientInfo {
         host: &client.authority,
         scheme: client.scheme,
@@ -180,13 +176,37 @@ pub fn build_request(
     // Always HTTP/1.1 to the origin, whatever the client spoke: the client's HTTP/2 is not a
     // version the backend connection speaks, and HTTP/1.0 would lose chunked framing.
     request.set_version(Version::HTTP_11);
-    request.set_url(format!(
-        "{}://{}{}",
+    point_at_origin(&mut request.get_url_mut(), p);
+    request
+}
+
+/// Puts `url`'s path and query on the origin's scheme and authority. Changed in place: the
+/// path and query were parsed when the request was read, and parsing them again cost a
+/// small page's request a few microseconds. Should the URL refuse a part, the joined text
+/// is parsed instead (the unit tests check both give the same URL).
+fn point_at_origin(url: &mut Url, p: &Publisher) {
+    let moved = url.set_scheme(p.origin_scheme.as_str()).is_ok()
+        && url.set_host(Some(&p.origin_host_name)).is_ok()
+        && url.set_port(p.origin_port).is_ok()
+        && url.set_username("").is_ok()
+        && url.set_password(None).is_ok();
+    url.set_fragment(None);
+    if !moved {
+        if let Ok(joined) = Url::parse(&joined_origin_url(url, p)) {
+            *url = joined;
+        }
+    }
+}
+
+/// The origin's URL for `url` as text: its scheme and authority, `url`'s path and query.
+fn joined_origin_url(url: &Url, p: &Publisher) -> String {
+    let query = url.query().map(|q| format!("?{q}")).unwrap_or_default();
+    format!(
+        "{}://{}{}{query}",
         p.origin_scheme.as_str(),
         p.origin_host,
-        path_and_query
-    ));
-    request
+        url.path()
+    )
 }
 
 fn backend(settings: &Settings) -> Result<Backend, OriginFailure> {
@@ -358,6 +378,61 @@ mod tests {
             let client = client::observe(&incoming, &crate::kit::generated::SETTINGS);
             let out = build_request(incoming, &client, None, &crate::kit::generated::SETTINGS);
             assert_eq!(out.get_version(), Version::HTTP_11, "client {version:?}");
+        }
+    }
+
+    /// The origin's URL changed in place is the URL the joined text parses to, for client
+    /// URLs of every shape the platform can give (ports, user info, escapes, odd queries,
+    /// dot segments already resolved, IPv4 and IPv6 hosts) and origins of every shape the
+    /// settings allow (either scheme, with and without a port, the scheme's own port, an
+    /// address).
+    #[test]
+    fn the_origin_url_changed_in_place_is_the_joined_url_parsed() {
+        let clients = [
+            "http://www.pub.test/",
+            "https://www.pub.test:8443/a/b.html?x=1&y=%20z",
+            "http://user:secret@www.pub.test/private?q",
+            "http://www.pub.test/%2e%2E/%2F/caf%C3%A9?%FF=1#frag",
+            "http://127.0.0.1:7676/a//b/./c/../d?",
+            "http://[::1]:9000/x?a=b?c=d",
+            "http://www.pub.test/?",
+            "http://www.pub.test/a%5Cb/\\c",
+            "https://xn--caf-dma.test/\u{e9}t\u{e9}?\u{e9}=1",
+        ];
+        let origins = [
+            ("http", "origin.pub.test"),
+            ("https", "origin.pub.test"),
+            ("http", "origin.pub.test:8080"),
+            ("https", "origin.pub.test:443"),
+            ("http", "origin.pub.test:80"),
+            ("http", "127.0.0.1:8080"),
+            ("https", "10.0.0.1:8443"),
+        ];
+        for (scheme, host) in origins {
+            let settings = trusted_server_settings::load(
+                &format!(
+                    "[publisher]\ndomain = \"www.pub.test\"\n\
+                     origin_url = \"{scheme}://{host}\"\n"
+                ),
+                [(
+                    "TRUSTED_SERVER__PUBLISHER__ORIGIN_HOST".to_owned(),
+                    host.to_owned(),
+                )],
+            );
+            let Ok(settings) = settings else {
+                panic!("origin {scheme}://{host}: {:?}", settings.err());
+            };
+            let p = &settings.publisher;
+            for client in clients {
+                let mut url = Url::parse(client).expect(client);
+                let joined = Url::parse(&joined_origin_url(&url, p)).expect("joined");
+                point_at_origin(&mut url, p);
+                assert_eq!(
+                    url.as_str(),
+                    joined.as_str(),
+                    "{client} to {scheme}://{host}"
+                );
+            }
         }
     }
 }
