@@ -124,8 +124,8 @@ fn parse_url(bytes: &[u8]) -> Result<Url, &'static str> {
 /// fastly crate does not re-export).
 const BUFLEN: i32 = 4;
 
-/// The client request's URL as the host has it, read into `size` bytes: `Ok(Err(needed))`
-/// when it needs more, `Ok(Ok(..))` with the bytes, `Err(())` on any other failure. Read
+/// The client request's URL as the host has it, read into `size` bytes: `Ok(Ok(bytes))`,
+/// `Err(needed)` when it needs a larger buffer, `Ok(Err(()))` on any other failure. Read
 /// through the ABI because `RequestHandle::get_url` parses the bytes itself and panics when
 /// they do not parse.
 fn url_bytes(handle: &RequestHandle, size: usize) -> Result<Result<Vec<u8>, ()>, usize> {
