@@ -23,7 +23,7 @@ pub(crate) fn at_first_use(buffer: &mut Vec<u8>, input_len: usize, most: usize) 
 /// decoded piece (a first read is 16 KiB, `FIRST_SEND_AFTER_BYTES`).
 pub(crate) const PIECE_ROOM: usize = 16 * 1024;
 
-/// The least room a buffer takes: a stage's small additions (an injected tag, a rewritten
+/// The least room a buffer takes: a stage's small additions (a tag, a rewritten
 /// URL) fit without a second allocation.
 pub(crate) const LEAST: usize = 512;
 
