@@ -459,6 +459,17 @@ pub fn start_service_pair_with(
     })
 }
 
+/// The first-party script's hash as its served path names it (`/static/tsjs=<hash>.js`,
+/// docs/script.md): the first 16 hex digits of the SHA-256 of `source`, computed here
+/// independently of the service's build.
+pub fn script_hash(source: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(source)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

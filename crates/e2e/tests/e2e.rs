@@ -1809,10 +1809,8 @@ fn nextjs_page_streams(w: &World) -> Outcome {
 
 /// The script as written, and its path: `/static/tsjs=<first 16 hex of its SHA-256>.js`.
 fn script(w: &World) -> (Vec<u8>, String, String) {
-    use sha2::Digest;
     let bytes = std::fs::read(w.root.join("js/tsjs/src/tsjs.js")).expect("script source");
-    let digest = sha2::Sha256::digest(&bytes);
-    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hash = e2e::script_hash(&bytes);
     let path = format!("/static/tsjs={hash}.js");
     (bytes, path, hash)
 }

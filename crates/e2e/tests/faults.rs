@@ -333,12 +333,8 @@ fn rewritten(original: &[u8]) -> Vec<u8> {
 /// `<head>`, its path named by the first 16 hex digits of an independent SHA-256 of the
 /// script's source.
 fn with_script(page: &[u8]) -> Vec<u8> {
-    use sha2::Digest;
     let source = std::fs::read(workspace_root().join("js/tsjs/src/tsjs.js")).expect("script");
-    let hash: String = sha2::Sha256::digest(&source)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = e2e::script_hash(&source);
     let tag = format!(r#"<script src="/static/tsjs={hash}.js" id="ts-js"></script>"#);
     let at = page
         .windows(6)

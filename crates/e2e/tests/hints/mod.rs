@@ -101,13 +101,7 @@ pub fn second_navigation_gets_a_103_before_the_origin(w: &World) -> Outcome {
 /// with the same headers (the hints are stored under the page's cache key, which some of
 /// them are part of): the page comes whole and no `103` is logged for it.
 pub fn an_http10_navigation_gets_no_103(w: &World) -> Outcome {
-    let t = format!(
-        "h10-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
-    let path = format!("/news/article.html?t={t}");
+    let path = format!("/news/article.html?t=h10-{}", super::cache::unique());
     let navigate = |version: &str| {
         let raw = format!(
             "GET {path} HTTP/{version}\r\nhost: {}\r\nsec-fetch-dest: document\r\n\
