@@ -170,6 +170,9 @@ pub(crate) fn charset_allows_rewrite(charset: &str) -> bool {
 fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {
     let encoding = match charset {
         None => encoding_rs::UTF_8,
+        // The label nearly every page sends, without the label table's search: a fresh
+        // instance pays for the first touch of every table it reads (8 µs here under Viceroy).
+        Some(label) if label.eq_ignore_ascii_case("utf-8") => encoding_rs::UTF_8,
         Some(label) => {
             encoding_rs::Encoding::for_label(label.as_bytes()).unwrap_or(encoding_rs::UTF_8)
         }
@@ -190,6 +193,20 @@ fn html_encoding(charset: Option<&str>) -> Option<AsciiCompatibleEncoding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_utf8_shortcut_gives_what_the_label_table_gives() {
+        for label in [
+            "utf-8", "UTF-8", "Utf-8", "uTf-8", "utf8", " utf-8", "utf-16", "x",
+        ] {
+            let table =
+                encoding_rs::Encoding::for_label(label.as_bytes()).unwrap_or(encoding_rs::UTF_8);
+            let expected = AsciiCompatibleEncoding::new(table)
+                .map(|e| <&encoding_rs::Encoding>::from(e).name());
+            let got = html_encoding(Some(label)).map(|e| <&encoding_rs::Encoding>::from(e).name());
+            assert_eq!(got, expected, "{label:?}");
+        }
+    }
 
     const NEXTJS: bool = trusted_server_settings::Settings::DEFAULT
         .integrations
