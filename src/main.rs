@@ -124,13 +124,15 @@ const fn line(
 /// A plain `main`, not `#[fastly::main]`: the macro sends the returned response itself, which
 /// rules out `stream_to_client`.
 fn main() {
+    // The access line's clock starts here: everything the guest does for the request is on it.
+    let arrived = std::time::Instant::now();
     access::init_logging(SETTINGS.logging.level);
     // Read once, detached from its host-side handle (`kit::incoming`).
     let mut request = match kit::incoming::client_request() {
         Ok(request) => request,
-        Err(unreadable) => return refuse_unreadable(unreadable),
+        Err(unreadable) => return refuse_unreadable(unreadable, arrived),
     };
-    let mut access = Access::start(&request);
+    let mut access = Access::start(&request, arrived);
     // Consent is decided once, when first needed (`phases::consent`). A withdrawal expires a
     // `ts-ec` cookie on whatever this request gets: a request that sends one has it decided.
     let observed = std::cell::OnceCell::new();
@@ -176,9 +178,9 @@ fn main() {
 
 /// A request whose URL does not parse gets `400` (its `Host` names nothing the service can
 /// reach, `kit::incoming::Unreadable`), with an access line whose path is `-`.
-fn refuse_unreadable(unreadable: kit::incoming::Unreadable) {
+fn refuse_unreadable(unreadable: kit::incoming::Unreadable, arrived: std::time::Instant) {
     log::warn!("request refused: {}", unreadable.why);
-    let mut access = Access::of(unreadable.method.as_str(), "-");
+    let mut access = Access::of(unreadable.method.as_str(), "-", arrived);
     access.plan = "unreadable".into();
     let bad_request = kit::reply::error(fastly::http::StatusCode::BAD_REQUEST, &SETTINGS);
     send(bad_request, &mut access);

@@ -143,15 +143,17 @@ pub fn consent_field(decision: &Decision) -> String {
 }
 
 impl Access {
-    /// Starts the record for `request`.
-    pub fn start(request: &Request) -> Self {
-        Self::of(request.get_method_str(), request.get_path())
+    /// Starts the record for `request`, which `arrived` when the guest began on it: the first
+    /// thing `main` does, so that reading the request and the logger's set-up are on the
+    /// clock like everything after them.
+    pub fn start(request: &Request, arrived: Instant) -> Self {
+        Self::of(request.get_method_str(), request.get_path(), arrived)
     }
 
     /// [`Access::start`] for a request known only by its method and what to log as its path.
-    pub fn of(method: &str, path: &str) -> Self {
+    pub fn of(method: &str, path: &str, arrived: Instant) -> Self {
         Access {
-            started: Instant::now(),
+            started: arrived,
             trace_id: std::env::var("FASTLY_TRACE_ID").unwrap_or_else(|_| "-".into()),
             method: method.to_owned(),
             path: path.to_owned(),
@@ -331,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_fields_keep_their_order() {
-        let line = Access::start(&Request::get("http://www.pub.test/")).line();
+        let line = Access::start(&Request::get("http://www.pub.test/"), Instant::now()).line();
         let keys: Vec<&str> = line
             .split(' ')
             .skip(1)
@@ -367,7 +369,7 @@ mod tests {
     #[test]
     fn the_line_has_every_field_and_dashes_for_the_unknown() {
         let request = Request::get("http://www.pub.test/a%20b?q=1");
-        let mut access = Access::start(&request);
+        let mut access = Access::start(&request, Instant::now());
         let line = access.line();
         for field in [
             "method=GET",

@@ -59,7 +59,10 @@ mod tests {
     use trusted_server_settings::Settings as S;
 
     fn access() -> Access {
-        Access::start(&Request::get("http://www.pub.test/"))
+        Access::start(
+            &Request::get("http://www.pub.test/"),
+            std::time::Instant::now(),
+        )
     }
 
     #[test]
