@@ -45,9 +45,6 @@ pub(crate) fn stream(
     let asked_at = Cell::new(None);
     let ask = || {
         if let Some(b) = bidding.take() {
-            if !b.is_asked() {
-                std::thread::sleep(ASK_AFTER_FIRST_BYTES);
-            }
             bidding.set(Some(Bidding::Asked(asked(b, &asked_at))));
         }
     };
@@ -69,8 +66,9 @@ pub(crate) fn stream(
     recorded(streamed, settings, access)
 }
 
-/// How long after a streamed page's first bytes were handed to the platform its navigation's
-/// bidders are asked. Asking takes a fraction of a millisecond of CPU per bidder (the guest's
+/// How long the guest pauses between handing a page's bytes to the platform (its first
+/// bytes, or everything before `</body>` when those are the first) and asking the page's
+/// navigation bidders. Asking takes a fraction of a millisecond of CPU per bidder (the guest's
 /// requests, and the platform's sends and connections); done at once, it ran while the
 /// platform was still delivering those bytes, and on the benchmark's two-core machine the
 /// reader's first byte came about 0.2 ms later with the auction than without it, three runs
@@ -78,11 +76,14 @@ pub(crate) fn stream(
 /// lets the bytes leave first. It costs the auction this much of its deadline, and a page
 /// whose bidders answer after its origin ends this much later (under Viceroy up to a
 /// millisecond more: its timers tick in milliseconds).
-const ASK_AFTER_FIRST_BYTES: Duration = Duration::from_micros(500);
+pub(super) const PAUSE_BEFORE_ASKING: Duration = Duration::from_micros(500);
 
-/// The auction of `bidding` with its bidders asked, noting in `asked_at` when, if that is now.
+/// The auction of `bidding` with its bidders asked, noting in `asked_at` when, if that is now:
+/// called right after bytes were handed to the platform, it asks after
+/// [`PAUSE_BEFORE_ASKING`].
 fn asked<'a>(bidding: Bidding<'a>, asked_at: &Cell<Option<Instant>>) -> Running<'a> {
     if !bidding.is_asked() {
+        std::thread::sleep(PAUSE_BEFORE_ASKING);
         asked_at.set(Some(Instant::now()));
     }
     bidding.asked()
