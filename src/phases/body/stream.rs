@@ -73,9 +73,10 @@ pub(crate) fn stream(
 /// platform was still delivering those bytes, and on the benchmark's two-core machine the
 /// reader's first byte came about 0.2 ms later with the auction than without it, three runs
 /// in a row, beyond the A/A control (docs/performance.md, "Navigation auction"). A pause
-/// lets the bytes leave first. It costs the auction this much of its deadline, and a page
-/// whose bidders answer after its origin ends this much later (under Viceroy up to a
-/// millisecond more: its timers tick in milliseconds).
+/// lets the bytes leave first. The auction's deadline counts from the asking, so the bids
+/// come this much later, and a page whose bidders answer after its origin (or any page from
+/// the cache) ends this much later (under Viceroy up to a millisecond more: its timers tick
+/// in milliseconds).
 pub(super) const PAUSE_BEFORE_ASKING: Duration = Duration::from_micros(500);
 
 /// The auction of `bidding` with its bidders asked, noting in `asked_at` when, if that is now:
