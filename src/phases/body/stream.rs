@@ -77,17 +77,24 @@ pub(crate) fn stream(
 /// come this much later, and a page whose bidders answer after its origin (or any page from
 /// the cache) ends this much later (under Viceroy up to a millisecond more: its timers tick
 /// in milliseconds).
-pub(super) const PAUSE_BEFORE_ASKING: Duration = Duration::from_micros(500);
+const PAUSE_BEFORE_ASKING: Duration = Duration::from_micros(500);
 
-/// The auction of `bidding` with its bidders asked, noting in `asked_at` when, if that is now:
-/// called right after bytes were handed to the platform, it asks after
-/// [`PAUSE_BEFORE_ASKING`].
+/// Asks a navigation's bidders with `ask`, called right after bytes were handed to the
+/// platform: after [`PAUSE_BEFORE_ASKING`], noting in `asked_at` when. The one place a page
+/// being sent asks its bidders (streamed from the origin, or from the cache).
+pub(super) fn ask_after_pause<T>(asked_at: &Cell<Option<Instant>>, ask: impl FnOnce() -> T) -> T {
+    std::thread::sleep(PAUSE_BEFORE_ASKING);
+    asked_at.set(Some(Instant::now()));
+    ask()
+}
+
+/// The auction of `bidding` with its bidders asked: through [`ask_after_pause`] if they were
+/// not yet.
 fn asked<'a>(bidding: Bidding<'a>, asked_at: &Cell<Option<Instant>>) -> Running<'a> {
-    if !bidding.is_asked() {
-        std::thread::sleep(PAUSE_BEFORE_ASKING);
-        asked_at.set(Some(Instant::now()));
+    match bidding.is_asked() {
+        true => bidding.asked(),
+        false => ask_after_pause(asked_at, || bidding.asked()),
     }
-    bidding.asked()
 }
 
 /// Records what streaming a page did: the pipeline's report (the early hints of the page's
