@@ -4,12 +4,23 @@ use proptest::prelude::*;
 /// Runs `input` through a stage cut at `cuts` (sorted, in range): the written output, the
 /// report, and the output's length after each piece.
 fn run(input: &[u8], cuts: &[usize], cap: usize) -> (Vec<u8>, HeldTail, Vec<usize>) {
+    run_scanning(input, cuts, cap, true)
+}
+
+/// [`run`], passing over the bytes that cannot change the scan's state (`skip`), or stepping
+/// through every byte.
+fn run_scanning(
+    input: &[u8],
+    cuts: &[usize],
+    cap: usize,
+    skip: bool,
+) -> (Vec<u8>, HeldTail, Vec<usize>) {
     let mut stage = TailStage::with_cap(cap);
     let mut out = Vec::new();
     let mut lens = Vec::new();
     let mut from = 0;
     for &cut in cuts.iter().chain([input.len()].iter()) {
-        stage.write(&input[from..cut], &mut out);
+        stage.0.write_scanning(&input[from..cut], &mut out, skip);
         lens.push(out.len());
         from = cut;
     }
@@ -212,5 +223,68 @@ proptest! {
         cuts.sort_unstable();
         let (out, tail, _) = run(&bytes, &cuts, 64);
         prop_assert_eq!([out, tail.bytes].concat(), bytes);
+    }
+}
+
+/// Tokens that move the scan between its states, and text that does not.
+const TOKENS: &[&str] = &[
+    "<",
+    ">",
+    "/",
+    "!",
+    "-",
+    "'",
+    "\"",
+    "=",
+    " ",
+    "\n",
+    "</",
+    "<!",
+    "<?",
+    "<!--",
+    "-->",
+    "--!>",
+    "->",
+    "<p",
+    " a=",
+    "<script>",
+    "<SCRIPT type=x>",
+    "</script>",
+    "</script ",
+    "<script",
+    "<style>",
+    "</style>",
+    "</STYLE\n",
+    "<textarea>",
+    "</textarea>",
+    "<title>",
+    "</title>",
+    "<plaintext>",
+    "<body>",
+    "</body>",
+    "</BODY >",
+    "</bod",
+    "ody>",
+    "lorem ipsum dolor sit amet, ",
+    "var s = a < b && c > d; ",
+    "x",
+];
+
+proptest! {
+    /// Passing over the bytes that cannot change the scan's state (`Hold::pass`) gives what
+    /// stepping through every byte gives: the same output after every piece, the same tail.
+    #[test]
+    fn passing_over_bytes_is_stepping_through_them(
+        picks in proptest::collection::vec(0..TOKENS.len(), 0..80),
+        cuts in proptest::collection::vec(0usize..2000, 0..6),
+        cap in proptest::sample::select(vec![8usize, 64, TAIL_MAX]),
+    ) {
+        let doc: String = picks.into_iter().map(|i| TOKENS[i]).collect();
+        let bytes = doc.as_bytes();
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let passing = run_scanning(bytes, &cuts, cap, true);
+        let stepping = run_scanning(bytes, &cuts, cap, false);
+        prop_assert_eq!(passing, stepping, "{}", doc);
     }
 }
