@@ -681,11 +681,11 @@ pub struct Auction {
     pub navigation_timeout_ms: u32,
     /// `auction.origin_first_within_ms`: how long a navigation waits for the origin's head
     /// before asking its bidders (default 1, 0 to 100). An origin that answers within this
-    /// has the page's first bytes sent first and the bidders asked half a millisecond after
-    /// them (asking costs a fraction of a millisecond per bidder, which the first byte would
-    /// otherwise pay); a slower origin has its
-    /// bidders asked while it thinks, at most this much later than at once. `0` asks them
-    /// as the origin is asked.
+    /// has the page's first bytes sent first and the bidders asked after them (asking costs
+    /// a fraction of a millisecond per bidder, which the first byte would otherwise pay):
+    /// half a millisecond after them where the page streams on, at once where they are
+    /// everything before `</body>`; a slower origin has its bidders asked while it thinks,
+    /// at most this much later than at once. `0` asks them as the origin is asked.
     pub origin_first_within_ms: u32,
     /// `auction.bots`: `User-Agent` substrings, compared ignoring ASCII case, whose requests
     /// start no navigation auction (default [`Auction::DEFAULT_BOTS`]).

@@ -134,10 +134,9 @@ pub fn takes_bids(status: u16, plan: &BodyPlan) -> bool {
 /// A page from the cache with a navigation auction's bids: the stored `response` (headers
 /// final, body the stored bytes in `codec`), streamed to the client through the stored-page
 /// pipeline, which holds the bytes from `</body>` on until `start` has started the auction and
-/// it has answered. `start` is called once everything before `</body>` has left, and a short
-/// pause later (`stream::ask_after_pause`): no bidder's request comes before the reader's
-/// first byte, nor competes with its delivery. A failure abandons the transfer, as for any
-/// streamed page.
+/// it has answered. `start` is called once everything before `</body>` has left
+/// (`stream::ask_after`): no bidder's request comes before the reader's first byte. A failure
+/// abandons the transfer, as for any streamed page.
 pub fn send_stored<'s>(
     mut response: Response,
     codec: Codec,
@@ -148,7 +147,7 @@ pub fn send_stored<'s>(
     let stored_body = response.take_body();
     let asked_at = std::cell::Cell::new(None);
     // Called right after the bytes before `</body>` were handed to the platform.
-    let start = || stream::ask_after_pause(&asked_at, start);
+    let start = || stream::ask_after(stream::Sent::AllBeforeTail, &asked_at, start);
     let streamed = stream::stream_through(
         response,
         stored_body,

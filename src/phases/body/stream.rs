@@ -39,13 +39,14 @@ pub(crate) fn stream(
         options,
         auction,
     } = job;
-    // Bidders not yet asked are asked once the page's first bytes have left (or, for a page
-    // held whole until its end, once everything before `</body>` has).
+    // Bidders not yet asked are asked once the page's first bytes have left, after a pause
+    // (or, for a page held whole until its end, once everything before `</body>` has, at once).
     let bidding = Cell::new(auction);
     let asked_at = Cell::new(None);
     let ask = || {
         if let Some(b) = bidding.take() {
-            bidding.set(Some(Bidding::Asked(asked(b, &asked_at))));
+            let running = asked(b, &asked_at, Sent::FirstBytes);
+            bidding.set(Some(Bidding::Asked(running)));
         }
     };
     let streamed = stream_through(
@@ -55,7 +56,8 @@ pub(crate) fn stream(
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
         ask,
         |pipeline, rewrite| {
-            let bids = (bidding.take()).map(|b| || asked(b, &asked_at).bids_script(settings));
+            let bids = (bidding.take())
+                .map(|b| || asked(b, &asked_at, Sent::AllBeforeTail).bids_script(settings));
             end_page(pipeline, bids, rewrite)
         },
         access,
@@ -66,34 +68,54 @@ pub(crate) fn stream(
     recorded(streamed, settings, access)
 }
 
-/// How long the guest pauses between handing a page's bytes to the platform (its first
-/// bytes, or everything before `</body>` when those are the first) and asking the page's
-/// navigation bidders. Asking takes a fraction of a millisecond of CPU per bidder (the guest's
-/// requests, and the platform's sends and connections); done at once, it ran while the
-/// platform was still delivering those bytes, and on the benchmark's two-core machine the
-/// reader's first byte came about 0.2 ms later with the auction than without it, three runs
-/// in a row, beyond the A/A control (docs/performance.md, "Navigation auction"). A pause
-/// lets the bytes leave first. The auction's deadline counts from the asking, so the bids
-/// come this much later, and a page whose bidders answer after its origin (or any page from
-/// the cache) ends this much later (under Viceroy up to a millisecond more: its timers tick
-/// in milliseconds).
-const PAUSE_BEFORE_ASKING: Duration = Duration::from_micros(500);
+/// What of a page had been handed to the platform when its navigation bidders are asked.
+#[derive(Clone, Copy)]
+pub(super) enum Sent {
+    /// Its first bytes; the rest of the body is still to be read and streamed.
+    FirstBytes,
+    /// Everything before `</body>`: a page the origin sent whole, or one from the cache. Only
+    /// the held tail is left, and it waits for the bids.
+    AllBeforeTail,
+}
 
-/// Asks a navigation's bidders with `ask`, called right after bytes were handed to the
-/// platform: after [`PAUSE_BEFORE_ASKING`], noting in `asked_at` when. The one place a page
-/// being sent asks its bidders (streamed from the origin, or from the cache).
-pub(super) fn ask_after_pause<T>(asked_at: &Cell<Option<Instant>>, ask: impl FnOnce() -> T) -> T {
-    std::thread::sleep(PAUSE_BEFORE_ASKING);
+/// How long the guest pauses between handing a streamed page's first bytes to the platform
+/// and asking the page's navigation bidders. Asking takes a fraction of a millisecond of CPU
+/// per bidder (the guest's requests, and the platform's sends and connections); done at once,
+/// it ran while the platform was still delivering those bytes, and on the benchmark's
+/// two-core machine the reader's first byte came about 0.2 ms later with the auction than
+/// without it, three runs in a row, beyond the A/A control (docs/performance.md, "Navigation
+/// auction"). A pause lets the bytes leave first. The auction's deadline counts from the
+/// asking, so the bids come this much later (under Viceroy up to a millisecond more: its
+/// timers tick in milliseconds).
+///
+/// There is no pause after [`Sent::AllBeforeTail`]: for a page the origin sent whole, the
+/// benchmark measured no cost to the first byte from asking at once, and with the pause the
+/// page's last byte came a millisecond or two later where the bidders answer after the
+/// origin (docs/performance.md, "The pause before asking").
+const PAUSE_AFTER_FIRST_BYTES: Duration = Duration::from_micros(500);
+
+/// Asks a navigation's bidders with `ask`, called right after `sent` was handed to the
+/// platform: after [`PAUSE_AFTER_FIRST_BYTES`] if that was a streamed page's first bytes,
+/// noting in `asked_at` when. The one place a page being sent asks its bidders (streamed from
+/// the origin, or from the cache).
+pub(super) fn ask_after<T>(
+    sent: Sent,
+    asked_at: &Cell<Option<Instant>>,
+    ask: impl FnOnce() -> T,
+) -> T {
+    if let Sent::FirstBytes = sent {
+        std::thread::sleep(PAUSE_AFTER_FIRST_BYTES);
+    }
     asked_at.set(Some(Instant::now()));
     ask()
 }
 
-/// The auction of `bidding` with its bidders asked: through [`ask_after_pause`] if they were
-/// not yet.
-fn asked<'a>(bidding: Bidding<'a>, asked_at: &Cell<Option<Instant>>) -> Running<'a> {
+/// The auction of `bidding` with its bidders asked: through [`ask_after`] if they were not
+/// yet.
+fn asked<'a>(bidding: Bidding<'a>, asked_at: &Cell<Option<Instant>>, sent: Sent) -> Running<'a> {
     match bidding.is_asked() {
         true => bidding.asked(),
-        false => ask_after_pause(asked_at, || bidding.asked()),
+        false => ask_after(sent, asked_at, || bidding.asked()),
     }
 }
 
