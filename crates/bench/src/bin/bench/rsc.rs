@@ -1,6 +1,6 @@
 //! The replayed Next.js captures, run through the core pipeline natively.
 //!
-//! * [`reference`]: what the proxy must return for a capture. It is the core pipeline with the
+//! * [`reference()`]: what the proxy must return for a capture. It is the core pipeline with the
 //!   proxy's own settings (`trusted-server.toml`) and URL rule, over the origin's bytes in the
 //!   capture's chunks. The output is itself checked row by row with the independent reader in
 //!   `ts_bench::flight`. For these pages a plain string replacement would be wrong, because
