@@ -89,9 +89,9 @@ pub(super) enum Sent {
 /// timers tick in milliseconds).
 ///
 /// There is no pause after [`Sent::AllBeforeTail`]: for a page the origin sent whole, the
-/// benchmark measured no cost to the first byte from asking at once, and with the pause the
-/// page's last byte came a millisecond or two later where the bidders answer after the
-/// origin (docs/performance.md, "The pause before asking").
+/// benchmark's first byte was inside its control in most runs with or without the pause, and
+/// with it the page's last byte came a millisecond or two later where the bidders answer
+/// after the origin (docs/performance.md, "The pause only where the page streams on").
 const PAUSE_AFTER_FIRST_BYTES: Duration = Duration::from_micros(500);
 
 /// Asks a navigation's bidders with `ask`, called right after `sent` was handed to the
