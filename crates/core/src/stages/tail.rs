@@ -406,10 +406,8 @@ impl Hold {
             _ => return 0,
         };
         let passed = found.unwrap_or(rest.len());
-        let last = &rest[passed.saturating_sub(NAME_MAX)..passed];
-        self.recent.copy_within(last.len().., 0);
-        for (slot, b) in self.recent[NAME_MAX - last.len()..].iter_mut().zip(last) {
-            *slot = b.to_ascii_lowercase();
+        for &b in &rest[passed.saturating_sub(NAME_MAX)..passed] {
+            self.push_recent(b);
         }
         passed
     }
