@@ -6,7 +6,8 @@
 //! same overrides ([`crate::baseline`]), runs in two more, so that each build's median pools
 //! two processes alike and neither side's figure rests on one process's luck. The guest time
 //! of a request is read from its access line, as [`crate::guest_cpu`] reads it (end less the origin's wait), for
-//! the five kinds of request of the full run, a 32 KB page, and a navigation of the small page
+//! the five kinds of request of the full run, a 32 KB page, `/_ts/health` (the floor: no origin, no
+//! cache, no page), and a navigation of the small page
 //! with Chrome's headers and no cookie, so the edge ID is made and set. Every request names
 //! the same host ([`PUBLIC_HOST`]), so the processes rewrite the pages alike.
 //!
@@ -36,11 +37,24 @@ use crate::stats::{median, percentile};
 /// The navigation case, whose answers must set an edge ID.
 const NAVIGATION: &str = "small_page_navigation";
 
+/// The cases the bare guest (`crates/bare-guest`) answers: the floor under each of them.
+const BARE_CASES: [&str; 4] = ["health", "small_page", "cache_hit", "32kb_page"];
+
 /// Which build a process serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Build {
     Current,
     Baseline,
+    /// The bare guest: the platform's part of a request and nothing of the service's.
+    Bare,
+}
+
+impl Process {
+    /// Whether this process is asked for `r`: the service's builds answer every case, the bare
+    /// guest only [`BARE_CASES`].
+    fn serves(&self, r: &Request) -> bool {
+        self.build != Build::Bare || BARE_CASES.contains(&r.name)
+    }
 }
 
 /// One Viceroy process under test.
@@ -79,12 +93,15 @@ impl Quartiles {
 pub struct CaseFigures {
     /// The case's key: `small_page`, `110kb_page`, ….
     pub name: &'static str,
-    /// Each process's, in [`GuestAb::processes`]' order.
-    pub per_process: Vec<Quartiles>,
+    /// Each process's, in [`GuestAb::processes`]' order (`None`: the process is not asked for
+    /// this case).
+    pub per_process: Vec<Option<Quartiles>>,
     /// The median over both current processes' requests.
     pub current: f64,
     /// The median over both baseline processes' requests, when there is a baseline.
     pub baseline: Option<f64>,
+    /// The median over both bare-guest processes' requests, for [`BARE_CASES`]: the floor.
+    pub bare: Option<f64>,
     /// The A/A control: one build's two processes' medians, the larger over the smaller; the
     /// larger of the two builds' when there is a baseline.
     pub aa: f64,
@@ -94,6 +111,11 @@ impl CaseFigures {
     /// Today's build over the baseline, medians: below 1, today's costs less.
     pub fn current_over_baseline(&self) -> Option<f64> {
         self.baseline.map(|b| self.current / b)
+    }
+
+    /// What today's build adds to the floor, medians (µs).
+    pub fn over_bare(&self) -> Option<f64> {
+        self.bare.map(|b| self.current - b)
     }
 }
 
@@ -171,15 +193,19 @@ fn case_figures(name: &'static str, processes: &[Process], ms: &[Vec<f64>]) -> C
     let baseline = Some(of(Build::Baseline))
         .filter(|p| !p.is_empty())
         .map(build);
+    let bare: Vec<f64> = of(Build::Bare).into_iter().flatten().copied().collect();
     let aa = match baseline.and_then(|(_, aa)| aa) {
         Some(base_aa) => current_aa.map_or(base_aa, |aa| aa.max(base_aa)),
         None => current_aa.unwrap_or(f64::NAN),
     };
     CaseFigures {
         name,
-        per_process: us.iter().map(|t| Quartiles::of(t)).collect(),
+        per_process: (us.iter())
+            .map(|t| (!t.is_empty()).then(|| Quartiles::of(t)))
+            .collect(),
         current,
         baseline: baseline.map(|(median, _)| median),
+        bare: (!bare.is_empty()).then(|| median(bare)),
         aa,
     }
 }
@@ -194,8 +220,8 @@ fn coarse(ms: &[f64]) -> bool {
 }
 
 /// Builds today's tree and, with `commit`, the baseline, both with the full run's streaming
-/// overrides, then starts two processes of each module; their
-/// logs go to `target/bench`.
+/// overrides, and the bare guest for the same origin, then starts two processes of each
+/// module; their logs go to `target/bench`.
 fn start(
     root: &Path,
     origin: SocketAddr,
@@ -217,6 +243,10 @@ fn start(
         modules.push(("baseline_a", Build::Baseline, wasm.clone()));
         modules.push(("baseline_b", Build::Baseline, wasm));
     }
+    eprintln!("bench: building the bare guest (the floor) for the origin on {origin}");
+    let bare = build_bare(root, &dir.join("guest-bare.wasm"), origin)?;
+    modules.push(("bare_a", Build::Bare, bare.clone()));
+    modules.push(("bare_b", Build::Bare, bare));
     let manifest = root.join("fastly.toml");
     let mut processes = Vec::new();
     let mut guards = Vec::new();
@@ -235,8 +265,22 @@ fn start(
     Ok((processes, guards))
 }
 
-/// The full run's five requests ([`requests`]) and a 32 KB page, each naming [`PUBLIC_HOST`],
-/// and the small page as Chrome navigates to it, without a cookie.
+/// Builds the bare guest (`crates/bare-guest`, release, wasm32-wasip1) for `origin` and copies
+/// the module to `to`.
+fn build_bare(root: &Path, to: &Path, origin: SocketAddr) -> Result<PathBuf, String> {
+    let mut cmd = std::process::Command::new(e2e::cargo());
+    cmd.current_dir(root)
+        .args(["build", "--quiet", "--release", "--locked"])
+        .args(["--target", "wasm32-wasip1", "-p", "bare-guest"])
+        .env("BARE_GUEST_ORIGIN", origin.to_string());
+    e2e::run(&mut cmd)?;
+    let built = e2e::target_dir(root).join("wasm32-wasip1/release/bare-guest.wasm");
+    std::fs::copy(&built, to).map_err(|e| format!("copy {}: {e}", built.display()))?;
+    Ok(to.to_path_buf())
+}
+
+/// The full run's five requests ([`requests`]), a 32 KB page and `/_ts/health` (the floor),
+/// each naming [`PUBLIC_HOST`], and the small page as Chrome navigates to it, without a cookie.
 fn cases(first_party: String) -> Vec<Request> {
     let mut list = requests(first_party);
     list.push(Request::get(
@@ -244,6 +288,9 @@ fn cases(first_party: String) -> Vec<Request> {
         "/__gen/32kb.html".into(),
         "/__gen/32kb.html",
     ));
+    // The floor: a fixed answer with no origin, no cache and no page, so what every request
+    // pays the platform and the guest's start whatever it asks for.
+    list.push(Request::get("health", "/_ts/health".into(), "/_ts/health"));
     for r in &mut list {
         r.headers.push(("host", PUBLIC_HOST));
     }
@@ -254,9 +301,22 @@ fn cases(first_party: String) -> Vec<Request> {
     list
 }
 
-/// Warms `r` up on every process and checks the answers: the same body bytes from every
-/// process, and for the navigation an edge ID set each time.
+/// Warms `r` up on every process that serves it and checks the answers: the same body bytes
+/// from every process of the service's builds, and from both of the bare guest's (which
+/// rewrites nothing, so its bytes are its own), and for the navigation an edge ID set each
+/// time.
 fn check_answers(processes: &[Process], r: &Request) -> Result<(), String> {
+    let service = processes.iter().filter(|p| p.build != Build::Bare);
+    let bare = processes.iter().filter(|p| p.build == Build::Bare);
+    same_answers(service, r)?;
+    same_answers(bare.filter(|p| p.serves(r)), r)
+}
+
+/// [`check_answers`] over one group of processes that must answer `r` alike.
+fn same_answers<'p>(
+    processes: impl Iterator<Item = &'p Process>,
+    r: &Request,
+) -> Result<(), String> {
     let mut first: Option<(&str, Vec<u8>)> = None;
     for p in processes {
         for got in warm_up(p.addr, &p.log, r)? {
@@ -277,20 +337,25 @@ fn check_answers(processes: &[Process], r: &Request) -> Result<(), String> {
     Ok(())
 }
 
-/// `rounds` rounds of one request of `r` to each process, in a balanced order (`crate::order`);
-/// returns each process's guest times (ms), in `processes`' order.
+/// `rounds` rounds of one request of `r` to each process that serves it, in a balanced order
+/// (`crate::order`); returns each process's guest times (ms), in `processes`' order (none
+/// for a process not asked).
 fn interleave(processes: &[Process], r: &Request, rounds: usize) -> Result<Vec<Vec<f64>>, String> {
     let marks = (processes.iter())
         .map(|p| log_len(&p.log))
         .collect::<Result<Vec<_>, _>>()?;
+    let asked: Vec<&Process> = processes.iter().filter(|p| p.serves(r)).collect();
     for round in 0..rounds {
-        for k in crate::order::balanced(round, processes.len()) {
-            let p = &processes[k];
+        for k in crate::order::balanced(round, asked.len()) {
+            let p = asked[k];
             fetch(p.addr, r, r.cache)?;
         }
     }
     (processes.iter().zip(marks))
-        .map(|(p, mark)| read_lines(&p.log, mark, r, rounds))
+        .map(|(p, mark)| match p.serves(r) {
+            true => read_lines(&p.log, mark, r, rounds),
+            false => Ok(Vec::new()),
+        })
         .collect()
 }
 
@@ -310,8 +375,8 @@ pub fn print(g: &GuestAb) {
         head.push_str(&format!(" {name:>17}"));
     }
     println!(
-        "{head} {:>8} {:>8} {:>9} {:>6}",
-        "current", "baseline", "cur/base", "A/A"
+        "{head} {:>8} {:>8} {:>9} {:>6} {:>6} {:>8}",
+        "current", "baseline", "cur/base", "A/A", "bare", "cur-bare"
     );
     for c in &g.cases {
         println!("{}", row(c));
@@ -322,6 +387,10 @@ pub fn print(g: &GuestAb) {
              this run can tell"
         );
     }
+    println!(
+        "bare: the bare guest (crates/bare-guest), the platform's part of the request alone: \
+         cur-bare is what the service's own work costs"
+    );
     if g.baseline_coarse {
         println!(
             "warning: every time the baseline logged is a multiple of 0.1 ms: its access line \
@@ -335,17 +404,21 @@ pub fn print(g: &GuestAb) {
 fn row(c: &CaseFigures) -> String {
     let mut row = format!("{:<22}", c.name);
     for q in &c.per_process {
-        let spread = format!("{:.0} ({:.0}-{:.0})", q.p50, q.p25, q.p75);
+        let spread = q.map_or("-".to_owned(), |q| {
+            format!("{:.0} ({:.0}-{:.0})", q.p50, q.p25, q.p75)
+        });
         row.push_str(&format!(" {spread:>17}"));
     }
     let or_dash =
         |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
     format!(
-        "{row} {:>8.0} {:>8} {:>9} {:>6.3}",
+        "{row} {:>8.0} {:>8} {:>9} {:>6.3} {:>6} {:>8}",
         c.current,
         or_dash(c.baseline, 0),
         or_dash(c.current_over_baseline(), 3),
-        c.aa
+        c.aa,
+        or_dash(c.bare, 0),
+        or_dash(c.over_bare(), 0)
     )
 }
 
@@ -366,7 +439,11 @@ pub fn results(g: &GuestAb) -> Vec<(String, String)> {
             ));
         }
         out.push((format!("guest_{name}_aa"), format!("{:.3}", c.aa)));
-        for (process, q) in g.processes.iter().zip(&c.per_process) {
+        if let Some(bare) = c.bare {
+            out.push((format!("guest_us_{name}_bare"), format!("{bare:.0}")));
+        }
+        let asked = g.processes.iter().zip(&c.per_process);
+        for (process, q) in asked.filter_map(|(p, q)| Some((p, (*q)?))) {
             for (which, v) in [("p25", q.p25), ("p50", q.p50), ("p75", q.p75)] {
                 out.push((
                     format!("guest_us_{name}_{process}_{which}"),
@@ -431,8 +508,33 @@ mod tests {
         // The baseline's own spread counts when it is the wider.
         let ms = [vec![0.2], vec![0.2], vec![0.2], vec![0.6]];
         assert!((case_figures("t", &processes, &ms).aa - 3.0).abs() < 1e-9);
-        assert!((c.per_process[1].p25 - 300.0).abs() < 1e-6);
-        assert!((c.per_process[1].p75 - 500.0).abs() < 1e-6);
+        assert!((c.per_process[1].unwrap().p25 - 300.0).abs() < 1e-6);
+        assert!((c.per_process[1].unwrap().p75 - 500.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_bare_guest_is_the_floor_and_no_part_of_the_control() {
+        let processes = [
+            process("current_a", Build::Current),
+            process("current_b", Build::Current),
+            process("bare_a", Build::Bare),
+            process("bare_b", Build::Bare),
+        ];
+        let ms = [vec![0.4], vec![0.5], vec![0.1], vec![0.3]];
+        let c = case_figures("t", &processes, &ms);
+        // Pooled 0.1 and 0.3: `stats::median` takes the upper middle.
+        assert!((c.bare.unwrap() - 300.0).abs() < 1e-6, "{c:?}");
+        assert!((c.over_bare().unwrap() - 200.0).abs() < 1e-6, "{c:?}");
+        // The bare guest's 3x spread is not the service's control.
+        assert!((c.aa - 1.25).abs() < 1e-9, "{c:?}");
+        // A case the bare guest is not asked for has no floor and no quartiles for it.
+        let c = case_figures("t", &processes, &[vec![0.4], vec![0.5], vec![], vec![]]);
+        assert_eq!(c.bare, None);
+        assert!(c.per_process[2].is_none() && c.per_process[0].is_some());
+        let small = Request::get("small_page", String::new(), "/");
+        let other = Request::get("110kb_page", String::new(), "/");
+        assert!(processes[2].serves(&small) && !processes[2].serves(&other));
+        assert!(processes[0].serves(&other));
     }
 
     #[test]
