@@ -160,7 +160,8 @@ fn origin_first(sent: &origin::Sent, settings: &Settings) -> bool {
 /// slow origin's think time hides that cost, a fast origin's first byte would pay it. The
 /// origin's answer comes back with the lookup and the auction, to be relayed; when the
 /// origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
-/// copy answers within stale-if-error (RFC 5861) and `None` is returned. Otherwise a `5xx` is
+/// copy answers within stale-if-error (RFC 5861), a page with the reader's bids, and `None`
+/// is returned. Otherwise a `5xx` is
 /// relayed as the origin's answer, and the others get the service's `502` or `504` here.
 fn ask_origin<'a>(
     upstream: Request,
@@ -219,7 +220,16 @@ fn ask_origin<'a>(
         ),
         Ok(response) => return Some((response, lookup, auction)),
     };
-    let lookup = cache::serve_stale_if_error(lookup, &failed, recipient, settings, access).err()?;
+    // A stale copy that is a page takes the reader's bids as a fresh hit does.
+    let (lookup, auction) =
+        match cache::serve_stale_if_error(lookup, &failed, recipient, auction, settings, access) {
+            AfterHit::Origin(lookup, auction) => (lookup, auction),
+            AfterHit::Bids(response, codec, bidding, _) => {
+                body::send_stored(*response, codec, || bidding.asked(), settings, access);
+                return None;
+            }
+            AfterHit::Served | AfterHit::Refresh(_) => return None,
+        };
     match unusable {
         Ok(response) => Some((response, lookup, auction)),
         Err((failure, kind)) => {

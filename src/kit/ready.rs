@@ -1,7 +1,7 @@
-//! Waiting on several things at once, with a deadline: pending backend requests and response
-//! bodies still arriving. The fastly crate's own `select` waits without a deadline and only on
-//! pending requests, and its `async_io` (which has both) is crate-private; this is the ABI
-//! call under it, in one place.
+//! Waiting on several things at once, with a deadline, and asking whether one is ready without
+//! waiting: pending backend requests and response bodies still arriving. The fastly crate's
+//! own `select` waits without a deadline and only on pending requests, and its `async_io`
+//! (which has both) is crate-private; these are the ABI calls under it, in one place.
 
 use std::time::Duration;
 
@@ -53,4 +53,18 @@ pub fn first_ready(items: &[Waitable<'_>], timeout: Duration) -> Option<usize> {
     // `u32::MAX`: the wait timed out.
     let index = usize::try_from(done).ok()?;
     (status.is_ok() && index < items.len()).then_some(index)
+}
+
+/// Whether `item` is ready now (a read or a wait on it would return at once), without
+/// waiting; `false` when the platform refuses to say.
+///
+/// Under Viceroy 0.22 asking about a body consumes a read error waiting in it (its
+/// `is_ready` reads a chunk and puts back only data): check a body's length at its end.
+pub fn is_ready(item: Waitable<'_>) -> bool {
+    let mut ready = 0u32;
+    // SAFETY: the handle number is borrowed from an owner that outlives the call; `ready` is
+    // a live `u32`.
+    #[allow(unsafe_code)]
+    let status = unsafe { fastly_sys::fastly_async_io::is_ready(item.raw(), &mut ready) };
+    status.is_ok() && ready != 0
 }

@@ -20,7 +20,7 @@ use trusted_server_core::Settings;
 use trusted_server_settings::{Bidder, Scheme};
 
 use crate::kit::partner;
-use crate::kit::ready::{first_ready, Waitable};
+use crate::kit::ready::{first_ready, is_ready, Waitable};
 
 /// One bidder's request, ready to go: the request and the name of its backend.
 pub struct Call {
@@ -150,7 +150,8 @@ enum State {
 
 /// The calls in flight: sent, not yet collected. The platform carries them meanwhile, so a
 /// caller may do other work (stream a page) before it [`collect`](Asked::collect)s; a call
-/// whose deadline passed by then is cut off at once. Dropping it abandons every call.
+/// whose deadline passed by then keeps what has already arrived and is cut off where it
+/// would have to wait. Dropping it abandons every call.
 pub struct Asked {
     states: Vec<State>,
     deadlines: Vec<Instant>,
@@ -200,8 +201,8 @@ impl Asked {
             let now = Instant::now();
             for (state, deadline) in states.iter_mut().zip(&deadlines) {
                 if !matches!(state, State::Done(_)) && *deadline <= now {
-                    // Dropping the handles abandons the request: nothing more is read.
-                    *state = State::Done(Collected::Late { ms: ms() });
+                    let open = std::mem::replace(state, State::Done(Collected::Late { ms: 0 }));
+                    *state = past_deadline(open, ms);
                 }
             }
             let open: Vec<usize> = (0..states.len())
@@ -236,6 +237,24 @@ impl Asked {
                 State::Waiting(_) | State::Reading { .. } => Collected::Late { ms: ms() },
             })
             .collect()
+    }
+}
+
+/// A call whose deadline has passed: what has already arrived is read without waiting (an
+/// answer that came in time is not lost because the page's end, where the bids are
+/// collected, came later); where the next step would wait, it is cut off as late. Dropping
+/// its handles abandons the request: nothing more is read.
+fn past_deadline(mut state: State, ms: impl Fn() -> u64) -> State {
+    loop {
+        let ready = match &state {
+            State::Done(_) => return state,
+            State::Waiting(pending) => is_ready(Waitable::Pending(pending)),
+            State::Reading { body, .. } => is_ready(Waitable::Body(body)),
+        };
+        if !ready {
+            return State::Done(Collected::Late { ms: ms() });
+        }
+        state = advance(state, &ms);
     }
 }
 

@@ -265,8 +265,8 @@ pub struct Recipient<'a> {
     pub edge_id: &'a IdentityPlan,
 }
 
-/// What is left to do after [`answer_hit`], which was given the reader's bids `B` (whatever
-/// the flow adds to a page; the cache never looks inside).
+/// What is left to do after [`answer_hit`] or [`serve_stale_if_error`], which were given the
+/// reader's bids `B` (whatever the flow adds to a page; the cache never looks inside).
 pub enum AfterHit<B> {
     /// The response left; nothing else.
     Served,
@@ -323,23 +323,28 @@ pub fn answer_hit<B>(
 /// the statuses of `stale::is_origin_error`). For a [`Lookup::StaleIfError`], answers the
 /// client with the stale copy (`x-ts-cache: HIT(stale-if-error)`), gives up the fill so the
 /// stale entry stays, and logs the failure at `warn`. Any other lookup, or a copy that cannot
-/// be read, is given back for the usual failure path.
-pub fn serve_stale_if_error(
+/// be read, is given back for the usual failure path ([`AfterHit::Origin`], with `bids`).
+///
+/// With `bids` (a navigation's auction), a stored `200` HTML page is given back with them
+/// ([`AfterHit::Bids`]) to be sent with the reader's bids, as [`answer_hit`] does.
+pub fn serve_stale_if_error<B>(
     lookup: Lookup,
     failure: &str,
     recipient: &Recipient,
+    bids: Option<B>,
     settings: &Settings,
     access: &mut Access,
-) -> Result<(), Lookup> {
+) -> AfterHit<B> {
     let Lookup::StaleIfError(entry, fill) = lookup else {
-        return Err(lookup);
+        return AfterHit::Origin(lookup, bids);
     };
     let state = CacheState::StaleIfError;
-    let Some(response) = hit(&entry, recipient, &state, settings) else {
-        return Err(match fill {
+    let Some(mut response) = hit(&entry, recipient, &state, settings) else {
+        let lookup = match fill {
             Some(fill) => Lookup::Fill(fill),
             None => Lookup::Pass(PassWhy::CacheError),
-        });
+        };
+        return AfterHit::Origin(lookup, bids);
     };
     if let Some(fill) = fill {
         // Not remembered: the next waiting request asks the origin again.
@@ -349,8 +354,15 @@ pub fn serve_stale_if_error(
         "cache: origin failed ({failure}); served the stale copy (stale-if-error, {}s past its lifetime)",
         entry.found.age().saturating_sub(entry.found.max_age()).as_secs()
     );
+    if let Some(bids) = bids {
+        if let Some(codec) = html_page(&response) {
+            let label = "cache-stale-if-error+bids";
+            record_from_cache(&mut response, &state, label, settings, access);
+            return AfterHit::Bids(Box::new(response), codec, bids, None);
+        }
+    }
     send_from_cache(response, &state, "cache-stale-if-error", settings, access);
-    Ok(())
+    AfterHit::Served
 }
 
 /// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request

@@ -225,6 +225,14 @@ fn main() {
             auction::page::a_cached_page_gets_fresh_bids_and_stores_none,
         ),
         (
+            "auction with the page: a page that ends after the deadline keeps the bids in time",
+            auction::page::a_page_that_ends_after_the_deadline_keeps_the_bids_in_time,
+        ),
+        (
+            "auction with the page: a stale-if-error copy gets fresh bids and stores none",
+            auction::page::a_stale_if_error_copy_gets_fresh_bids,
+        ),
+        (
             "auction with the page: each reader's consent decides their bids",
             auction::page::each_readers_consent_decides_their_bids,
         ),

@@ -31,7 +31,7 @@
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fastly::handle::BodyHandle;
 use fastly::http::body::StreamingBody;
@@ -39,6 +39,7 @@ use fastly::Response;
 use trusted_server_core::{Release, HOLD_MAX_BYTES};
 
 use crate::kit::access::SinkStats;
+use crate::kit::ready::{self, Waitable};
 
 /// How long to wait for an origin's next bytes, when its `Content-Length` says more are
 /// coming, before sending what is held. On loopback and in a busy host, the next chunk of a
@@ -56,30 +57,13 @@ pub const ORIGIN_WAIT_MS: u32 = 1;
 /// Ask only about a body with a `Content-Length`, and check at its end that every promised
 /// byte came.
 ///
-/// The fastly crate has no safe call for this (its `async_io` is crate-private), so this is
-/// the one place the adapter calls the ABI itself. A status other than OK counts as "not
-/// ready": the output is sent, as it always was.
-#[allow(unsafe_code)]
+/// Asked through `kit::ready`, the one place the adapter calls the platform's readiness ABI
+/// (the fastly crate's `async_io` is crate-private). A platform that refuses to say counts as
+/// "not ready": the output is sent, as it always was.
 pub fn origin_has_more_ready(body: &BodyHandle) -> bool {
-    // SAFETY (all three blocks): the handle is borrowed for the calls only, so it stays owned
-    // (and open) by `body`; the out-pointers point at live `u32`s and the handle array at one.
-    #[allow(deprecated)]
-    let handle = unsafe { body.as_u32() };
-    let mut ready = 0u32;
-    let status = unsafe { fastly_sys::fastly_async_io::is_ready(handle, &mut ready) };
-    if !status.is_ok() {
-        return false;
-    }
-    if ready != 0 {
-        return true;
-    }
-    let handles = [handle];
-    let mut done = u32::MAX;
-    let status = unsafe {
-        fastly_sys::fastly_async_io::select(handles.as_ptr(), 1, ORIGIN_WAIT_MS, &mut done)
-    };
-    // `u32::MAX`: the wait timed out.
-    status.is_ok() && done == 0
+    let body = [Waitable::Body(body)];
+    let wait = Duration::from_millis(ORIGIN_WAIT_MS.into());
+    ready::is_ready(body[0]) || ready::first_ready(&body, wait).is_some()
 }
 
 /// What has been sent to the client so far.

@@ -135,8 +135,10 @@ pub fn takes_bids(status: u16, plan: &BodyPlan) -> bool {
 /// final, body the stored bytes in `codec`), streamed to the client through the stored-page
 /// pipeline, which holds the bytes from `</body>` on until `start` has started the auction and
 /// it has answered. `start` is called once everything before `</body>` has left
-/// (`stream::ask_after`): no bidder's request comes before the reader's first byte. A failure
-/// abandons the transfer, as for any streamed page.
+/// (`stream::ask_after`): no bidder's request comes before the reader's first byte (a stale
+/// copy served because the origin failed may carry an auction whose bidders were asked while
+/// the origin thought: `start` then only hands it over). A failure abandons the transfer, as
+/// for any streamed page.
 pub fn send_stored<'s>(
     mut response: Response,
     codec: Codec,
@@ -159,7 +161,8 @@ pub fn send_stored<'s>(
         },
         access,
     );
-    access.auction_asked = asked_at.get();
+    // Bidders asked before (while a failing origin thought) keep that time.
+    access.auction_asked = access.auction_asked.or(asked_at.get());
     // The early hints are learned from the origin's page, never from a copy with bids.
     let _ = stream::recorded(streamed, settings, access);
 }

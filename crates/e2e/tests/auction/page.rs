@@ -381,6 +381,92 @@ pub fn a_cached_page_gets_fresh_bids_and_stores_none(w: &World) -> Outcome {
     })
 }
 
+/// A page whose `</body>` comes after the auction's deadline keeps the bids that came in time:
+/// the answers already in when the page's end is reached are read, only the bidder still
+/// sending (`misbehave`, stalled mid-body) is cut off, and the end does not wait.
+pub fn a_page_that_ends_after_the_deadline_keeps_the_bids_in_time(w: &World) -> Outcome {
+    let marker = format!("long-{}", crate::cache::unique());
+    // Six parts 250 ms apart: the page ends about 1.5 s after its head, past the deadline.
+    let path = format!("/slots/article.html?r={marker}&drip_ms=250&drip_chunks=6");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let last = ms(r.last_at);
+    check(last > DEADLINE_MS + 300, || {
+        format!("the page ended at {last} ms, not after the {DEADLINE_MS} ms deadline")
+    })?;
+    let (_, data) = bids(&text(&r)?)?;
+    check(
+        matches!(winner(&data, "ad-top").as_deref(), Some("fast" | "slow")),
+        || format!("the bids in time were lost: {data}"),
+    )?;
+    check(data["slots"]["ad-side"]["bid"].is_null(), || {
+        format!("the stalling bidder won ad-side: {data}")
+    })?;
+    let got = asked(w, &marker)?;
+    check(got == ["fast", "misbehave", "slow"], || {
+        format!("asked {got:?}")
+    })
+}
+
+/// A stale copy served because the origin failed (stale-if-error) gets the reader's fresh bids
+/// as a hit does, and the copy stays without any: for an origin that answers `503` at once
+/// (the bidders asked once everything before `</body>` has left) and for one that never sends
+/// its head (asked while it thought, the copy sent after the first-byte timeout).
+pub fn a_stale_if_error_copy_gets_fresh_bids(w: &World) -> Outcome {
+    for fault in ["status=503", "headers_delay_ms=3000"] {
+        let marker = format!("stale-{}", crate::cache::unique());
+        // The fault starts a second after the fill, when the copy's one-second life is over.
+        let from = (std::time::SystemTime::now() + Duration::from_secs(1))
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let path = format!(
+            "/slots/article.html?r={marker}&cache_control=public%2C%20max-age%3D1%2C%20\
+             stale-if-error%3D60&{fault}&faults_from={from}"
+        );
+        let first = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+        let first_text = text(&first)?;
+        let (_, first_bids) = bids(&first_text)?;
+        std::thread::sleep(Duration::from_millis(1600));
+        let stale = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+        let states = [&first, &stale].map(|r| r.header("x-ts-cache").unwrap_or("(none)"));
+        check(states == ["MISS", "HIT(stale-if-error)"], || {
+            format!("{fault}: x-ts-cache {states:?}")
+        })?;
+        let stale_text = text(&stale)?;
+        let (_, data) = bids(&stale_text)?;
+        check(winner(&data, "ad-top").is_some(), || {
+            format!("{fault}: the stale copy's bids: {data}")
+        })?;
+        check(data["id"] != first_bids["id"], || {
+            format!("{fault}: the stale copy's bids are the first reader's: {data}")
+        })?;
+        check(
+            without_bids(&stale_text) == without_bids(&first_text),
+            || format!("{fault}: the stale copy is not the page"),
+        )?;
+        // A reader with no auction gets the copy as stored: no bids in it.
+        let bot = navigation(&[("user-agent", "Googlebot/2.1")]);
+        let stored = page(w.streaming, ELSEWHERE, &path, &bot)?;
+        check(
+            stored.header("x-ts-cache") == Some("HIT(stale-if-error)"),
+            || {
+                format!(
+                    "{fault}: stored: x-ts-cache {:?}",
+                    stored.header("x-ts-cache")
+                )
+            },
+        )?;
+        check(!text(&stored)?.contains("ts-bids"), || {
+            format!("{fault}: the stored copy holds bids")
+        })?;
+        // One auction per navigation: `fast` asked for the fill's page and for the stale copy.
+        let got = asked(w, &marker)?;
+        check(got.iter().filter(|b| *b == "fast").count() == 2, || {
+            format!("{fault}: asked {got:?}")
+        })?;
+    }
+    Ok(())
+}
+
 /// Two readers with different consent get different bids; a reader whose consent allows no
 /// bidder gets the page at once, and no bidder is asked.
 pub fn each_readers_consent_decides_their_bids(w: &World) -> Outcome {
