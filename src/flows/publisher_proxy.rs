@@ -159,10 +159,10 @@ fn origin_first(sent: &origin::Sent, settings: &Settings) -> bool {
 /// guest, and under Viceroy the host's runtime, a fraction of a millisecond per bidder: a
 /// slow origin's think time hides that cost, a fast origin's first byte would pay it. The
 /// origin's answer comes back with the lookup and the auction, to be relayed; when the
-/// origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale
-/// copy answers within stale-if-error (RFC 5861), a page with the reader's bids, and `None`
-/// is returned. Otherwise a `5xx` is
-/// relayed as the origin's answer, and the others get the service's `502` or `504` here.
+/// origin failed (no answer, a `1xx` as its final answer, or a `5xx`), the stale copy answers
+/// within stale-if-error (RFC 5861), a page with the reader's bids, and `None` is returned.
+/// Otherwise a `5xx` is relayed as the origin's answer, and the others get the service's
+/// `502` or `504` here.
 fn ask_origin<'a>(
     upstream: Request,
     lookup: Lookup,
