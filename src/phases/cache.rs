@@ -299,20 +299,41 @@ pub fn answer_hit<B>(
         other => return AfterHit::Origin(other, bids),
     };
     let state = CacheState::Hit;
-    let Some(mut response) = hit(&entry, recipient, &state, settings) else {
-        let lookup = match refresh {
-            Some(fill) => Lookup::Fill(fill),
-            None => Lookup::Pass(PassWhy::CacheError),
-        };
-        return AfterHit::Origin(lookup, bids);
+    let Some(response) = hit(&entry, recipient, &state, settings) else {
+        return AfterHit::Origin(served_around(refresh), bids);
     };
+    let labels = ["cache-hit", "cache-hit+bids"];
+    deliver(response, &state, labels, bids, refresh, settings, access)
+}
+
+/// The lookup for the origin when a found copy cannot be read: its fill, if it had one, else
+/// a pass (nothing stored).
+fn served_around(fill: Option<Fill>) -> Lookup {
+    match fill {
+        Some(fill) => Lookup::Fill(fill),
+        None => Lookup::Pass(PassWhy::CacheError),
+    }
+}
+
+/// A copy read from the cache, answered: with `bids`, a `200` HTML page is given back with
+/// them ([`AfterHit::Bids`], outcome `labels[1]`); anything else is sent (outcome
+/// `labels[0]`), the bids dropped. Then the refresh, if the copy needs one.
+fn deliver<B>(
+    mut response: Response,
+    state: &CacheState,
+    labels: [&str; 2],
+    bids: Option<B>,
+    refresh: Option<Fill>,
+    settings: &Settings,
+    access: &mut Access,
+) -> AfterHit<B> {
     if let Some(bids) = bids {
         if let Some(codec) = html_page(&response) {
-            record_from_cache(&mut response, &state, "cache-hit+bids", settings, access);
+            record_from_cache(&mut response, state, labels[1], settings, access);
             return AfterHit::Bids(Box::new(response), codec, bids, refresh);
         }
     }
-    send_from_cache(response, &state, "cache-hit", settings, access);
+    send_from_cache(response, state, labels[0], settings, access);
     match refresh {
         Some(fill) => AfterHit::Refresh(fill),
         None => AfterHit::Served,
@@ -339,12 +360,8 @@ pub fn serve_stale_if_error<B>(
         return AfterHit::Origin(lookup, bids);
     };
     let state = CacheState::StaleIfError;
-    let Some(mut response) = hit(&entry, recipient, &state, settings) else {
-        let lookup = match fill {
-            Some(fill) => Lookup::Fill(fill),
-            None => Lookup::Pass(PassWhy::CacheError),
-        };
-        return AfterHit::Origin(lookup, bids);
+    let Some(response) = hit(&entry, recipient, &state, settings) else {
+        return AfterHit::Origin(served_around(fill), bids);
     };
     if let Some(fill) = fill {
         // Not remembered: the next waiting request asks the origin again.
@@ -354,15 +371,9 @@ pub fn serve_stale_if_error<B>(
         "cache: origin failed ({failure}); served the stale copy (stale-if-error, {}s past its lifetime)",
         entry.found.age().saturating_sub(entry.found.max_age()).as_secs()
     );
-    if let Some(bids) = bids {
-        if let Some(codec) = html_page(&response) {
-            let label = "cache-stale-if-error+bids";
-            record_from_cache(&mut response, &state, label, settings, access);
-            return AfterHit::Bids(Box::new(response), codec, bids, None);
-        }
-    }
-    send_from_cache(response, &state, "cache-stale-if-error", settings, access);
-    AfterHit::Served
+    // The fill was given up: nothing to refresh.
+    let labels = ["cache-stale-if-error", "cache-stale-if-error+bids"];
+    deliver(response, &state, labels, bids, None, settings, access)
 }
 
 /// Gives up the lookup's fill, if it has one (the origin failed): the next waiting request

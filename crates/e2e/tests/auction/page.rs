@@ -415,13 +415,10 @@ pub fn a_stale_if_error_copy_gets_fresh_bids(w: &World) -> Outcome {
     for fault in ["status=503", "headers_delay_ms=3000"] {
         let marker = format!("stale-{}", crate::cache::unique());
         // The fault starts a second after the fill, when the copy's one-second life is over.
-        let from = (std::time::SystemTime::now() + Duration::from_secs(1))
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let path = format!(
-            "/slots/article.html?r={marker}&cache_control=public%2C%20max-age%3D1%2C%20\
-             stale-if-error%3D60&{fault}&faults_from={from}"
-        );
+        let from = crate::cache::unix_ms_in(Duration::from_secs(1));
+        let cache_control = crate::cache::stale_if_error(60);
+        let path =
+            format!("/slots/article.html?r={marker}&{cache_control}&{fault}&faults_from={from}");
         let first = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
         let first_text = text(&first)?;
         let (_, first_bids) = bids(&first_text)?;

@@ -393,14 +393,14 @@ pub fn concurrent_requests_for_a_page_that_passes_do_not_queue(w: &World) -> Out
 
 /// Milliseconds since the Unix epoch, `ahead` from now: a `faults_from` value for the demo
 /// origin (the same clock: both run on this machine).
-fn unix_ms_in(ahead: Duration) -> u128 {
+pub fn unix_ms_in(ahead: Duration) -> u128 {
     (std::time::SystemTime::now() + ahead)
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis())
 }
 
 /// `public, max-age=1, stale-if-error=<sie>`, percent-encoded.
-fn stale_if_error(sie: u32) -> String {
+pub fn stale_if_error(sie: u32) -> String {
     format!("cache_control=public%2C%20max-age%3D1%2C%20stale-if-error%3D{sie}")
 }
 
