@@ -133,6 +133,9 @@ pub struct Access {
     /// When the navigation auction's bidders were asked, if they were: with the origin request
     /// when the origin was slow to answer, else once the page's first bytes had left.
     pub auction_asked: Option<Instant>,
+    /// When the navigation auction's answers had all been read: while the page streamed,
+    /// once every bidder was done, or at the page's end, where the bids go in.
+    pub auction_read: Option<Instant>,
 }
 
 /// The access line's `consent=` value for a decision: its rule and whether an edge ID is
@@ -175,6 +178,7 @@ impl Access {
             consent: None,
             auction: None,
             auction_asked: None,
+            auction_read: None,
         }
     }
 
@@ -258,6 +262,8 @@ impl Access {
             self.auction.unwrap_or("-"),
         );
         millis(&mut line, self.since_start(self.auction_asked));
+        line.push_str(" bids_read_ms=");
+        millis(&mut line, self.since_start(self.auction_read));
         line
     }
 
@@ -362,6 +368,7 @@ mod tests {
                 "consent",
                 "auction",
                 "bidders_asked_ms",
+                "bids_read_ms",
             ]
         );
     }
@@ -386,6 +393,7 @@ mod tests {
             "consent=-",
             "auction=-",
             "bidders_asked_ms=-",
+            "bids_read_ms=-",
         ] {
             assert!(line.contains(field), "{field} missing from {line}");
         }

@@ -110,7 +110,8 @@ pub struct Running<'s> {
     outcomes: Vec<(String, Outcome)>,
     /// Per call: its place in `outcomes`, the impressions it was asked about, its bidder.
     calls: Vec<(usize, Vec<Imp>, &'s Bidder)>,
-    asked: Asked,
+    /// The calls in flight, until their answers are read (`None` after).
+    asked: Option<Asked>,
     /// The signer of a first-party bidder's creatives, read while the bidders think (`None`
     /// when no such bidder was asked, or the key could not be read, which is logged).
     signer: Option<Rc<Signer>>,
@@ -267,39 +268,45 @@ pub fn start<'s>(
         page_scheme,
         outcomes,
         calls,
-        asked,
+        asked: Some(asked),
         signer,
     }
 }
 
 impl Running<'_> {
-    /// Waits for the bidders until their deadlines, reads their answers (a first-party
-    /// bidder's creatives made first-party) and puts the auction's answer together: the
-    /// answer, and the request it answers.
-    pub fn finish(self, settings: &Settings) -> (serde_json::Value, BidRequest) {
-        let Running {
-            request,
-            deadline_ms,
-            granularity,
-            warnings,
-            page_scheme,
-            mut outcomes,
-            calls,
-            asked,
-            signer,
-        } = self;
+    /// Takes in, without waiting, what the bidders have sent so far; once every bidder is
+    /// done, reads their answers ([`Self::read_all`]) now. Whether the answers are read (now or
+    /// before). A navigation calls it after each part of its page it sends, so that the
+    /// page's end, which waits for the bids, finds them read.
+    pub fn read_ready(&mut self, settings: &Settings) -> bool {
+        let done = self.asked.as_mut().is_none_or(Asked::read_ready);
+        if done {
+            self.read_all(settings);
+        }
+        done
+    }
+
+    /// Waits for the bidders still open until their deadlines and reads every answer (a
+    /// first-party bidder's creatives made first-party); once: [`Self::finish`] then only puts
+    /// the answer together.
+    pub fn read_all(&mut self, settings: &Settings) {
+        let Some(asked) = self.asked.take() else {
+            return;
+        };
         let a = &settings.auction;
         let collected = asked.collect();
-        for ((place, imps, bidder), got) in calls.into_iter().zip(collected) {
+        for ((place, imps, bidder), got) in
+            std::mem::take(&mut self.calls).into_iter().zip(collected)
+        {
             let outcome = match got {
                 Collected::Whole { status, body, ms } => {
                     match read_answer(status, &body, &imps, &a.currency) {
                         Ok(mut answer) => {
                             // Only a first-party bidder's bids (the key was read at the start).
                             let first_party = bidder.rendering == Rendering::FirstParty;
-                            if let Some(signer) = signer.as_ref().filter(|_| first_party) {
+                            if let Some(signer) = self.signer.as_ref().filter(|_| first_party) {
                                 for bid in &mut answer.bids {
-                                    first_party_creative(bid, signer, page_scheme);
+                                    first_party_creative(bid, signer, self.page_scheme);
                                 }
                             }
                             Outcome::Answered { answer, ms }
@@ -318,17 +325,24 @@ impl Running<'_> {
                 Collected::Failed { why, ms } => Outcome::Unreachable { why, ms },
                 Collected::Late { ms } => Outcome::TimedOut { ms },
             };
-            outcomes[place].1 = outcome;
+            self.outcomes[place].1 = outcome;
         }
+    }
+
+    /// Waits for the bidders until their deadlines, reads their answers (a first-party
+    /// bidder's creatives made first-party) and puts the auction's answer together: the
+    /// answer, and the request it answers.
+    pub fn finish(mut self, settings: &Settings) -> (serde_json::Value, BidRequest) {
+        self.read_all(settings);
         let answer = respond(
-            &request,
-            &outcomes,
-            &granularity,
-            &a.currency,
-            deadline_ms,
-            &warnings,
+            &self.request,
+            &self.outcomes,
+            &self.granularity,
+            &settings.auction.currency,
+            self.deadline_ms,
+            &self.warnings,
         );
-        (answer, request)
+        (answer, self.request)
     }
 
     /// [`Self::finish`], as the data of the page's bids (`trusted_server_core::auction::page_bids`).

@@ -1,9 +1,11 @@
 //! Asking the bidders (for bids, or as partners of the ID graph for their IDs): each call
 //! built for its bidder's own backend ([`post`], [`call`]), every request sent at once
 //! ([`send_all`]), then (at once for the endpoint, after the page has streamed for a
-//! navigation) one loop that waits on whatever is still open (a response head, or a body still arriving) until the deadline. A bidder that
-//! has sent its headers and then stalls mid-body is waited for no longer than one that never
-//! answered: both are cut off at the deadline, and only they lose their bids.
+//! navigation) one loop that waits on whatever is still open (a response head, or a body
+//! still arriving) until the deadline. A navigation also takes in what has arrived while its
+//! page streams, without waiting ([`Asked::read_ready`]). A bidder that has sent its headers
+//! and then stalls mid-body is waited for no longer than one that never answered: both are
+//! cut off at the deadline, and only they lose their bids.
 //!
 //! Each body is read as it arrives, at most `MAX_BIDDER_BODY_BYTES` (+1, to tell "too
 //! large"); nothing is decompressed (requests ask for `identity`), and a body shorter than
@@ -188,6 +190,23 @@ fn elapsed_ms(start: Instant) -> u64 {
 }
 
 impl Asked {
+    /// Reads whatever the platform already holds for the calls still open (a response head,
+    /// a body's bytes or its end), without waiting; `true` once every call is done, and
+    /// [`collect`](Asked::collect) will then not wait. A caller with other work between reads
+    /// (a page streaming while its bidders think) takes the answers in as they come, so
+    /// that little is left to read at the end, where the page waits for it.
+    pub fn read_ready(&mut self) -> bool {
+        let start = self.start;
+        let ms = || elapsed_ms(start);
+        let mut done = true;
+        for state in &mut self.states {
+            let open = std::mem::replace(state, State::Done(Collected::Late { ms: 0 }));
+            *state = while_ready(open, ms);
+            done &= matches!(state, State::Done(_));
+        }
+        done
+    }
+
     /// Waits on whatever is still open (a response head, or a body still arriving) until
     /// each call's deadline; the results in the order the calls were given.
     pub fn collect(self) -> Vec<Collected> {
@@ -244,7 +263,16 @@ impl Asked {
 /// answer that came in time is not lost because the page's end, where the bids are
 /// collected, came later); where the next step would wait, it is cut off as late. Dropping
 /// its handles abandons the request: nothing more is read.
-fn past_deadline(mut state: State, ms: impl Fn() -> u64) -> State {
+fn past_deadline(state: State, ms: impl Fn() -> u64) -> State {
+    match while_ready(state, &ms) {
+        State::Waiting(_) | State::Reading { .. } => State::Done(Collected::Late { ms: ms() }),
+        done => done,
+    }
+}
+
+/// `state` advanced as far as the platform can take it without waiting: done, or at the step
+/// that would wait.
+fn while_ready(mut state: State, ms: impl Fn() -> u64) -> State {
     loop {
         let ready = match &state {
             State::Done(_) => return state,
@@ -252,7 +280,7 @@ fn past_deadline(mut state: State, ms: impl Fn() -> u64) -> State {
             State::Reading { body, .. } => is_ready(Waitable::Body(body)),
         };
         if !ready {
-            return State::Done(Collected::Late { ms: ms() });
+            return state;
         }
         state = advance(state, &ms);
     }

@@ -229,6 +229,10 @@ fn main() {
             auction::page::a_page_that_ends_after_the_deadline_keeps_the_bids_in_time,
         ),
         (
+            "auction with the page: answers that come while the page streams are read then",
+            auction::page::answers_that_come_while_the_page_streams_are_read_then,
+        ),
+        (
             "auction with the page: a stale-if-error copy gets fresh bids and stores none",
             auction::page::a_stale_if_error_copy_gets_fresh_bids,
         ),

@@ -124,14 +124,13 @@ fn with_bids(
     let mut rewrite = access.rewrite.unwrap_or_default();
     let mut pipeline = stored_pipeline(codec, CappedVec(Vec::new()));
     let pushed = timed(&mut rewrite, || pipeline.push(out));
+    let read_at = std::cell::Cell::new(None);
     let ended = pushed.and_then(|()| {
-        end_page(
-            pipeline,
-            Some(|| running.bids_script(settings)),
-            &mut rewrite,
-        )
+        let bids = || super::stream::bids_script(running, &read_at, settings);
+        end_page(pipeline, Some(bids), &mut rewrite)
     });
     access.rewrite = Some(rewrite);
+    access.auction_read = read_at.get();
     match ended {
         Ok((CappedVec(with), _)) => Ok(with),
         Err(PipelineError::Client(e)) => Err((Failure::TooLargeToBuffer, e.to_string())),

@@ -116,19 +116,17 @@ pub(crate) fn fill(
                 |p| p.flush().map_err(classify),
             );
             access.headers_sent(status);
+            let read_at = std::cell::Cell::new(None);
             let result = sent.and_then(|(tee, pipeline_report)| {
                 finish_insert(tee.insert)?;
-                let (sink, _) = end_page(
-                    tee.client,
-                    Some(|| running.bids_script(settings)),
-                    &mut rewrite,
-                )
-                .map_err(classify)?;
+                let bids = || super::stream::bids_script(running, &read_at, settings);
+                let (sink, _) = end_page(tee.client, Some(bids), &mut rewrite).map_err(classify)?;
                 drop(sink);
                 finish_client(client_body)?;
                 Ok(pipeline_report)
             });
             access.headers_at = client_stats.sent_at.get();
+            access.auction_read = read_at.get();
             result
         }
     };

@@ -148,6 +148,7 @@ pub fn send_stored<'s>(
 ) {
     let stored_body = response.take_body();
     let asked_at = std::cell::Cell::new(None);
+    let read_at = std::cell::Cell::new(None);
     // Called right after the bytes before `</body>` were handed to the platform.
     let start = || stream::ask_after(stream::Sent::AllBeforeTail, &asked_at, start);
     let streamed = stream::stream_through(
@@ -157,12 +158,14 @@ pub fn send_stored<'s>(
         |sink| trusted_server_core::page::stored_pipeline(codec, sink),
         || {},
         |pipeline, rewrite| {
-            job::end_page(pipeline, Some(|| start().bids_script(settings)), rewrite)
+            let bids = || stream::bids_script(start(), &read_at, settings);
+            job::end_page(pipeline, Some(bids), rewrite)
         },
         access,
     );
     // Bidders asked before (while a failing origin thought) keep that time.
     access.auction_asked = access.auction_asked.or(asked_at.get());
+    access.auction_read = read_at.get();
     // The early hints are learned from the origin's page, never from a copy with bids.
     let _ = stream::recorded(streamed, settings, access);
 }

@@ -41,23 +41,34 @@ pub(crate) fn stream(
     } = job;
     // Bidders not yet asked are asked once the page's first bytes have left, after a pause
     // (or, for a page held whole until its end, once everything before `</body>` has, at once).
+    // After each later part of the page, what they have answered is read (without waiting),
+    // so that little is left to read where the page's end waits for the bids.
     let bidding = Cell::new(auction);
     let asked_at = Cell::new(None);
-    let ask = || {
-        if let Some(b) = bidding.take() {
-            let running = asked(b, &asked_at, Sent::FirstBytes);
-            bidding.set(Some(Bidding::Asked(running)));
-        }
+    let read_at = Cell::new(None);
+    let after_send = || {
+        let running = match bidding.take() {
+            Some(Bidding::Asked(mut running)) => {
+                if running.read_ready(settings) {
+                    noted_now(&read_at);
+                }
+                running
+            }
+            Some(waiting) => asked(waiting, &asked_at, Sent::FirstBytes),
+            None => return,
+        };
+        bidding.set(Some(Bidding::Asked(running)));
     };
     let streamed = stream_through(
         response,
         origin_body,
         codec,
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
-        ask,
+        after_send,
         |pipeline, rewrite| {
-            let bids = (bidding.take())
-                .map(|b| || asked(b, &asked_at, Sent::AllBeforeTail).bids_script(settings));
+            let bids = (bidding.take()).map(|b| {
+                || bids_script(asked(b, &asked_at, Sent::AllBeforeTail), &read_at, settings)
+            });
             end_page(pipeline, bids, rewrite)
         },
         access,
@@ -65,7 +76,25 @@ pub(crate) fn stream(
     if let Some(at) = asked_at.get() {
         access.auction_asked = Some(at);
     }
+    access.auction_read = read_at.get();
     recorded(streamed, settings, access)
+}
+
+/// The page's data block of `running`'s bids, its answers read first (if they were not yet)
+/// and when noted in `read_at`.
+pub(super) fn bids_script(
+    mut running: Running,
+    read_at: &Cell<Option<Instant>>,
+    settings: &Settings,
+) -> String {
+    running.read_all(settings);
+    noted_now(read_at);
+    running.bids_script(settings)
+}
+
+/// Notes the time in `at` unless it holds one.
+fn noted_now(at: &Cell<Option<Instant>>) {
+    at.set(at.get().or_else(|| Some(Instant::now())));
 }
 
 /// What of a page had been handed to the platform when its navigation bidders are asked.
@@ -152,9 +181,9 @@ pub(crate) struct Streamed<R = PageReport> {
 /// The streaming machinery for any pipeline over `codec` (the publisher's page, or a
 /// first-party creative): `make` builds the pipeline on the client body's sink, and `end` ends
 /// it when the origin's body has ended (adding the time it spends rewriting to its second
-/// argument): `BodyPipeline::finish`, or a page's `job::end_page`. `first_sent` is called once,
-/// right after the first bytes of the body were sent to the client, if any were before the
-/// end (a body held whole until its end leaves in `end`). Records in
+/// argument): `BodyPipeline::finish`, or a page's `job::end_page`. `after_send` is called
+/// right after each send of body bytes to the client before the end (none for a body held
+/// whole until its end, which leaves in `end`). Records in
 /// `access` the time spent rewriting, when the head and the last byte left and the outcome;
 /// the caller reports a failure, naming its own backend.
 pub(crate) fn stream_through<S: BodyStage>(
@@ -162,7 +191,7 @@ pub(crate) fn stream_through<S: BodyStage>(
     origin_body: Body,
     codec: Codec,
     make: impl FnOnce(HoldingSink) -> BodyPipeline<HoldingSink, S>,
-    first_sent: impl FnOnce(),
+    after_send: impl FnMut(),
     end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
     access: &mut Access,
 ) -> Streamed<S::Report> {
@@ -181,7 +210,7 @@ pub(crate) fn stream_through<S: BodyStage>(
         release,
         client_body,
         (&mut bytes_in, &mut rewrite),
-        first_sent,
+        after_send,
         end,
     );
     access.rewrite = Some(rewrite);
@@ -214,18 +243,17 @@ pub(crate) type Ended<R> = Result<(HoldingSink, BodyReport<R>), PipelineError>;
 /// each chunk it carries out what `release` decides (core `Release`): hold, or send what the
 /// client body holds, flushing the pipeline first when that is worth it. On an error the
 /// client body is dropped unfinished: abandoned. Counts origin bytes read and the time spent in
-/// the pipeline into `counters`. Calls `first_sent` after the first send.
+/// the pipeline into `counters`. Calls `after_send` after each send.
 fn pump<S: BodyStage>(
     mut pipeline: BodyPipeline<HoldingSink, S>,
     mut origin_body: BodyHandle,
     mut release: Release,
     client_body: ClientBody,
     counters: (&mut u64, &mut Duration),
-    first_sent: impl FnOnce(),
+    mut after_send: impl FnMut(),
     end: impl FnOnce(BodyPipeline<HoldingSink, S>, &mut Duration) -> Ended<S::Report>,
 ) -> Result<BodyReport<S::Report>, BodyFailure> {
     let (bytes_in, rewrite) = counters;
-    let mut first_sent = Some(first_sent);
     let client_gone = |e: std::io::Error| (Failure::ClientGone, e.to_string());
     let length = release.origin_length();
     read_to_end(&mut origin_body, length, bytes_in, |chunk, origin_body| {
@@ -241,9 +269,7 @@ fn pump<S: BodyStage>(
             Step::Send { flush: true } => timed(rewrite, || pipeline.flush()).map_err(classify)?,
             Step::Send { flush: false } => client_body.send_held().map_err(client_gone)?,
         }
-        if let Some(first_sent) = first_sent.take() {
-            first_sent();
-        }
+        after_send();
         Ok(())
     })?;
     if let Some((read, len)) = release.origin_short() {

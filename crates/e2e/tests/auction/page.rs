@@ -407,6 +407,61 @@ pub fn a_page_that_ends_after_the_deadline_keeps_the_bids_in_time(w: &World) -> 
     })
 }
 
+/// Answers that come while the page streams are read then, not where the page's end waits
+/// for them: `/slots/late.html` in five parts 200 ms apart (its end about 800 ms in, before
+/// the deadline), `slow` answering 500 ms after it is asked. The access line's `bids_read_ms`
+/// (the answers read) falls after the answer and well before `last_byte_ms`: at the send of a
+/// part after the answer came. Read only at the end, the two would be within a few ms.
+pub fn answers_that_come_while_the_page_streams_are_read_then(w: &World) -> Outcome {
+    let log_path = w.root.join("target/e2e/viceroy-streaming.log");
+    let log_len = |what: &str| {
+        std::fs::metadata(&log_path)
+            .map(|m| m.len())
+            .map_err(|e| format!("{what}: streaming log: {e}"))
+    };
+    let before = log_len("before")?;
+    let marker = format!("read-early-{}", crate::cache::unique());
+    let path = format!("/slots/late.html?r={marker}&drip_ms=200&drip_chunks=4");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let (_, data) = bids(&text(&r)?)?;
+    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
+        format!("ad-late: {data}")
+    })?;
+    let field = |line: &str, name: &str| -> Option<f64> {
+        let at = line.find(&format!(" {name}="))? + name.len() + 2;
+        line[at..].split(' ').next()?.parse().ok()
+    };
+    // The access line leaves after the last byte: looked for in what the log gained.
+    let mut line = None;
+    for _ in 0..100 {
+        let log = std::fs::read(&log_path).map_err(|e| format!("streaming log: {e}"))?;
+        let start = usize::try_from(before).unwrap_or(usize::MAX).min(log.len());
+        let gained = String::from_utf8_lossy(&log[start..]).into_owned();
+        line = (gained.lines())
+            .find(|l| l.contains("access ") && l.contains("path=\"/slots/late.html\""))
+            .map(str::to_owned);
+        if line.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let line = line.ok_or("no access line for the page")?;
+    let (asked, read, last) = (
+        field(&line, "bidders_asked_ms"),
+        field(&line, "bids_read_ms"),
+        field(&line, "last_byte_ms"),
+    );
+    let (Some(asked), Some(read), Some(last)) = (asked, read, last) else {
+        return Err(format!("asked, read or last byte missing: {line}"));
+    };
+    check(read >= asked + LATE_MS as f64, || {
+        format!("the answers were read before the bidder answered: {line}")
+    })?;
+    check(read + 100.0 < last, || {
+        format!("the answers were read at the page's end, not while it streamed: {line}")
+    })
+}
+
 /// A stale copy served because the origin failed (stale-if-error) gets the reader's fresh bids
 /// as a hit does, and the copy stays without any: for an origin that answers `503` at once
 /// (the bidders asked once everything before `</body>` has left) and for one that never sends
