@@ -41,23 +41,30 @@ pub(crate) fn stream(
     } = job;
     // Bidders not yet asked are asked once the page's first bytes have left, after a pause
     // (or, for a page held whole until its end, once everything before `</body>` has, at once).
-    // After each later part of the page, what they have answered is read (without waiting),
-    // so that little is left to read where the page's end waits for the bids.
-    let bidding = Cell::new(auction);
+    // After each later part of the page, what they have answered is read (without waiting);
+    // once every bidder is done, the page's block is written then, so that the page's end,
+    // which waits for it, finds it ready.
+    let bids = Cell::new(auction.map(PageBids::Bidding));
     let asked_at = Cell::new(None);
     let read_at = Cell::new(None);
     let after_send = || {
-        let running = match bidding.take() {
-            Some(Bidding::Asked(mut running)) => {
-                if running.read_ready(settings) {
-                    noted_now(&read_at);
+        let next = match bids.take() {
+            Some(PageBids::Bidding(Bidding::Asked(mut running))) => {
+                match running.read_ready(settings) {
+                    true => {
+                        noted_now(&read_at);
+                        PageBids::Written(running.bids_script(settings))
+                    }
+                    false => PageBids::Bidding(Bidding::Asked(running)),
                 }
-                running
             }
-            Some(waiting) => asked(waiting, &asked_at, Sent::FirstBytes),
+            Some(PageBids::Bidding(waiting)) => {
+                PageBids::Bidding(Bidding::Asked(asked(waiting, &asked_at, Sent::FirstBytes)))
+            }
+            Some(written) => written,
             None => return,
         };
-        bidding.set(Some(Bidding::Asked(running)));
+        bids.set(Some(next));
     };
     let streamed = stream_through(
         response,
@@ -66,8 +73,14 @@ pub(crate) fn stream(
         |sink| trusted_server_core::page::pipeline(codec, rewrite, rule, &options, sink),
         after_send,
         |pipeline, rewrite| {
-            let bids = (bidding.take()).map(|b| {
-                || bids_script(asked(b, &asked_at, Sent::AllBeforeTail), &read_at, settings)
+            let bids = (bids.take()).map(|b| {
+                || match b {
+                    PageBids::Written(script) => script,
+                    PageBids::Bidding(b) => {
+                        let running = asked(b, &asked_at, Sent::AllBeforeTail);
+                        bids_script(running, &read_at, settings)
+                    }
+                }
             });
             end_page(pipeline, bids, rewrite)
         },
@@ -78,6 +91,15 @@ pub(crate) fn stream(
     }
     access.auction_read = read_at.get();
     recorded(streamed, settings, access)
+}
+
+/// A streamed page's navigation auction as its parts leave: still bidding, or its block
+/// written (every bidder done before the page's end).
+enum PageBids<'a> {
+    /// The bidders are to be asked, or are thinking.
+    Bidding(Bidding<'a>),
+    /// The page's data block of the bids, to go before `</body>`.
+    Written(String),
 }
 
 /// The page's data block of `running`'s bids, its answers read first (if they were not yet)
