@@ -95,6 +95,10 @@ pub(crate) fn stream(
 
 /// A streamed page's navigation auction as its parts leave: still bidding, or its block
 /// written (every bidder done before the page's end).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per page, moved once per part sent: a box would only add an allocation"
+)]
 enum PageBids<'a> {
     /// The bidders are to be asked, or are thinking.
     Bidding(Bidding<'a>),
