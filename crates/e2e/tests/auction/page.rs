@@ -140,6 +140,25 @@ fn asked(w: &World, marker: &str) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// `/slots/late.html` with `query` (and a fresh `r=<tag>-…`, so no cache answers it) from the
+/// streaming build, checked to carry `slow`'s bid for `ad-late`.
+fn late_page_won_by_slow(w: &World, tag: &str, query: &str) -> Result<e2e::Timed, String> {
+    let marker = format!("{tag}-{}", crate::cache::unique());
+    let path = format!("/slots/late.html?r={marker}&{query}");
+    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
+    let (_, data) = bids(&text(&r)?)?;
+    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
+        format!("ad-late: {data}")
+    })?;
+    Ok(r)
+}
+
+/// The number an access line gives for `name` (`name=1.234`), if it gives one.
+fn field(line: &str, name: &str) -> Option<f64> {
+    let at = line.find(&format!(" {name}="))? + name.len() + 2;
+    line[at..].split(' ').next()?.parse().ok()
+}
+
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -189,13 +208,7 @@ pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_sl
     w: &World,
 ) -> Outcome {
     const HEAD_MS: u64 = 300;
-    let marker = format!("slow-head-{}", crate::cache::unique());
-    let path = format!("/slots/late.html?r={marker}&headers_delay_ms={HEAD_MS}");
-    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
-    let (_, data) = bids(&text(&r)?)?;
-    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
-        format!("ad-late: {data}")
-    })?;
+    let r = late_page_won_by_slow(w, "slow-head", &format!("headers_delay_ms={HEAD_MS}"))?;
     // Asked after the head, the bidder would end the page at 800 ms or later.
     let sum = HEAD_MS + LATE_MS;
     check(ms(r.last_at) + 100 < sum, || {
@@ -205,10 +218,6 @@ pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_sl
         )
     })?;
     // A fast origin's page, until one in the log answered within the window.
-    let field = |line: &str, name: &str| -> Option<f64> {
-        let at = line.find(&format!(" {name}="))? + name.len() + 2;
-        line[at..].split(' ').next()?.parse().ok()
-    };
     // A page filling the cache (`cache=MISS`) is written whole before the reader's copy
     // leaves: its bidders are asked at once.
     let streamed =
@@ -420,17 +429,7 @@ pub fn answers_that_come_while_the_page_streams_are_read_then(w: &World) -> Outc
             .map_err(|e| format!("{what}: streaming log: {e}"))
     };
     let before = log_len("before")?;
-    let marker = format!("read-early-{}", crate::cache::unique());
-    let path = format!("/slots/late.html?r={marker}&drip_ms=200&drip_chunks=4");
-    let r = page(w.streaming, ELSEWHERE, &path, &navigation(&[]))?;
-    let (_, data) = bids(&text(&r)?)?;
-    check(winner(&data, "ad-late").as_deref() == Some("slow"), || {
-        format!("ad-late: {data}")
-    })?;
-    let field = |line: &str, name: &str| -> Option<f64> {
-        let at = line.find(&format!(" {name}="))? + name.len() + 2;
-        line[at..].split(' ').next()?.parse().ok()
-    };
+    late_page_won_by_slow(w, "read-early", "drip_ms=200&drip_chunks=4")?;
     // The access line leaves after the last byte: looked for in what the log gained.
     let mut line = None;
     for _ in 0..100 {
