@@ -1,8 +1,9 @@
 //! The publisher proxy: every request no own endpoint answers. Read top to bottom as its
 //! phases: **client** and **identity** (what the platform observed, the edge ID) → the
 //! **auction** of a navigation to a page with ad slots (planned now, its bidders asked after
-//! the origin, collected when the page's body has ended) → **hints**
-//! (learned early hints leave first) → **cache** (a hit is answered without the origin) →
+//! the origin, their answers read as they come, the rest collected when the page's body has
+//! ended) → **hints** (learned early hints leave first) → **cache** (a hit is answered
+//! without the origin) →
 //! **origin** (or, when it fails, a stale copy or the service's 502/504) → **response** and
 //! **injection** (every header decided before any is sent) → **body** (streamed through the
 //! pipeline, buffered, or passed through untouched; filling the cache entry when it may be

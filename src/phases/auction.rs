@@ -5,8 +5,9 @@
 //! endpoint's (`flows::auction`) starts and finishes at once; a navigation's
 //! (`flows::publisher_proxy`) is planned from the reader's request ([`for_page`]), started
 //! after the origin request ([`Bidding`]: while a slow origin thinks, else once the page's
-//! first bytes have left) and finished when the page's body has ended, so the page streams
-//! while the bidders think.
+//! first bytes have left), its answers read as they come while the page streams
+//! ([`Running::read_ready`]), and finished when the page's body has ended, so the page
+//! streams while the bidders think.
 //!
 //! The deadline: the smaller of the request's `tmax` less `auction.margin_ms`, and
 //! `auction.timeout_ms`, counted from [`start`]; each bidder is also cut off at its own
