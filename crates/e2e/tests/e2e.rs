@@ -1155,13 +1155,31 @@ pub(crate) fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
     build_log_line(w, "streaming", needles)
 }
 
+/// How long the streaming build's Viceroy log is now, for [`log_line_after`].
+pub(crate) fn log_len(w: &World) -> Result<usize, String> {
+    let path = w.root.join("target/e2e/viceroy-streaming.log");
+    let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text.len())
+}
+
+/// [`log_line`], among the lines written after the log was `from` bytes long: the line of a
+/// request made since, where earlier requests left lines with the same needles.
+pub(crate) fn log_line_after(w: &World, from: usize, needles: &[&str]) -> Result<String, String> {
+    log_line_from(w, "streaming", from, needles)
+}
+
 /// The first line of `build`'s Viceroy log with every needle, waiting up to 5 s for it.
 fn build_log_line(w: &World, build: &str, needles: &[&str]) -> Result<String, String> {
+    log_line_from(w, build, 0, needles)
+}
+
+/// [`build_log_line`] among what the log gained past its first `from` bytes.
+fn log_line_from(w: &World, build: &str, from: usize, needles: &[&str]) -> Result<String, String> {
     let path = w.root.join(format!("target/e2e/viceroy-{build}.log"));
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let all = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&all[from.min(all.len())..]);
         if let Some(line) = text.lines().find(|l| needles.iter().all(|n| l.contains(n))) {
             return Ok(line.to_owned());
         }

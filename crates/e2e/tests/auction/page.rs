@@ -422,29 +422,11 @@ pub fn a_page_that_ends_after_the_deadline_keeps_the_bids_in_time(w: &World) -> 
 /// (the answers read) falls after the answer and well before `last_byte_ms`: at the send of a
 /// part after the answer came. Read only at the end, the two would be within a few ms.
 pub fn answers_that_come_while_the_page_streams_are_read_then(w: &World) -> Outcome {
-    let log_path = w.root.join("target/e2e/viceroy-streaming.log");
-    let log_len = |what: &str| {
-        std::fs::metadata(&log_path)
-            .map(|m| m.len())
-            .map_err(|e| format!("{what}: streaming log: {e}"))
-    };
-    let before = log_len("before")?;
+    let before = crate::log_len(w)?;
     late_page_won_by_slow(w, "read-early", "drip_ms=200&drip_chunks=4")?;
     // The access line leaves after the last byte: looked for in what the log gained.
-    let mut line = None;
-    for _ in 0..100 {
-        let log = std::fs::read(&log_path).map_err(|e| format!("streaming log: {e}"))?;
-        let start = usize::try_from(before).unwrap_or(usize::MAX).min(log.len());
-        let gained = String::from_utf8_lossy(&log[start..]).into_owned();
-        line = (gained.lines())
-            .find(|l| l.contains("access ") && l.contains("path=\"/slots/late.html\""))
-            .map(str::to_owned);
-        if line.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let line = line.ok_or("no access line for the page")?;
+    let needles = ["access ", "path=\"/slots/late.html\""];
+    let line = crate::log_line_after(w, before, &needles)?;
     let (asked, read, last) = (
         field(&line, "bidders_asked_ms"),
         field(&line, "bids_read_ms"),
