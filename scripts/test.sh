@@ -21,9 +21,9 @@ cargo clippy --target wasm32-wasip1 --locked -p trusted-server-core -p trusted-s
 cargo clippy --target wasm32-wasip1 --locked -p trusted-server-edge --all-targets -- -D warnings
 
 log "rustdoc (warnings are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin -p ts-testkit
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p trusted-server-core -p trusted-server-settings -p demo-origin -p ts-testkit -p ts-bench
 # The adapter is a wasm binary: its docs (every item, a binary's are all private) for its own target.
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --target wasm32-wasip1 -p trusted-server-edge
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --target wasm32-wasip1 -p trusted-server-edge -p bare-guest
 
 # crates/archcheck (docs/testing.md#architecture): its own tests first (fixture trees it must
 # catch or leave alone, and a full read of this tree), then the check itself.

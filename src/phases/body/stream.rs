@@ -124,7 +124,6 @@ fn noted_now(at: &Cell<Option<Instant>>) {
 }
 
 /// What of a page had been handed to the platform when its navigation bidders are asked.
-#[derive(Clone, Copy)]
 pub(super) enum Sent {
     /// Its first bytes; the rest of the body is still to be read and streamed.
     FirstBytes,
