@@ -1155,11 +1155,16 @@ pub(crate) fn log_line(w: &World, needles: &[&str]) -> Result<String, String> {
     build_log_line(w, "streaming", needles)
 }
 
+/// Where `build`'s Viceroy (`streaming`, `buffered`) writes its log.
+pub(crate) fn viceroy_log(w: &World, build: &str) -> std::path::PathBuf {
+    w.root.join(format!("target/e2e/viceroy-{build}.log"))
+}
+
 /// How long the streaming build's Viceroy log is now, for [`log_line_after`].
 pub(crate) fn log_len(w: &World) -> Result<usize, String> {
-    let path = w.root.join("target/e2e/viceroy-streaming.log");
-    let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text.len())
+    let path = viceroy_log(w, "streaming");
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(usize::try_from(meta.len()).unwrap_or(usize::MAX))
 }
 
 /// [`log_line`], among the lines written after the log was `from` bytes long: the line of a
@@ -1175,7 +1180,7 @@ fn build_log_line(w: &World, build: &str, needles: &[&str]) -> Result<String, St
 
 /// [`build_log_line`] among what the log gained past its first `from` bytes.
 fn log_line_from(w: &World, build: &str, from: usize, needles: &[&str]) -> Result<String, String> {
-    let path = w.root.join(format!("target/e2e/viceroy-{build}.log"));
+    let path = viceroy_log(w, build);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let all = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -1292,7 +1297,7 @@ fn warn_level_keeps_reports_drops_access_lines(w: &World) -> Outcome {
         "buffered",
         &["trusted_server :: failure: ", "4321 bytes in"],
     )?;
-    let path = w.root.join("target/e2e/viceroy-buffered.log");
+    let path = viceroy_log(w, "buffered");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     match text
         .lines()

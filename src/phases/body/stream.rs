@@ -135,10 +135,13 @@ pub(super) enum Sent {
 /// How long the guest pauses between handing a streamed page's first bytes to the platform
 /// and asking the page's navigation bidders. Asking takes a fraction of a millisecond of CPU
 /// per bidder (the guest's requests, and the platform's sends and connections); done at once,
-/// it ran while the platform was still delivering those bytes, and on the benchmark's
-/// two-core machine the reader's first byte came about 0.2 ms later with the auction than
-/// without it, three runs in a row, beyond the A/A control (docs/performance.md, "Navigation
-/// auction"). A pause lets the bytes leave first. The auction's deadline counts from the
+/// it held those bytes back: under Viceroy the task that carries them to the reader runs on
+/// the guest's own worker only once the guest waits (docs/performance.md, "What the guest's
+/// work after a send costs under Viceroy"), and on the benchmark's two-core machine the
+/// reader's first byte came about 0.2 ms later with the auction than without it, three runs
+/// in a row, beyond the A/A control. A pause (a timer wait) lets the bytes leave first and
+/// leaves the processor to the reader's side meanwhile; a wait of zero length, which only
+/// lets them leave, read worse in the benchmark. The auction's deadline counts from the
 /// asking, so the bids come this much later (under Viceroy up to a millisecond more: its
 /// timers tick in milliseconds).
 ///

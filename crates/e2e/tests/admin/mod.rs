@@ -350,7 +350,7 @@ pub fn secrets_never_shown(w: &World) -> Outcome {
         &["trusted_server :: access ", "path=\"/_ts/admin/unknown\""],
     )?;
     for build in ["streaming", "no-secret"] {
-        let path = w.root.join(format!("target/e2e/viceroy-{build}.log"));
+        let path = crate::viceroy_log(w, build);
         let log = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         check(log.contains("admin"), || {
             format!("no admin line in {}", path.display())

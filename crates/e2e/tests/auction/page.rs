@@ -257,7 +257,7 @@ pub fn the_bidders_are_asked_after_the_origin_and_before_its_answer_only_when_sl
         tries += 1;
         let fast = format!("/slots/late.html?r=fast-head-{}", crate::cache::unique());
         page(w.streaming, ELSEWHERE, &fast, &navigation(&[]))?;
-        let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log"))
+        let log = std::fs::read_to_string(crate::viceroy_log(w, "streaming"))
             .map_err(|e| format!("streaming log: {e}"))?;
         let counts = counted(&log)?;
         if counts.1 > 0 || tries == 20 {

@@ -447,7 +447,7 @@ pub fn no_consent_string_is_echoed_or_logged(w: &World) -> Outcome {
         )?;
         check(body.matches("edge_id").count() == 1, || body.clone())?;
     }
-    let log = w.root.join("target/e2e/viceroy-streaming.log");
+    let log = crate::viceroy_log(w, "streaming");
     let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     for s in raw {
         check(!text.contains(s), || format!("{s} in {}", log.display()))?;

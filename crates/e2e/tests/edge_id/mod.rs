@@ -338,8 +338,8 @@ pub fn missing_secret_serves_page_without_id(w: &World) -> Outcome {
             "no key `no_such_key`",
         ],
     )?;
-    let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-no-secret.log"))
-        .map_err(|e| e.to_string())?;
+    let log =
+        std::fs::read_to_string(crate::viceroy_log(w, "no-secret")).map_err(|e| e.to_string())?;
     check(
         !log.contains("DEVELOPMENT ONLY") && !log.contains("panicked"),
         || format!("the log shows the secret or a panic: {line}"),

@@ -813,8 +813,8 @@ pub fn missing_key_and_the_key_never_shows(w: &World) -> Outcome {
         })?;
     }
     for build in ["streaming", "no-secret"] {
-        let log = std::fs::read_to_string(w.root.join(format!("target/e2e/viceroy-{build}.log")))
-            .map_err(|e| e.to_string())?;
+        let log =
+            std::fs::read_to_string(crate::viceroy_log(w, build)).map_err(|e| e.to_string())?;
         check(!log.contains(&secret) && !log.contains("panicked"), || {
             format!("the {build} log shows the key or a panic")
         })?;

@@ -13,7 +13,7 @@ const WARN_103: &str = "Guest returned informational response (103";
 
 /// The streaming build's Viceroy log.
 fn viceroy_log(w: &World) -> String {
-    std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log")).unwrap_or_default()
+    std::fs::read_to_string(crate::viceroy_log(w, "streaming")).unwrap_or_default()
 }
 
 /// Lines of the demo origin's log naming `token` (one per request, once its response ended).

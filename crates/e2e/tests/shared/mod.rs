@@ -135,7 +135,7 @@ pub fn the_refresh_follows_the_rule(w: &World) -> Outcome {
 
 /// The streaming build's Viceroy log.
 fn viceroy_log(w: &World) -> String {
-    std::fs::read_to_string(w.root.join("target/e2e/viceroy-streaming.log")).unwrap_or_default()
+    std::fs::read_to_string(crate::viceroy_log(w, "streaming")).unwrap_or_default()
 }
 
 /// `link` percent-encoded for the demo origin's `link` knob.

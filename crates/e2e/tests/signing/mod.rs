@@ -327,8 +327,8 @@ pub fn missing_key_gives_503_and_a_log_line(w: &World) -> Outcome {
         r.status == 503 && json(&r.body)?["error"].is_string(),
         || format!("status {} {}", r.status, String::from_utf8_lossy(&r.body)),
     )?;
-    let log = std::fs::read_to_string(w.root.join("target/e2e/viceroy-no-secret.log"))
-        .map_err(|e| e.to_string())?;
+    let log =
+        std::fs::read_to_string(crate::viceroy_log(w, "no-secret")).map_err(|e| e.to_string())?;
     check(
         log.contains("discovery document unavailable")
             && log.contains("secret store `ts_signing` has no key `no_such_kid`"),
